@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Run the whole test suite (unit, integration, examples, benches, doctests)
+# against real Redis. Extra arguments are passed to both `cargo test` runs,
+# e.g. `scripts/test.sh -- --nocapture` or `scripts/test.sh --release`.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+bash scripts/ensure-redis.sh
+
+locked=()
+if [ -f Cargo.lock ]; then
+    locked=(--locked)
+fi
+
+# `--all-targets` does not run doctests, hence the second run.
+cargo test ${locked[@]+"${locked[@]}"} --all-targets "$@"
+cargo test ${locked[@]+"${locked[@]}"} --doc "$@"

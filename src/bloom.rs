@@ -1,0 +1,261 @@
+//! The base filter: one generation in Redis.
+
+use crate::engine::{self, Blueprint, Core, Opened};
+use crate::error::Result;
+use crate::generation::Layout;
+use crate::keys::{FilterName, Keys};
+use crate::metadata::{fmt_f64, Kind};
+use crate::ops::impl_filter_ops;
+use crate::params::{BloomParams, DEFAULT_MAX_BITS, MAX_BLOCK_BITS};
+
+/// A Bloom filter kept in Redis: one generation of `m` bits, shared by every
+/// process that opens it by name.
+///
+/// The handle owns no connection: each call borrows one, blocking
+/// (`redis::ConnectionLike`: `Connection`, `ClusterConnection`) or async
+/// (`redis::aio::ConnectionLike`: `MultiplexedConnection`,
+/// `ConnectionManager`, the async cluster connection). Handles are cheap to
+/// clone and `Send + Sync`.
+///
+/// ```no_run
+/// use rotabloom::BloomFilter;
+/// let client = redis::Client::open("redis://127.0.0.1/")?;
+/// let mut conn = client.get_connection()?;
+/// let seen = BloomFilter::builder("crawl")
+///     .capacity(100_000_000)
+///     .error_rate(0.001)
+///     .create_or_open(&mut conn)?;
+/// if seen.check_and_insert(&mut conn, "http://example.com/")? {
+///     // new: crawl it
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct BloomFilter {
+    core: Core,
+}
+
+impl_filter_ops!(
+    BloomFilter,
+    "# let mut conn = redis::Client::open(\"redis://127.0.0.1/\")?.get_connection()?;\nlet f = rotabloom::BloomFilter::builder(\"crawl\").capacity(1_000_000).error_rate(0.01).create_or_open(&mut conn)?;"
+);
+
+impl BloomFilter {
+    /// Starts describing a filter called `name`.
+    pub fn builder(name: impl Into<String>) -> BloomBuilder {
+        BloomBuilder {
+            name: name.into(),
+            sizing: None,
+            max_bits: DEFAULT_MAX_BITS,
+            max_block_bits: MAX_BLOCK_BITS,
+        }
+    }
+
+    /// Opens an existing filter, whatever its parameters.
+    pub fn open<C: redis::ConnectionLike + ?Sized>(
+        conn: &mut C,
+        name: &str,
+    ) -> Result<BloomFilter> {
+        Ok(BloomFilter {
+            core: engine::open(conn, name, Kind::Bloom)?,
+        })
+    }
+
+    /// Async [`open`](Self::open).
+    pub async fn open_async<C: redis::aio::ConnectionLike + Send>(
+        conn: &mut C,
+        name: &str,
+    ) -> Result<BloomFilter> {
+        Ok(BloomFilter {
+            core: engine::open_async(conn, name, Kind::Bloom).await?,
+        })
+    }
+
+    /// The filter's shape, as last read from Redis.
+    pub fn params(&self) -> BloomParams {
+        let meta = self.core.view();
+        let l = meta.newest().layout;
+        // A stored layout was valid when written; fall back to its raw values.
+        BloomParams::from_bits_hashes_within(l.bits, l.hashes, u64::MAX).unwrap_or(BloomParams::MIN)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Sizing {
+    Capacity { capacity: u64, error_rate: f64 },
+    Explicit { bits: u64, hashes: u32 },
+}
+
+/// Describes a [`BloomFilter`]; nothing is checked until
+/// [`spec`](Self::spec) or `create_or_open`, which report bad values as
+/// typed errors.
+#[derive(Clone, Debug)]
+#[must_use]
+pub struct BloomBuilder {
+    name: String,
+    sizing: Option<Sizing>,
+    max_bits: u64,
+    max_block_bits: u64,
+}
+
+impl BloomBuilder {
+    /// Items the filter is sized for (n). Use with [`error_rate`](Self::error_rate).
+    pub fn capacity(mut self, capacity: u64) -> Self {
+        let error_rate = match self.sizing {
+            Some(Sizing::Capacity { error_rate, .. }) => error_rate,
+            _ => 0.01,
+        };
+        self.sizing = Some(Sizing::Capacity {
+            capacity,
+            error_rate,
+        });
+        self
+    }
+
+    /// False-positive rate at capacity (p). Default 0.01.
+    pub fn error_rate(mut self, error_rate: f64) -> Self {
+        let capacity = match self.sizing {
+            Some(Sizing::Capacity { capacity, .. }) => capacity,
+            _ => 0,
+        };
+        self.sizing = Some(Sizing::Capacity {
+            capacity,
+            error_rate,
+        });
+        self
+    }
+
+    /// An explicit shape instead of capacity and error rate, as the seeds'
+    /// `BLOOMFILTER_BIT` (`bits = 1 << BIT`) and `BLOOMFILTER_HASH_NUMBER`.
+    pub fn bits_hashes(mut self, bits: u64, hashes: u32) -> Self {
+        self.sizing = Some(Sizing::Explicit { bits, hashes });
+        self
+    }
+
+    /// Refuse shapes above this many bits (default 2^37, 16 GiB).
+    pub fn max_bits(mut self, max_bits: u64) -> Self {
+        self.max_bits = max_bits;
+        self
+    }
+
+    /// Split the bitmap into blocks of at most this many bits (default and
+    /// maximum 2^32, one Redis string). Smaller blocks make each Redis
+    /// string smaller; the format records the split.
+    pub fn max_block_bits(mut self, max_block_bits: u64) -> Self {
+        self.max_block_bits = max_block_bits;
+        self
+    }
+
+    /// Validates the description.
+    pub fn spec(&self) -> Result<BloomSpec> {
+        let name = FilterName::new(&self.name)?;
+        let sizing = self.sizing.clone().unwrap_or(Sizing::Capacity {
+            capacity: 0,
+            error_rate: 0.01,
+        });
+        let (params, stored, capacity) = match sizing {
+            Sizing::Capacity {
+                capacity,
+                error_rate,
+            } => {
+                let p = BloomParams::for_capacity_within(capacity, error_rate, self.max_bits)?;
+                (
+                    p,
+                    vec![
+                        ("sizing", "capacity".to_string()),
+                        ("capacity", capacity.to_string()),
+                        ("error_rate", fmt_f64(error_rate)),
+                    ],
+                    capacity,
+                )
+            }
+            Sizing::Explicit { bits, hashes } => {
+                let p = BloomParams::from_bits_hashes_within(bits, hashes, self.max_bits)?;
+                // The load at which k is optimal for m.
+                let cap = ((bits as f64) * std::f64::consts::LN_2 / f64::from(hashes))
+                    .floor()
+                    .max(1.0) as u64;
+                (
+                    p,
+                    vec![
+                        ("sizing", "explicit".to_string()),
+                        ("bits", bits.to_string()),
+                        ("hashes", hashes.to_string()),
+                    ],
+                    cap,
+                )
+            }
+        };
+        Ok(BloomSpec {
+            name,
+            layout: Layout::split(params, self.max_block_bits),
+            params: stored,
+            capacity,
+        })
+    }
+
+    /// Creates the filter, or opens it when it exists with the same
+    /// parameters; a different kind or parameter is an error, never a
+    /// silent reuse.
+    pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
+        self,
+        conn: &mut C,
+    ) -> Result<BloomFilter> {
+        self.spec()?.create_or_open(conn).map(|(f, _)| f)
+    }
+
+    /// Async [`create_or_open`](Self::create_or_open).
+    pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
+        self,
+        conn: &mut C,
+    ) -> Result<BloomFilter> {
+        self.spec()?
+            .create_or_open_async(conn)
+            .await
+            .map(|(f, _)| f)
+    }
+}
+
+/// A validated [`BloomBuilder`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct BloomSpec {
+    name: FilterName,
+    layout: Layout,
+    params: Vec<(&'static str, String)>,
+    capacity: u64,
+}
+
+impl BloomSpec {
+    /// The generation's layout.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    fn blueprint(&self) -> Blueprint {
+        Blueprint {
+            kind: Kind::Bloom,
+            params: self.params.clone(),
+            extra: Vec::new(),
+            gens: vec![(self.layout, self.capacity)],
+        }
+    }
+
+    /// Creates or opens; also says which happened.
+    pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+    ) -> Result<(BloomFilter, Opened)> {
+        let (core, how) = engine::create(conn, Keys::new(self.name.clone()), self.blueprint())?;
+        Ok((BloomFilter { core }, how))
+    }
+
+    /// Async [`create_or_open`](Self::create_or_open).
+    pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+    ) -> Result<(BloomFilter, Opened)> {
+        let (core, how) =
+            engine::create_async(conn, Keys::new(self.name.clone()), self.blueprint()).await?;
+        Ok((BloomFilter { core }, how))
+    }
+}

@@ -1,0 +1,842 @@
+//! The generation machinery every filter kind shares: the client's cached
+//! view of a filter, and the state machines of its operations. Pure: each
+//! machine builds requests and decodes replies; `exec` runs them.
+
+use crate::error::{Error, Result};
+use crate::exec::{Machine, Poll, Replies, Request};
+use crate::generation::Layout;
+use crate::hashing::ItemHash;
+use crate::keys::Keys;
+use crate::metadata::{field, Kind, Meta};
+use crate::scripts;
+use redis::Value;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+/// Limits of one script call: arguments and items. Bigger inputs are cut
+/// into several calls, pipelined in one round trip.
+const MAX_ARGS_PER_CALL: usize = 60_000;
+const MAX_ITEMS_PER_CALL: usize = 2_000;
+/// Items per round trip, so a huge input does not build a huge request.
+const MAX_ITEMS_PER_ROUND: usize = 100_000;
+/// Consecutive reloads without progress before giving up with
+/// [`Error::Contention`].
+pub(crate) const DEFAULT_MAX_RETRIES: u32 = 32;
+
+/// A filter handle's shared state: its key names and its view of the
+/// metadata. Cloning is cheap; clones share the view, so one reload serves
+/// them all. Owns no connection.
+#[derive(Clone, Debug)]
+pub(crate) struct Core {
+    pub keys: Keys,
+    view: Arc<Mutex<Arc<Meta>>>,
+    pub max_retries: u32,
+    /// What the handle was opened as: a re-created filter (new uid) must
+    /// still match, or the handle refuses to use it.
+    kind: Kind,
+    expect: Arc<Vec<(&'static str, String)>>,
+}
+
+impl Core {
+    pub fn new(keys: Keys, meta: Meta, expect: Vec<(&'static str, String)>) -> Core {
+        Core {
+            keys,
+            kind: meta.kind,
+            view: Arc::new(Mutex::new(Arc::new(meta))),
+            max_retries: DEFAULT_MAX_RETRIES,
+            expect: Arc::new(expect),
+        }
+    }
+
+    /// Installs a freshly loaded view, after checking that a re-created
+    /// filter is still what this handle was opened as.
+    pub fn accept(&self, meta: Meta) -> Result<()> {
+        if meta.uid != self.view().uid {
+            meta.check_kind(self.kind)?;
+            meta.check_params(&self.expect)?;
+        }
+        self.set_view(meta);
+        Ok(())
+    }
+
+    /// The current view. A poisoned lock still holds a valid `Arc`, so it is
+    /// used rather than propagated as a panic.
+    pub fn view(&self) -> Arc<Meta> {
+        match self.view.lock() {
+            Ok(g) => Arc::clone(&g),
+            Err(p) => Arc::clone(&p.into_inner()),
+        }
+    }
+
+    fn set_view(&self, meta: Meta) {
+        let meta = Arc::new(meta);
+        match self.view.lock() {
+            Ok(mut g) => *g = meta,
+            Err(p) => *p.into_inner() = meta,
+        }
+    }
+
+    /// Every block key of every generation in `meta`.
+    pub fn all_block_keys(&self, meta: &Meta) -> Vec<String> {
+        meta.gens
+            .iter()
+            .flat_map(|g| (0..g.layout.blocks).map(move |b| self.keys.block(&meta.uid, g.seq, b)))
+            .collect()
+    }
+
+    pub fn name(&self) -> &str {
+        self.keys.name().as_str()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Reply decoding helpers
+
+pub(crate) fn take_one(replies: Option<Replies>) -> Result<redis::RedisResult<Value>> {
+    replies
+        .and_then(|r| r.into_iter().next())
+        .ok_or_else(|| Error::UnexpectedReply("empty reply".into()))
+}
+
+fn as_string(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::Okay => Some("OK".into()),
+        Value::Int(i) => Some(i.to_string()),
+        _ => None,
+    }
+}
+
+fn unexpected(what: &str, v: &Value) -> Error {
+    Error::UnexpectedReply(format!("{what}: {v:?}"))
+}
+
+/// Decodes the field/value pairs of an HGETALL reply (RESP2 array or RESP3
+/// map).
+pub(crate) fn decode_pairs(v: Value) -> Result<BTreeMap<String, String>> {
+    redis::from_redis_value::<BTreeMap<String, String>>(v)
+        .map_err(|e| Error::UnexpectedReply(format!("metadata hash: {e}")))
+}
+
+/// Decodes HGETALL into a view; an empty hash is a missing filter.
+pub(crate) fn decode_meta(name: &str, reply: redis::RedisResult<Value>) -> Result<Meta> {
+    let pairs = decode_pairs(reply?)?;
+    if pairs.is_empty() {
+        return Err(Error::NotFound {
+            name: name.to_string(),
+        });
+    }
+    Meta::decode(name, pairs)
+}
+
+pub(crate) fn is_wrongtype(e: &Error) -> bool {
+    matches!(e, Error::Redis(r) if r.inner().code() == Some("WRONGTYPE")
+        || r.inner().to_string().contains("WRONGTYPE"))
+}
+
+/// `TYPE` of each key, to name the culprit of a WRONGTYPE error.
+pub(crate) fn type_probe(keys: &[(String, &'static str)]) -> Request {
+    let mut req = Request::new();
+    for (k, _) in keys {
+        req.push(redis::cmd("TYPE").arg(k).clone(), None);
+    }
+    req
+}
+
+/// Turns the replies of [`type_probe`] into the error naming the first key
+/// of an unexpected type, or `original` when all look right (the key was
+/// changed back meanwhile).
+pub(crate) fn type_verdict(
+    keys: &[(String, &'static str)],
+    replies: Option<Replies>,
+    original: Error,
+) -> Error {
+    let replies = replies.unwrap_or_default();
+    for ((key, expected), r) in keys.iter().zip(replies) {
+        if let Ok(v) = r {
+            if let Some(t) = as_string(&v) {
+                if t != "none" && t != *expected {
+                    return Error::WrongType {
+                        key: key.clone(),
+                        found: t,
+                        expected,
+                    };
+                }
+            }
+        }
+    }
+    original
+}
+
+pub(crate) fn hgetall(keys: &Keys) -> Request {
+    Request::new().cmd(redis::cmd("HGETALL").arg(keys.meta()).clone())
+}
+
+// ---------------------------------------------------------------------------
+// Which generations an operation reads and writes
+
+/// A generation's part in a data operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Only queried.
+    Query,
+    /// Written, and its old bits decide whether an item was new.
+    Decide,
+    /// Written with what the decide generation accepted.
+    Write,
+}
+
+impl Role {
+    fn code(self) -> &'static str {
+        match self {
+            Role::Query => "q",
+            Role::Decide => "d",
+            Role::Write => "w",
+        }
+    }
+}
+
+/// The part each generation plays, by kind (and mode); index into `gens`.
+pub(crate) fn roles(meta: &Meta) -> Result<Vec<(usize, Role)>> {
+    let n = meta.gens.len();
+    let query_all = || {
+        let mut r: Vec<(usize, Role)> = (0..n - 1).map(|i| (i, Role::Query)).collect();
+        r.push((n - 1, Role::Decide));
+        r
+    };
+    Ok(match meta.kind {
+        Kind::Bloom => vec![(n - 1, Role::Decide)],
+        Kind::Expanding => query_all(),
+        Kind::Circular => match crate::circular::Mode::from_meta(meta)? {
+            crate::circular::Mode::InsertNewestQueryAll => query_all(),
+            crate::circular::Mode::InsertAllQueryOldest => {
+                let mut r = vec![(0, Role::Decide)];
+                r.extend((1..n).map(|i| (i, Role::Write)));
+                r
+            }
+        },
+    })
+}
+
+/// What the data script does when the decide generation fills up.
+pub(crate) enum Growth {
+    /// Nothing: capacity is advisory (base and circular filters).
+    Unbounded,
+    /// The generation may not pass its capacity, and nothing can be added.
+    Limit,
+    /// Add this generation when the decide generation is full.
+    Next {
+        seq: u64,
+        layout: Layout,
+        capacity: u64,
+    },
+}
+
+impl Growth {
+    fn arg(&self) -> String {
+        match self {
+            Growth::Unbounded => String::new(),
+            Growth::Limit => "LIMIT".into(),
+            Growth::Next {
+                seq,
+                layout,
+                capacity,
+            } => format!(
+                "{seq}|{}|{}|{}|{capacity}|{}",
+                layout.bits,
+                layout.hashes,
+                layout.blocks,
+                layout.scheme.as_str()
+            ),
+        }
+    }
+}
+
+fn growth(meta: &Meta) -> Result<Growth> {
+    match meta.kind {
+        Kind::Expanding => crate::expanding::growth(meta),
+        _ => Ok(Growth::Unbounded),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Data operations
+
+/// The three data operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DataOp {
+    /// Insert; true when the write changed the filter.
+    Add,
+    /// Query; true when present.
+    Has,
+    /// Check-and-insert; true when the item was new.
+    CheckAdd,
+}
+
+impl DataOp {
+    fn code(self) -> &'static str {
+        match self {
+            DataOp::Add => "add",
+            DataOp::Has => "has",
+            DataOp::CheckAdd => "cai",
+        }
+    }
+}
+
+enum DataState {
+    Idle,
+    Sent(Vec<Vec<usize>>),
+    Reload,
+    Probe(Vec<(String, &'static str)>, Option<Error>),
+}
+
+/// Runs one data operation over a batch of items, in as many round trips as
+/// the input size and concurrent changes of the filter require.
+pub(crate) struct DataMachine {
+    core: Core,
+    op: DataOp,
+    hashes: Vec<ItemHash>,
+    out: Vec<bool>,
+    /// Undecided items, ascending.
+    pending: Vec<usize>,
+    state: DataState,
+    stalls: u32,
+    progress: bool,
+}
+
+impl DataMachine {
+    pub fn new(core: Core, op: DataOp, hashes: Vec<ItemHash>) -> DataMachine {
+        let n = hashes.len();
+        DataMachine {
+            core,
+            op,
+            out: vec![false; n],
+            pending: (0..n).collect(),
+            hashes,
+            state: DataState::Idle,
+            stalls: 0,
+            progress: false,
+        }
+    }
+
+    fn build(&mut self) -> Result<Request> {
+        let meta = self.core.view();
+        let roles = roles(&meta)?;
+        // Reads leave the filter alone: only generations that answer take part.
+        let roles: Vec<(usize, Role)> = match self.op {
+            DataOp::Has => roles
+                .into_iter()
+                .filter(|(_, r)| *r != Role::Write)
+                .collect(),
+            _ => roles,
+        };
+        let growth = if self.op == DataOp::Has {
+            Growth::Unbounded
+        } else {
+            growth(&meta)?
+        };
+        let growth_arg = growth.arg();
+        let per_item: usize = roles
+            .iter()
+            .map(|(g, _)| 1 + meta.gens[*g].layout.hashes as usize)
+            .sum();
+        let per_call = (MAX_ARGS_PER_CALL / per_item.max(1)).clamp(1, MAX_ITEMS_PER_CALL);
+
+        let mut keys = vec![self.core.keys.meta().to_string()];
+        for (g, _) in &roles {
+            let gen = &meta.gens[*g];
+            keys.extend(
+                (0..gen.layout.blocks).map(|b| self.core.keys.block(&meta.uid, gen.seq, b)),
+            );
+        }
+
+        let round: Vec<usize> = self
+            .pending
+            .iter()
+            .copied()
+            .take(MAX_ITEMS_PER_ROUND)
+            .collect();
+        let mut req = Request::new();
+        let mut chunks = Vec::new();
+        for chunk in round.chunks(per_call) {
+            let mut cmd = scripts::DATA.invoke(&keys);
+            cmd.arg(self.op.code())
+                .arg(&meta.uid)
+                .arg(meta.epoch)
+                .arg(chunk.len())
+                .arg(&growth_arg)
+                .arg(roles.len());
+            for (g, role) in &roles {
+                let gen = &meta.gens[*g];
+                cmd.arg(role.code())
+                    .arg(gen.seq)
+                    .arg(gen.layout.hashes)
+                    .arg(gen.layout.blocks);
+                for &i in chunk {
+                    let (block, positions) = gen.layout.locate(&self.hashes[i]);
+                    cmd.arg(block);
+                    for p in positions {
+                        cmd.arg(p);
+                    }
+                }
+            }
+            req.script(&scripts::DATA, cmd);
+            chunks.push(chunk.to_vec());
+        }
+        self.state = DataState::Sent(chunks);
+        Ok(req)
+    }
+
+    /// Applies one chunk's reply; returns whether the view must be reloaded.
+    fn absorb(
+        &mut self,
+        chunk: &[usize],
+        reply: redis::RedisResult<Value>,
+        done: &mut Vec<usize>,
+    ) -> Result<bool> {
+        let v = reply?;
+        let Value::Array(parts) = &v else {
+            return Err(unexpected("data script", &v));
+        };
+        let (Some(status), Some(Value::Int(processed)), Some(flags)) = (
+            parts.first().and_then(as_string),
+            parts.get(1),
+            parts.get(2).and_then(as_string),
+        ) else {
+            return Err(unexpected("data script", &v));
+        };
+        let processed = usize::try_from(*processed).unwrap_or(0).min(chunk.len());
+        let flags = flags.as_bytes();
+        if flags.len() != processed {
+            return Err(unexpected("data script flags", &v));
+        }
+        for (t, &i) in chunk[..processed].iter().enumerate() {
+            self.out[i] = flags[t] == b'1';
+            done.push(i);
+        }
+        if processed > 0 {
+            self.progress = true;
+        }
+        match status.as_str() {
+            "OK" => Ok(false),
+            "STALE" | "EXPANDED" => Ok(true),
+            "LIMIT" => Err(Error::LimitReached {
+                name: self.core.name().to_string(),
+                limit: crate::expanding::limit_description(&self.core.view()),
+            }),
+            _ => Err(unexpected("data script status", &v)),
+        }
+    }
+
+    fn fail(&mut self, e: Error) -> Result<Poll<Vec<bool>>> {
+        if is_wrongtype(&e) {
+            let meta = self.core.view();
+            let mut keys = vec![(self.core.keys.meta().to_string(), "hash")];
+            keys.extend(
+                self.core
+                    .all_block_keys(&meta)
+                    .into_iter()
+                    .map(|k| (k, "string")),
+            );
+            let req = type_probe(&keys);
+            self.state = DataState::Probe(keys, Some(e));
+            return Ok(Poll::Send(req));
+        }
+        Err(e)
+    }
+}
+
+impl Machine for DataMachine {
+    type Output = Vec<bool>;
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<Vec<bool>>> {
+        match std::mem::replace(&mut self.state, DataState::Idle) {
+            DataState::Idle => {
+                if self.pending.is_empty() {
+                    return Ok(Poll::Ready(std::mem::take(&mut self.out)));
+                }
+                Ok(Poll::Send(self.build()?))
+            }
+            DataState::Sent(chunks) => {
+                let replies = replies.unwrap_or_default();
+                let mut done = Vec::new();
+                let mut reload = false;
+                let mut first_err = None;
+                for (chunk, reply) in chunks.iter().zip(replies) {
+                    match self.absorb(chunk, reply, &mut done) {
+                        Ok(r) => reload |= r,
+                        Err(e) => {
+                            first_err.get_or_insert(e);
+                        }
+                    }
+                }
+                if let Some(e) = first_err {
+                    return self.fail(e);
+                }
+                if !done.is_empty() {
+                    done.sort_unstable();
+                    self.pending.retain(|i| done.binary_search(i).is_err());
+                }
+                if reload {
+                    self.state = DataState::Reload;
+                    return Ok(Poll::Send(hgetall(&self.core.keys)));
+                }
+                if self.pending.is_empty() {
+                    return Ok(Poll::Ready(std::mem::take(&mut self.out)));
+                }
+                Ok(Poll::Send(self.build()?))
+            }
+            DataState::Reload => {
+                let meta = match decode_meta(self.core.name(), take_one(replies)?) {
+                    Ok(m) => m,
+                    Err(e) => return self.fail(e),
+                };
+                self.core.accept(meta)?;
+                if self.progress {
+                    self.stalls = 0;
+                    self.progress = false;
+                } else {
+                    self.stalls += 1;
+                    if self.stalls > self.core.max_retries {
+                        return Err(Error::Contention {
+                            name: self.core.name().to_string(),
+                            retries: self.stalls,
+                        });
+                    }
+                }
+                if self.pending.is_empty() {
+                    return Ok(Poll::Ready(std::mem::take(&mut self.out)));
+                }
+                Ok(Poll::Send(self.build()?))
+            }
+            DataState::Probe(keys, original) => {
+                let original =
+                    original.unwrap_or_else(|| Error::UnexpectedReply("type probe".into()));
+                Err(type_verdict(&keys, replies, original))
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Loading the view
+
+enum LoadState {
+    Idle,
+    Sent,
+    Probe(Vec<(String, &'static str)>, Option<Error>),
+}
+
+/// Reads the metadata hash into a view.
+pub(crate) struct LoadMachine {
+    keys: Keys,
+    state: LoadState,
+}
+
+impl LoadMachine {
+    pub fn new(keys: Keys) -> LoadMachine {
+        LoadMachine {
+            keys,
+            state: LoadState::Idle,
+        }
+    }
+}
+
+impl Machine for LoadMachine {
+    type Output = Meta;
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<Meta>> {
+        match std::mem::replace(&mut self.state, LoadState::Idle) {
+            LoadState::Idle => {
+                self.state = LoadState::Sent;
+                Ok(Poll::Send(hgetall(&self.keys)))
+            }
+            LoadState::Sent => match decode_meta(self.keys.name().as_str(), take_one(replies)?) {
+                Ok(m) => Ok(Poll::Ready(m)),
+                Err(e) if is_wrongtype(&e) => {
+                    let keys = vec![(self.keys.meta().to_string(), "hash")];
+                    let req = type_probe(&keys);
+                    self.state = LoadState::Probe(keys, Some(e));
+                    Ok(Poll::Send(req))
+                }
+                Err(e) => Err(e),
+            },
+            LoadState::Probe(keys, original) => {
+                let original =
+                    original.unwrap_or_else(|| Error::UnexpectedReply("type probe".into()));
+                Err(type_verdict(&keys, replies, original))
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Create-or-open
+
+/// What a new filter looks like.
+pub(crate) struct Blueprint {
+    pub kind: Kind,
+    /// Kind parameters: stored at creation, compared on open.
+    pub params: Vec<(&'static str, String)>,
+    /// Further fields stored at creation but not compared.
+    pub extra: Vec<(String, String)>,
+    /// The initial generations, oldest first: (layout, capacity).
+    pub gens: Vec<(Layout, u64)>,
+}
+
+/// Whether create-or-open created the filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Opened {
+    /// This call created the filter.
+    Created,
+    /// The filter existed, with matching parameters.
+    Existing,
+}
+
+pub(crate) struct CreateMachine {
+    keys: Keys,
+    blueprint: Blueprint,
+    sent: bool,
+}
+
+impl CreateMachine {
+    pub fn new(keys: Keys, blueprint: Blueprint) -> CreateMachine {
+        CreateMachine {
+            keys,
+            blueprint,
+            sent: false,
+        }
+    }
+
+    fn request(&self) -> Request {
+        let uid = crate::uid::new_uid();
+        let bp = &self.blueprint;
+        let mut time_fields = vec![field::CREATED_AT.to_string()];
+        let mut pairs: Vec<(String, String)> = vec![
+            (
+                field::FORMAT.into(),
+                crate::metadata::FORMAT_VERSION.to_string(),
+            ),
+            (field::KIND.into(), bp.kind.as_str().into()),
+            (field::UID.into(), uid),
+            (field::EPOCH.into(), "0".into()),
+            (field::NEXT_SEQ.into(), bp.gens.len().to_string()),
+            (
+                field::GENS.into(),
+                (0..bp.gens.len())
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
+        ];
+        pairs.extend(bp.params.iter().map(|(f, v)| ((*f).to_string(), v.clone())));
+        pairs.extend(bp.extra.iter().cloned());
+        for (seq, (layout, cap)) in bp.gens.iter().enumerate() {
+            pairs.extend(crate::metadata::generation_fields(seq as u64, layout, *cap));
+            time_fields.push(field::gen(seq as u64, field::G_CREATED_AT));
+        }
+        let mut cmd = scripts::CREATE.invoke(&[self.keys.meta()]);
+        cmd.arg(time_fields.len());
+        for f in &time_fields {
+            cmd.arg(f);
+        }
+        for (f, v) in &pairs {
+            cmd.arg(f).arg(v);
+        }
+        let mut req = Request::new();
+        req.script(&scripts::CREATE, cmd);
+        req
+    }
+}
+
+impl Machine for CreateMachine {
+    type Output = (Meta, Opened);
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<(Meta, Opened)>> {
+        if !self.sent {
+            self.sent = true;
+            return Ok(Poll::Send(self.request()));
+        }
+        let v = take_one(replies)??;
+        let Value::Array(mut parts) = v else {
+            return Err(unexpected("create script", &v));
+        };
+        if parts.len() != 2 {
+            return Err(Error::UnexpectedReply("create script: wrong arity".into()));
+        }
+        let body = parts.pop().unwrap_or(Value::Nil);
+        let status = parts.first().and_then(as_string).unwrap_or_default();
+        let name = self.keys.name().as_str();
+        match status.as_str() {
+            "wrongtype" => Err(Error::WrongType {
+                key: self.keys.meta().to_string(),
+                found: as_string(&body).unwrap_or_default(),
+                expected: "hash",
+            }),
+            "created" | "exists" => {
+                let meta = Meta::decode(name, decode_pairs(body)?)?;
+                meta.check_kind(self.blueprint.kind)?;
+                meta.check_params(&self.blueprint.params)?;
+                let how = if status == "created" {
+                    Opened::Created
+                } else {
+                    Opened::Existing
+                };
+                Ok(Poll::Ready((meta, how)))
+            }
+            other => Err(Error::UnexpectedReply(format!(
+                "create script status {other:?}"
+            ))),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Guarded whole-filter scripts: clear and drop
+
+/// Runs a script that needs every key of the filter, reloading the view and
+/// retrying when another process changed the filter meanwhile.
+pub(crate) struct GuardedMachine {
+    core: Core,
+    script: &'static scripts::LuaScript,
+    state: GuardState,
+    stalls: u32,
+}
+
+enum GuardState {
+    Idle,
+    Sent,
+    Reload,
+}
+
+/// The outcome of a guarded script.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Guarded {
+    Done,
+    Gone,
+}
+
+impl GuardedMachine {
+    pub fn clear(core: Core) -> GuardedMachine {
+        GuardedMachine {
+            core,
+            script: &scripts::CLEAR,
+            state: GuardState::Idle,
+            stalls: 0,
+        }
+    }
+
+    pub fn drop_filter(core: Core) -> GuardedMachine {
+        GuardedMachine {
+            core,
+            script: &scripts::DROP,
+            state: GuardState::Idle,
+            stalls: 0,
+        }
+    }
+
+    fn request(&mut self) -> Request {
+        let meta = self.core.view();
+        let mut keys = vec![self.core.keys.meta().to_string()];
+        keys.extend(self.core.all_block_keys(&meta));
+        let mut cmd = self.script.invoke(&keys);
+        cmd.arg(&meta.uid).arg(meta.epoch);
+        if std::ptr::eq(self.script, &scripts::CLEAR) {
+            for g in &meta.gens {
+                cmd.arg(g.seq);
+            }
+        }
+        let mut req = Request::new();
+        req.script(self.script, cmd);
+        self.state = GuardState::Sent;
+        req
+    }
+}
+
+impl Machine for GuardedMachine {
+    type Output = Guarded;
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<Guarded>> {
+        match std::mem::replace(&mut self.state, GuardState::Idle) {
+            GuardState::Idle => Ok(Poll::Send(self.request())),
+            GuardState::Sent => {
+                let v = take_one(replies)??;
+                match as_string(&v).as_deref() {
+                    Some("OK") => Ok(Poll::Ready(Guarded::Done)),
+                    Some("GONE") => Ok(Poll::Ready(Guarded::Gone)),
+                    Some("STALE") => {
+                        self.stalls += 1;
+                        if self.stalls > self.core.max_retries {
+                            return Err(Error::Contention {
+                                name: self.core.name().to_string(),
+                                retries: self.stalls,
+                            });
+                        }
+                        self.state = GuardState::Reload;
+                        Ok(Poll::Send(hgetall(&self.core.keys)))
+                    }
+                    _ => Err(unexpected("guarded script", &v)),
+                }
+            }
+            GuardState::Reload => match decode_meta(self.core.name(), take_one(replies)?) {
+                Ok(meta) => {
+                    self.core.accept(meta)?;
+                    Ok(Poll::Send(self.request()))
+                }
+                Err(Error::NotFound { .. }) => Ok(Poll::Ready(Guarded::Gone)),
+                Err(e) => Err(e),
+            },
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Opening handles, shared by every kind
+
+/// Opens an existing filter of `kind`.
+pub(crate) fn open<C: redis::ConnectionLike + ?Sized>(
+    conn: &mut C,
+    name: &str,
+    kind: Kind,
+) -> Result<Core> {
+    let keys = Keys::new(crate::FilterName::new(name)?);
+    let meta = crate::exec::run(conn, LoadMachine::new(keys.clone()))?;
+    meta.check_kind(kind)?;
+    Ok(Core::new(keys, meta, Vec::new()))
+}
+
+/// Async [`open`].
+pub(crate) async fn open_async<C: redis::aio::ConnectionLike + Send>(
+    conn: &mut C,
+    name: &str,
+    kind: Kind,
+) -> Result<Core> {
+    let keys = Keys::new(crate::FilterName::new(name)?);
+    let meta = crate::exec::run_async(conn, LoadMachine::new(keys.clone())).await?;
+    meta.check_kind(kind)?;
+    Ok(Core::new(keys, meta, Vec::new()))
+}
+
+/// Creates the filter, or opens it if it exists with the same kind and
+/// parameters.
+pub(crate) fn create<C: redis::ConnectionLike + ?Sized>(
+    conn: &mut C,
+    keys: Keys,
+    bp: Blueprint,
+) -> Result<(Core, Opened)> {
+    let expect = bp.params.clone();
+    let (meta, how) = crate::exec::run(conn, CreateMachine::new(keys.clone(), bp))?;
+    Ok((Core::new(keys, meta, expect), how))
+}
+
+/// Async [`create`].
+pub(crate) async fn create_async<C: redis::aio::ConnectionLike + Send>(
+    conn: &mut C,
+    keys: Keys,
+    bp: Blueprint,
+) -> Result<(Core, Opened)> {
+    let expect = bp.params.clone();
+    let (meta, how) = crate::exec::run_async(conn, CreateMachine::new(keys.clone(), bp)).await?;
+    Ok((Core::new(keys, meta, expect), how))
+}

@@ -1,0 +1,211 @@
+//! The one error type of the crate.
+
+use std::fmt;
+
+/// Everything that can go wrong in rotabloom.
+///
+/// Expected outcomes (an item already present, a rotation that is not due yet)
+/// are values, not errors. Errors are either the caller's input, a filter that
+/// disagrees with what the caller asked for, or Redis.
+///
+/// No variant ever carries a password: connection details are never part of
+/// an error message.
+///
+/// ```
+/// use rotabloom::{BloomParams, Error};
+/// let err = BloomParams::for_capacity(0, 0.01).unwrap_err();
+/// assert!(matches!(err, Error::InvalidParameter { name: "capacity", .. }));
+/// assert!(!err.is_retryable());
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A parameter is out of its valid range (for example a false-positive
+    /// rate outside (0, 1), a capacity of 0, or a hash count of 0).
+    #[error("invalid {name}: {reason}")]
+    InvalidParameter {
+        /// The parameter's name.
+        name: &'static str,
+        /// Why it was rejected.
+        reason: String,
+    },
+
+    /// A generation would need more bits than the configured maximum.
+    #[error("a generation of {bits} bits exceeds the configured maximum of {max} bits")]
+    TooLarge {
+        /// Bits requested.
+        bits: u64,
+        /// The configured maximum.
+        max: u64,
+    },
+
+    /// A filter name that cannot be used in a Redis key.
+    #[error("invalid filter name {name:?}: {reason}")]
+    InvalidName {
+        /// The rejected name.
+        name: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+
+    /// The filter does not exist (no metadata hash in Redis).
+    #[error("filter {name:?} does not exist")]
+    NotFound {
+        /// The filter's name.
+        name: String,
+    },
+
+    /// The filter exists, but was created with a different value for a
+    /// parameter. rotabloom never reuses or overwrites a filter silently.
+    #[error("filter {name:?} exists with {field} = {stored}, but {requested} was requested")]
+    ParameterMismatch {
+        /// The filter's name.
+        name: String,
+        /// The metadata field that differs.
+        field: String,
+        /// The value stored in Redis.
+        stored: String,
+        /// The value asked for.
+        requested: String,
+    },
+
+    /// The filter exists but is of another kind.
+    #[error("filter {name:?} is a {found} filter, not a {expected} filter")]
+    KindMismatch {
+        /// The filter's name.
+        name: String,
+        /// The kind the caller asked for.
+        expected: &'static str,
+        /// The kind stored in Redis.
+        found: String,
+    },
+
+    /// The filter was written in a format version this library cannot read.
+    #[error("filter {name:?} uses format version {found}; this library reads version {supported}")]
+    UnsupportedFormat {
+        /// The filter's name.
+        name: String,
+        /// The version found in the metadata.
+        found: String,
+        /// The version this library implements.
+        supported: u32,
+    },
+
+    /// A key exists with a Redis type the filter cannot use.
+    #[error("key {key:?} holds a Redis {found}, but rotabloom needs a {expected} there")]
+    WrongType {
+        /// The key.
+        key: String,
+        /// Its type in Redis.
+        found: String,
+        /// The type rotabloom needs.
+        expected: &'static str,
+    },
+
+    /// The metadata hash is present but cannot be decoded.
+    #[error("corrupt metadata for filter {name:?}: field {field}: {reason}")]
+    CorruptMetadata {
+        /// The filter's name.
+        name: String,
+        /// The field that could not be read.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// Redis answered something the protocol of this library does not allow.
+    #[error("unexpected reply from Redis: {0}")]
+    UnexpectedReply(String),
+
+    /// The filter kept changing under this operation (other processes
+    /// expanding, rotating or re-creating it) more times than the retry limit.
+    #[error("filter {name:?} changed {retries} times during one operation; giving up")]
+    Contention {
+        /// The filter's name.
+        name: String,
+        /// How many times the operation was retried.
+        retries: u32,
+    },
+
+    /// An [`ExpandingFilter`](crate::ExpandingFilter) reached its configured
+    /// limit on generations or memory.
+    #[error("filter {name:?} reached its limit: {limit}")]
+    LimitReached {
+        /// The filter's name.
+        name: String,
+        /// Which limit.
+        limit: String,
+    },
+
+    /// An error from Redis or the connection to it.
+    #[error("redis: {0}")]
+    Redis(#[source] RedisError),
+}
+
+/// A Redis error, wrapped so that its text is scrubbed of credentials.
+#[derive(Debug)]
+pub struct RedisError(pub(crate) redis::RedisError);
+
+impl RedisError {
+    /// The underlying error of the `redis` crate.
+    pub fn inner(&self) -> &redis::RedisError {
+        &self.0
+    }
+}
+
+impl fmt::Display for RedisError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&crate::redact::redact_urls(&self.0.to_string()))
+    }
+}
+
+impl std::error::Error for RedisError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+impl From<redis::RedisError> for Error {
+    fn from(e: redis::RedisError) -> Self {
+        Error::Redis(RedisError(e))
+    }
+}
+
+impl Error {
+    /// Whether trying the same call again later may succeed: connection
+    /// failures, timeouts, a server that is loading or busy, cluster
+    /// reconfiguration, and contention between processes.
+    ///
+    /// ```
+    /// use rotabloom::Error;
+    /// let e = Error::Contention { name: "crawl".into(), retries: 16 };
+    /// assert!(e.is_retryable());
+    /// ```
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Contention { .. } => true,
+            Error::Redis(RedisError(e)) => {
+                e.is_io_error()
+                    || e.is_timeout()
+                    || e.is_connection_dropped()
+                    || e.is_connection_refusal()
+                    || matches!(
+                        e.code(),
+                        Some(
+                            "LOADING"
+                                | "BUSY"
+                                | "TRYAGAIN"
+                                | "CLUSTERDOWN"
+                                | "MASTERDOWN"
+                                | "MOVED"
+                                | "ASK"
+                        )
+                    )
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,170 @@
+//! The only code that talks to Redis: it runs what the pure core built, on a
+//! blocking or an async connection, and turns NOSCRIPT into a transparent
+//! re-send. Everything else is decided by [`Machine`]s.
+
+use crate::error::Result;
+use crate::scripts::LuaScript;
+use redis::{Cmd, Pipeline, RedisResult, Value};
+
+/// One round trip: commands sent as one pipeline.
+pub(crate) struct Request {
+    pipe: Pipeline,
+    /// For each command, the script it calls by SHA1, if any.
+    scripts: Vec<Option<&'static LuaScript>>,
+}
+
+impl Request {
+    pub fn new() -> Request {
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        Request {
+            pipe,
+            scripts: Vec::new(),
+        }
+    }
+
+    pub fn cmd(mut self, cmd: Cmd) -> Request {
+        self.push(cmd, None);
+        self
+    }
+
+    pub fn push(&mut self, cmd: Cmd, script: Option<&'static LuaScript>) {
+        self.pipe.add_command(cmd);
+        self.scripts.push(script);
+    }
+
+    pub fn script(&mut self, script: &'static LuaScript, cmd: Cmd) {
+        self.push(cmd, Some(script));
+    }
+
+    /// The commands whose reply was NOSCRIPT, re-built as EVAL.
+    fn retry_noscript(&self, replies: &[RedisResult<Value>]) -> Option<(Vec<usize>, Request)> {
+        let mut idx = Vec::new();
+        let mut retry = Request::new();
+        for ((i, r), cmd) in replies.iter().enumerate().zip(self.pipe.cmd_iter()) {
+            if let (Err(e), Some(script)) = (r, self.scripts[i]) {
+                if e.code() == Some("NOSCRIPT") {
+                    idx.push(i);
+                    retry.push(script.as_eval(cmd), None);
+                }
+            }
+        }
+        (!idx.is_empty()).then_some((idx, retry))
+    }
+}
+
+/// Replies, one per command of the request, in order.
+pub(crate) type Replies = Vec<RedisResult<Value>>;
+
+/// What a machine wants next.
+pub(crate) enum Poll<T> {
+    Send(Request),
+    Ready(T),
+}
+
+/// A pure state machine for one operation: it is handed the replies to its
+/// last request (None at the start) and says what to send next or what the
+/// result is. Sync and async callers drive the same machine.
+pub(crate) trait Machine {
+    type Output;
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<Self::Output>>;
+}
+
+/// How many times one request is re-sent after NOSCRIPT. One is enough
+/// unless the script cache is flushed again in between.
+const NOSCRIPT_RETRIES: usize = 3;
+
+fn merge(replies: &mut Replies, idx: Vec<usize>, again: Replies) {
+    for (i, r) in idx.into_iter().zip(again) {
+        replies[i] = r;
+    }
+}
+
+fn send_sync<C: redis::ConnectionLike + ?Sized>(conn: &mut C, req: &Request) -> Result<Replies> {
+    let conn: &mut dyn redis::ConnectionLike = &mut ConnRef(conn);
+    let mut replies: Replies = req.pipe.query(conn)?;
+    for _ in 0..NOSCRIPT_RETRIES {
+        let Some((idx, retry)) = req.retry_noscript(&replies) else {
+            break;
+        };
+        let again: Replies = retry.pipe.query(conn)?;
+        merge(&mut replies, idx, again);
+    }
+    Ok(replies)
+}
+
+async fn send_async<C: redis::aio::ConnectionLike + Send>(
+    conn: &mut C,
+    req: &Request,
+) -> Result<Replies> {
+    let mut replies: Replies = req.pipe.query_async(conn).await?;
+    for _ in 0..NOSCRIPT_RETRIES {
+        let Some((idx, retry)) = req.retry_noscript(&replies) else {
+            break;
+        };
+        let again: Replies = retry.pipe.query_async(conn).await?;
+        merge(&mut replies, idx, again);
+    }
+    Ok(replies)
+}
+
+/// Runs a machine to completion on a blocking connection.
+pub(crate) fn run<M: Machine, C: redis::ConnectionLike + ?Sized>(
+    conn: &mut C,
+    mut m: M,
+) -> Result<M::Output> {
+    let mut replies = None;
+    loop {
+        match m.step(replies.take())? {
+            Poll::Ready(v) => return Ok(v),
+            Poll::Send(req) => replies = Some(send_sync(conn, &req)?),
+        }
+    }
+}
+
+/// Runs a machine to completion on an async connection.
+pub(crate) async fn run_async<M: Machine, C: redis::aio::ConnectionLike + Send>(
+    conn: &mut C,
+    mut m: M,
+) -> Result<M::Output> {
+    let mut replies = None;
+    loop {
+        match m.step(replies.take())? {
+            Poll::Ready(v) => return Ok(v),
+            Poll::Send(req) => replies = Some(send_async(conn, &req).await?),
+        }
+    }
+}
+
+/// Lets an unsized `C: ConnectionLike` be used where `&mut dyn ConnectionLike`
+/// is required.
+struct ConnRef<'a, C: ?Sized>(&'a mut C);
+
+impl<C: redis::ConnectionLike + ?Sized> redis::ConnectionLike for ConnRef<'_, C> {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
+        self.0.req_packed_command(cmd)
+    }
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> RedisResult<Vec<Value>> {
+        self.0.req_packed_commands(cmd, offset, count)
+    }
+    fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+        self.0.req_command(cmd)
+    }
+    fn get_db(&self) -> i64 {
+        self.0.get_db()
+    }
+    fn supports_pipelining(&self) -> bool {
+        self.0.supports_pipelining()
+    }
+    fn check_connection(&mut self) -> bool {
+        self.0.check_connection()
+    }
+    fn is_open(&self) -> bool {
+        self.0.is_open()
+    }
+}

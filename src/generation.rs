@@ -1,0 +1,129 @@
+//! One generation: a Bloom filter's worth of bits in one or more Redis
+//! strings. This is the storage seam every filter kind shares: a kind decides
+//! *which* generations an operation reads and writes; a generation decides
+//! *where* an item's bits are.
+
+use crate::hashing::ItemHash;
+use crate::params::{BloomParams, MAX_BLOCK_BITS};
+
+/// How a generation maps items to bits. Stored in the metadata as
+/// `gen.<seq>.scheme`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Scheme {
+    /// Format version 1: MD5, enhanced double hashing, per-item block.
+    Md5Edh,
+}
+
+impl Scheme {
+    /// The name used in the metadata hash.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Md5Edh => "md5-edh",
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Option<Scheme> {
+        match s {
+            "md5-edh" => Some(Scheme::Md5Edh),
+            _ => None,
+        }
+    }
+}
+
+/// The shape of one generation's storage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Layout {
+    /// Total bits, `blocks * block_bits`.
+    pub bits: u64,
+    /// Hash functions per item.
+    pub hashes: u32,
+    /// Number of Redis strings.
+    pub blocks: u32,
+    /// The hashing scheme.
+    pub scheme: Scheme,
+}
+
+impl Layout {
+    /// Splits `params` into blocks of at most `max_block_bits` bits (never
+    /// more than one Redis string). A split generation is rounded up to a
+    /// multiple of the block count, by fewer than `blocks` bits.
+    pub fn split(params: BloomParams, max_block_bits: u64) -> Layout {
+        let max = max_block_bits.clamp(8, MAX_BLOCK_BITS);
+        let m = params.bits();
+        let blocks = m.div_ceil(max);
+        let block_bits = m.div_ceil(blocks);
+        Layout {
+            bits: block_bits * blocks,
+            hashes: params.hashes(),
+            blocks: blocks.min(u64::from(u32::MAX)) as u32,
+            scheme: Scheme::Md5Edh,
+        }
+    }
+
+    /// Bits in each block.
+    pub fn block_bits(&self) -> u64 {
+        self.bits / u64::from(self.blocks.max(1))
+    }
+
+    /// Where an item's bits are: its block and its positions in that block.
+    pub fn locate(&self, h: &ItemHash) -> (u32, crate::hashing::Positions) {
+        match self.scheme {
+            Scheme::Md5Edh => (
+                h.block(self.blocks),
+                h.positions(self.block_bits(), self.hashes),
+            ),
+        }
+    }
+
+    /// Bytes of memory when every block is full-sized.
+    pub fn bytes(&self) -> u64 {
+        u64::from(self.blocks) * self.block_bits().div_ceil(8)
+    }
+}
+
+/// One generation as recorded in the metadata hash.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Generation {
+    /// Sequence number, unique and never reused within a filter instance.
+    pub seq: u64,
+    /// Where its bits are.
+    pub layout: Layout,
+    /// Distinct items it was sized for.
+    pub capacity: u64,
+    /// Distinct items inserted so far (items whose insertion set a bit).
+    pub count: u64,
+    /// Creation time, milliseconds since the Unix epoch (Redis server clock).
+    pub created_at_ms: i64,
+}
+
+impl Generation {
+    /// Expected false-positive rate at the current count.
+    pub fn expected_false_positive_rate(&self) -> f64 {
+        crate::params::false_positive_rate(self.layout.bits, self.layout.hashes, self.count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_keeps_small_generations_whole() {
+        let p = BloomParams::from_bits_hashes(1000, 3).unwrap();
+        let l = Layout::split(p, MAX_BLOCK_BITS);
+        assert_eq!((l.bits, l.blocks, l.block_bits()), (1000, 1, 1000));
+    }
+
+    #[test]
+    fn split_rounds_up_by_less_than_block_count() {
+        let p = BloomParams::from_bits_hashes(10_001, 3).unwrap();
+        let l = Layout::split(p, 1000);
+        assert_eq!(l.blocks, 11);
+        assert_eq!(l.block_bits(), 910);
+        assert!(l.bits >= 10_001 && l.bits - 10_001 < 11);
+        let big = BloomParams::from_bits_hashes(5 << 32, 7).unwrap();
+        let l = Layout::split(big, MAX_BLOCK_BITS);
+        assert_eq!((l.blocks, l.block_bits()), (5, 1 << 32));
+    }
+}

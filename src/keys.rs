@@ -1,0 +1,132 @@
+//! Every Redis key name of a filter. Scripts never build key names: the
+//! client builds them here and passes them in `KEYS`.
+//!
+//! All keys of filter `NAME` share the Redis Cluster hash tag `{NAME}`, so
+//! one filter lives in one slot and every multi-key script and transaction
+//! is legal in a cluster:
+//!
+//! ```text
+//! rotabloom:{NAME}:meta                     metadata hash
+//! rotabloom:{NAME}:gen:UID-SEQ:BLOCK        bitmap of one block of one generation
+//! ```
+
+use crate::error::{Error, Result};
+use std::fmt;
+use std::sync::Arc;
+
+/// The prefix of every key rotabloom writes.
+pub const KEY_PREFIX: &str = "rotabloom";
+
+/// Longest accepted filter name, in bytes.
+pub const MAX_NAME_LEN: usize = 200;
+
+/// A validated filter name: 1 to 200 bytes of printable ASCII without
+/// whitespace, `{`, `}` or `:`.
+///
+/// ```
+/// use rotabloom::FilterName;
+/// assert!(FilterName::new("crawl.seen-urls_2026").is_ok());
+/// assert!(FilterName::new("").is_err());
+/// assert!(FilterName::new("a{b}").is_err());
+/// assert!(FilterName::new("has space").is_err());
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FilterName(Arc<str>);
+
+impl FilterName {
+    /// Validates a filter name.
+    pub fn new(name: impl AsRef<str>) -> Result<FilterName> {
+        let name = name.as_ref();
+        let bad = |reason| {
+            Err(Error::InvalidName {
+                name: name.chars().take(MAX_NAME_LEN).collect(),
+                reason,
+            })
+        };
+        if name.is_empty() {
+            return bad("it is empty");
+        }
+        if name.len() > MAX_NAME_LEN {
+            return bad("it is longer than 200 bytes");
+        }
+        // Braces would break the cluster hash tag; ':' separates key parts.
+        if !name
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && !matches!(b, b'{' | b'}' | b':'))
+        {
+            return bad("only printable ASCII without whitespace, '{', '}' or ':' is allowed");
+        }
+        Ok(FilterName(name.into()))
+    }
+
+    /// The name as a string.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for FilterName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for FilterName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl std::str::FromStr for FilterName {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        FilterName::new(s)
+    }
+}
+
+/// The key names of one filter.
+///
+/// ```
+/// use rotabloom::{FilterName, Keys};
+/// let keys = Keys::new(FilterName::new("crawl").unwrap());
+/// assert_eq!(keys.meta(), "rotabloom:{crawl}:meta");
+/// assert_eq!(keys.block("3f2a", 7, 0), "rotabloom:{crawl}:gen:3f2a-7:0");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Keys {
+    name: FilterName,
+    meta: Arc<str>,
+}
+
+impl Keys {
+    /// The keys of the filter called `name`.
+    pub fn new(name: FilterName) -> Keys {
+        let meta = format!("{KEY_PREFIX}:{{{name}}}:meta").into();
+        Keys { name, meta }
+    }
+
+    /// The filter's name.
+    pub fn name(&self) -> &FilterName {
+        &self.name
+    }
+
+    /// The metadata hash.
+    pub fn meta(&self) -> &str {
+        &self.meta
+    }
+
+    /// One block of one generation. `uid` is the filter instance's id, which
+    /// keeps keys of a dropped and re-created filter from ever colliding;
+    /// `seq` is the generation's sequence number, never reused within an
+    /// instance.
+    pub fn block(&self, uid: &str, seq: u64, block: u32) -> String {
+        format!("{KEY_PREFIX}:{{{}}}:gen:{uid}-{seq}:{block}", self.name)
+    }
+
+    /// A pattern matching every key of this filter (for SCAN; never used on
+    /// a hot path).
+    pub fn pattern(&self) -> String {
+        // The braces of the hash tag are glob metacharacters only as '[' ']'.
+        format!("{KEY_PREFIX}:{{{}}}:*", self.name)
+    }
+}

@@ -1,0 +1,36 @@
+#![doc = include_str!("../README.md")]
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod bloom;
+mod circular;
+mod engine;
+mod error;
+mod exec;
+mod expanding;
+mod generation;
+mod hashing;
+mod info;
+mod keys;
+mod metadata;
+mod ops;
+mod params;
+mod redact;
+mod scripts;
+mod uid;
+
+pub use bloom::{BloomBuilder, BloomFilter, BloomSpec};
+pub use circular::Mode;
+pub use engine::Opened;
+pub use error::{Error, RedisError, Result};
+pub use generation::{Generation, Layout, Scheme};
+pub use hashing::{ItemHash, Positions};
+pub use info::{GenerationInfo, Info};
+pub use keys::{FilterName, Keys, KEY_PREFIX};
+pub use metadata::{Kind, FORMAT_VERSION};
+pub use params::{
+    current_false_positive_rate, estimate_items, false_positive_rate, optimal_bits,
+    optimal_bits_per_item, optimal_hashes, BloomParams, ErrorRate, DEFAULT_MAX_BITS,
+    MAX_BLOCK_BITS, MAX_HASHES, MIN_BITS,
+};
+pub use redact::redact_urls;

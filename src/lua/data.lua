@@ -1,0 +1,201 @@
+-- rotabloom data script, protocol 1: add / has / cai (check-and-insert).
+--
+-- KEYS[1] is the metadata hash; KEYS[2..] are the block keys of the
+-- generations named in ARGV, in order. The client computes every bit
+-- position and every key name; this script checks that the client's view of
+-- the filter is current and then applies the bits, all in one atomic step.
+--
+-- ARGV: op, uid, epoch, n, expand, ngroups, then per group:
+--   role ('q' query only, 'd' decides and is written, 'w' written only),
+--   seq, k, nblocks, then n * (block, k positions).
+-- expand is '' (no capacity limit), 'LIMIT' (the decide group may not grow
+-- past its capacity and no new generation may be made) or
+-- 'seq|bits|hashes|blocks|capacity|scheme' (the generation to add when the
+-- decide group reaches its capacity).
+--
+-- Returns {status, processed, flags}: status OK, STALE (nothing done),
+-- EXPANDED (a generation was added: reload), LIMIT (full, nothing more can
+-- be written); processed is how many items (a prefix of the input) were
+-- handled; flags holds one '0'/'1' per handled item.
+local meta = KEYS[1]
+local op = ARGV[1]
+local cur = redis.call('HMGET', meta, 'uid', 'epoch')
+if cur[1] ~= ARGV[2] or cur[2] ~= ARGV[3] then
+  return {'STALE', 0, ''}
+end
+local n = tonumber(ARGV[4])
+local expand = ARGV[5]
+local groups = {}
+local a, kix = 7, 2
+for g = 1, tonumber(ARGV[6]) do
+  local k = tonumber(ARGV[a + 2])
+  local grp = {role = ARGV[a], seq = ARGV[a + 1], k = k, nb = tonumber(ARGV[a + 3]),
+               key0 = kix, base = a + 4, stride = k + 1}
+  kix = kix + grp.nb
+  a = a + 4 + n * grp.stride
+  groups[g] = grp
+end
+
+-- Unpack pushes every argument on Lua's C stack, which holds 8000 slots.
+local MAXARGS = 7800
+
+-- Applies BITFIELD GET (set = false) or SET (set = true) for the listed items
+-- (0-based indexes) of one group. Returns a table: item -> true when all of
+-- its k bits were already 1.
+local function apply(grp, items, set)
+  local k = grp.k
+  local per = math.max(1, math.floor(MAXARGS / (4 * k)))
+  local full = {}
+  local byblock, order = {}, {}
+  for _, i in ipairs(items) do
+    local b = tonumber(ARGV[grp.base + i * grp.stride])
+    local l = byblock[b]
+    if not l then l = {}; byblock[b] = l; order[#order + 1] = b end
+    l[#l + 1] = i
+  end
+  for _, b in ipairs(order) do
+    local list = byblock[b]
+    local key = KEYS[grp.key0 + b]
+    local s = 1
+    while s <= #list do
+      local e = math.min(#list, s + per - 1)
+      local cmd, c = {}, 0
+      for t = s, e do
+        local p = grp.base + list[t] * grp.stride + 1
+        for q = 0, k - 1 do
+          if set then
+            cmd[c + 1] = 'SET'; cmd[c + 2] = 'u1'; cmd[c + 3] = ARGV[p + q]; cmd[c + 4] = '1'; c = c + 4
+          else
+            cmd[c + 1] = 'GET'; cmd[c + 2] = 'u1'; cmd[c + 3] = ARGV[p + q]; c = c + 3
+          end
+        end
+      end
+      local r
+      if set then
+        r = redis.call('BITFIELD', key, unpack(cmd))
+      else
+        r = redis.call('BITFIELD_RO', key, unpack(cmd))
+      end
+      local o = 0
+      for t = s, e do
+        local all = true
+        for q = 1, k do
+          if r[o + q] == 0 then all = false; break end
+        end
+        full[list[t]] = all
+        o = o + k
+      end
+      s = e + 1
+    end
+  end
+  return full
+end
+
+local yes = {}
+local processed = n
+local status = 'OK'
+
+if op == 'has' then
+  local items = {}
+  for i = 0, n - 1 do items[#items + 1] = i end
+  for _, grp in ipairs(groups) do
+    if grp.role ~= 'w' then
+      for i, f in pairs(apply(grp, items, false)) do
+        if f then yes[i] = true end
+      end
+    end
+  end
+else
+  -- add or cai. Candidates are the items to write: all of them for add,
+  -- those no queried generation holds for cai.
+  local present = {}
+  if op == 'cai' then
+    local items = {}
+    for i = 0, n - 1 do items[#items + 1] = i end
+    for _, grp in ipairs(groups) do
+      if grp.role == 'q' then
+        for i, f in pairs(apply(grp, items, false)) do
+          if f then present[i] = true end
+        end
+      end
+    end
+  end
+  local cand = {}
+  for i = 0, n - 1 do
+    if not present[i] then cand[#cand + 1] = i end
+  end
+  for _, grp in ipairs(groups) do
+    if grp.role == 'd' then
+      local added = 0
+      if expand == '' then
+        for i, f in pairs(apply(grp, cand, true)) do
+          if not f then yes[i] = true; added = added + 1 end
+        end
+      else
+        -- Capacity-limited: write in input order, never past capacity, so
+        -- a generation holds exactly what it was sized for.
+        local cf = 'gen.' .. grp.seq .. '.'
+        local cc = redis.call('HMGET', meta, cf .. 'capacity', cf .. 'count')
+        local cap, cnt = tonumber(cc[1]), tonumber(cc[2]) or 0
+        local s = 1
+        while s <= #cand and cnt < cap do
+          local e = math.min(#cand, s + (cap - cnt) - 1)
+          local slice = {}
+          for t = s, e do slice[#slice + 1] = cand[t] end
+          for i, f in pairs(apply(grp, slice, true)) do
+            if not f then yes[i] = true; added = added + 1; cnt = cnt + 1 end
+          end
+          s = e + 1
+        end
+        if s <= #cand then
+          processed = cand[s]
+        end
+        if cnt >= cap then
+          if expand == 'LIMIT' then
+            if s <= #cand then status = 'LIMIT' end
+          else
+            local sp = {}
+            for v in string.gmatch(expand, '[^|]+') do sp[#sp + 1] = v end
+            local t = redis.call('TIME')
+            local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+            local nf = 'gen.' .. sp[1] .. '.'
+            redis.call('HSET', meta,
+              nf .. 'bits', sp[2], nf .. 'hashes', sp[3], nf .. 'blocks', sp[4],
+              nf .. 'capacity', sp[5], nf .. 'scheme', sp[6], nf .. 'count', '0',
+              nf .. 'created_at', now,
+              'gens', redis.call('HGET', meta, 'gens') .. ',' .. sp[1],
+              'next_seq', tostring(tonumber(sp[1]) + 1))
+            redis.call('HINCRBY', meta, 'epoch', 1)
+            status = 'EXPANDED'
+          end
+        end
+      end
+      if added > 0 then
+        redis.call('HINCRBY', meta, 'gen.' .. grp.seq .. '.count', added)
+      end
+    end
+  end
+  -- Write-only generations take what the decide group accepted (cai) or
+  -- every handled item (add).
+  for _, grp in ipairs(groups) do
+    if grp.role == 'w' then
+      local items = {}
+      for i = 0, processed - 1 do
+        if op == 'add' or yes[i] then items[#items + 1] = i end
+      end
+      local added = 0
+      for i, f in pairs(apply(grp, items, true)) do
+        if not f then added = added + 1 end
+      end
+      if added > 0 then
+        redis.call('HINCRBY', meta, 'gen.' .. grp.seq .. '.count', added)
+      end
+    end
+  end
+end
+
+local out = {}
+for i = 0, processed - 1 do
+  out[i + 1] = yes[i] and '1' or '0'
+end
+return {status, processed, table.concat(out)}

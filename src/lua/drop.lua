@@ -1,0 +1,10 @@
+-- rotabloom drop, protocol 1: removes the filter and all its keys.
+-- KEYS[1]: metadata hash; KEYS[2..]: every block key of every generation.
+-- ARGV: uid, epoch.
+local meta = KEYS[1]
+local cur = redis.call('HMGET', meta, 'uid', 'epoch')
+if not cur[1] then return 'GONE' end
+if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then return 'STALE' end
+for i = 2, #KEYS do redis.call('UNLINK', KEYS[i]) end
+redis.call('UNLINK', meta)
+return 'OK'

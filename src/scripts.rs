@@ -1,0 +1,85 @@
+//! The Lua scripts, and building the commands that call them. Pure.
+
+use redis::Cmd;
+use std::sync::OnceLock;
+
+/// A server-side script, called by SHA1 and re-sent in full when the server
+/// has lost it (restart, failover, `SCRIPT FLUSH`).
+pub(crate) struct LuaScript {
+    pub source: &'static str,
+    sha: OnceLock<String>,
+}
+
+impl LuaScript {
+    const fn new(source: &'static str) -> LuaScript {
+        LuaScript {
+            source,
+            sha: OnceLock::new(),
+        }
+    }
+
+    pub fn sha(&self) -> &str {
+        self.sha
+            .get_or_init(|| redis::Script::new(self.source).get_hash().to_string())
+    }
+
+    /// `EVALSHA sha numkeys keys... args...`, with the args left for the
+    /// caller to append.
+    pub fn invoke<K: AsRef<str>>(&self, keys: &[K]) -> Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(self.sha()).arg(keys.len());
+        for k in keys {
+            cmd.arg(k.as_ref());
+        }
+        cmd
+    }
+
+    /// The same call as `evalsha`, as `EVAL` with the full source.
+    pub fn as_eval(&self, evalsha: &Cmd) -> Cmd {
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(self.source);
+        for a in evalsha.args_iter().skip(2) {
+            if let redis::Arg::Simple(bytes) = a {
+                cmd.arg(bytes);
+            }
+        }
+        cmd
+    }
+}
+
+pub(crate) static DATA: LuaScript = LuaScript::new(include_str!("lua/data.lua"));
+pub(crate) static CREATE: LuaScript = LuaScript::new(include_str!("lua/create.lua"));
+pub(crate) static CLEAR: LuaScript = LuaScript::new(include_str!("lua/clear.lua"));
+pub(crate) static DROP: LuaScript = LuaScript::new(include_str!("lua/drop.lua"));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn eval_form_carries_the_same_arguments() {
+        let mut c = DROP.invoke(&["k1", "k2"]);
+        c.arg("uid").arg(3);
+        let e = DROP.as_eval(&c);
+        let args: Vec<Vec<u8>> = e
+            .args_iter()
+            .filter_map(|a| match a {
+                redis::Arg::Simple(b) => Some(b.to_vec()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(args[0], b"EVAL");
+        assert_eq!(args[1], DROP.source.as_bytes());
+        assert_eq!(
+            &args[2..],
+            &[
+                b"2".to_vec(),
+                b"k1".to_vec(),
+                b"k2".to_vec(),
+                b"uid".to_vec(),
+                b"3".to_vec()
+            ]
+        );
+        assert_eq!(DROP.sha().len(), 40);
+    }
+}

@@ -1,0 +1,570 @@
+//! Real-Redis test harness: private `redis-server` processes and clusters.
+//!
+//! Include it from a test, example or bench with
+//! `#[path = "support/harness.rs"] mod harness;` (from `tests/`) or
+//! `#[path = "../tests/support/harness.rs"] mod harness;` (from elsewhere).
+//!
+//! It depends only on `std` and the `redis` crate. Every server it starts:
+//!
+//! * listens on `127.0.0.1` only, on a free port (never 6379),
+//! * lives in its own temporary directory (`--dir`, log file inside it),
+//! * has no persistence (`--save ''`, `--appendonly no`),
+//! * is stopped (SIGTERM, then SIGKILL) and its directory removed on drop.
+//!
+//! The binaries are `redis-server` / `redis-cli` from `PATH`, or the paths in
+//! the `REDIS_SERVER` / `REDIS_CLI` environment variables.
+//! `scripts/ensure-redis.sh` installs them when missing.
+#![allow(dead_code)]
+
+use std::fs::{self, File};
+use std::io::{Read, Seek, SeekFrom};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// How long a freshly spawned server gets to answer PING.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a cluster gets to report `cluster_state:ok` on every node.
+const CLUSTER_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a server gets to exit after SIGTERM before it is SIGKILLed.
+const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+/// Polling interval for all the wait loops (not a fixed delay).
+const POLL: Duration = Duration::from_millis(10);
+/// How many times to pick a new port when a server fails to start.
+const START_ATTEMPTS: usize = 5;
+/// The cluster bus listens on `port + 10000`.
+const CLUSTER_BUS_OFFSET: u16 = 10000;
+/// Port used by a system-wide Redis: never use it.
+const DEFAULT_REDIS_PORT: u16 = 6379;
+
+static SEQ: AtomicUsize = AtomicUsize::new(0);
+
+/// The `redis-server` binary: `$REDIS_SERVER`, else `redis-server` from `PATH`.
+pub fn redis_server_bin() -> PathBuf {
+    match std::env::var_os("REDIS_SERVER") {
+        Some(p) if !p.is_empty() => PathBuf::from(p),
+        _ => PathBuf::from("redis-server"),
+    }
+}
+
+/// The `redis-cli` binary: `$REDIS_CLI`, else a `redis-cli` next to
+/// `$REDIS_SERVER`, else `redis-cli` from `PATH`.
+pub fn redis_cli_bin() -> PathBuf {
+    if let Some(p) = std::env::var_os("REDIS_CLI").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    if let Some(p) = std::env::var_os("REDIS_SERVER").filter(|p| !p.is_empty()) {
+        if let Some(sibling) = Path::new(&p).parent().map(|d| d.join("redis-cli")) {
+            if sibling.is_file() {
+                return sibling;
+            }
+        }
+    }
+    PathBuf::from("redis-cli")
+}
+
+/// A key prefix unique to this process and call, for tests that may share an
+/// external server (`REDIS_URL`).
+pub fn unique_prefix(tag: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "test:{tag}:{}:{}:{nanos}:",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Pick a free loopback port by binding to port 0. With `cluster`, the port
+/// must leave room for the bus port (`port + 10000`), which must be free too.
+fn pick_port(cluster: bool) -> u16 {
+    for _ in 0..1000 {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("local_addr").port();
+        if port == DEFAULT_REDIS_PORT {
+            continue;
+        }
+        if cluster {
+            let Some(bus) = port.checked_add(CLUSTER_BUS_OFFSET) else {
+                continue;
+            };
+            if bus == DEFAULT_REDIS_PORT || TcpListener::bind(("127.0.0.1", bus)).is_err() {
+                continue;
+            }
+        }
+        drop(listener);
+        return port;
+    }
+    panic!("could not find a free loopback port");
+}
+
+/// A fresh, empty temporary directory.
+fn make_temp_dir() -> PathBuf {
+    let base = std::env::temp_dir();
+    for _ in 0..100 {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let dir = base.join(format!(
+            "rotabloom-redis-{}-{}-{nanos}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        match fs::create_dir(&dir) {
+            Ok(()) => return dir,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => panic!("cannot create temp dir {}: {e}", dir.display()),
+        }
+    }
+    panic!("cannot create a unique temp dir under {}", base.display());
+}
+
+/// The last `lines` lines of a file (empty if it cannot be read).
+fn file_tail(path: &Path, lines: usize) -> String {
+    let Ok(mut f) = File::open(path) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(16 * 1024)));
+    let mut buf = Vec::new();
+    let _ = f.read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf);
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Send SIGTERM, wait up to [`STOP_TIMEOUT`], then SIGKILL and reap.
+fn stop_child(child: &mut Child) {
+    if let Ok(Some(_)) = child.try_wait() {
+        return;
+    }
+    #[cfg(unix)]
+    {
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let deadline = Instant::now() + STOP_TIMEOUT;
+        while Instant::now() < deadline {
+            match child.try_wait() {
+                Ok(Some(_)) | Err(_) => return,
+                Ok(None) => thread::sleep(POLL),
+            }
+        }
+    }
+    let _ = child.kill(); // SIGKILL
+    let _ = child.wait();
+}
+
+/// A private `redis-server` process, stopped and cleaned up on drop.
+pub struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+    dir: PathBuf,
+    extra_args: Vec<String>,
+    cluster: bool,
+}
+
+impl RedisServer {
+    /// Start a private server with the default configuration.
+    pub fn start() -> RedisServer {
+        Self::start_with(&[])
+    }
+
+    /// Start a private server with extra `redis-server` arguments, e.g.
+    /// `&["--loadmodule", "/path/to/module.so"]`.
+    pub fn start_with(extra_args: &[&str]) -> RedisServer {
+        Self::start_impl(extra_args.iter().map(|s| s.to_string()).collect(), false)
+    }
+
+    /// A cluster-enabled node (used by [`RedisCluster`]).
+    fn start_cluster_node() -> RedisServer {
+        Self::start_impl(Vec::new(), true)
+    }
+
+    fn start_impl(extra_args: Vec<String>, cluster: bool) -> RedisServer {
+        let mut server = RedisServer {
+            child: None,
+            port: 0,
+            dir: make_temp_dir(),
+            extra_args,
+            cluster,
+        };
+        let mut errors = Vec::new();
+        for _ in 0..START_ATTEMPTS {
+            server.port = pick_port(cluster);
+            match server.spawn_and_wait() {
+                Ok(()) => return server,
+                Err(e) => errors.push(e),
+            }
+        }
+        // Attempts usually fail the same way (bad arguments): show the last.
+        panic!(
+            "redis-server failed to start ({START_ATTEMPTS} attempts on different ports); last error: {}",
+            errors.last().map(String::as_str).unwrap_or("?")
+        );
+    }
+
+    fn args(&self) -> Vec<String> {
+        let dir = self.dir.to_string_lossy().into_owned();
+        let mut args: Vec<String> = vec![
+            "--port".into(),
+            self.port.to_string(),
+            "--bind".into(),
+            "127.0.0.1".into(),
+            "--protected-mode".into(),
+            "yes".into(),
+            "--dir".into(),
+            dir,
+            "--logfile".into(),
+            self.log_path().to_string_lossy().into_owned(),
+            "--save".into(),
+            "".into(),
+            "--appendonly".into(),
+            "no".into(),
+            "--daemonize".into(),
+            "no".into(),
+        ];
+        if self.cluster {
+            args.extend([
+                "--cluster-enabled".into(),
+                "yes".into(),
+                "--cluster-config-file".into(),
+                format!("nodes-{}.conf", self.port),
+                "--cluster-node-timeout".into(),
+                "5000".into(),
+            ]);
+        }
+        args.extend(self.extra_args.iter().cloned());
+        args
+    }
+
+    /// Spawn on `self.port` and wait until this very process answers PING.
+    fn spawn_and_wait(&mut self) -> Result<(), String> {
+        let bin = redis_server_bin();
+        let stderr_path = self.dir.join("stderr.log");
+        let out = File::create(&stderr_path).map_err(|e| format!("create stderr.log: {e}"))?;
+        let err = out
+            .try_clone()
+            .map_err(|e| format!("clone stderr.log: {e}"))?;
+        let child = Command::new(&bin)
+            .args(self.args())
+            .current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn();
+        let child = match child {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
+                "`{}` not found: install Redis (run scripts/ensure-redis.sh, or \
+                 `apt-get install redis-server`), or set REDIS_SERVER to the binary",
+                bin.display()
+            ),
+            Err(e) => panic!("cannot run `{}`: {e}", bin.display()),
+        };
+        let pid = child.id();
+        self.child = Some(child);
+
+        let client = redis::Client::open(self.url()).map_err(|e| e.to_string())?;
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            let child = self.child.as_mut().expect("child");
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                return Err(format!(
+                    "redis-server on port {} exited early ({status}); log tail:\n{}",
+                    self.port,
+                    self.log_tail(20)
+                ));
+            }
+            if let Ok(mut con) = client.get_connection_with_timeout(Duration::from_millis(250)) {
+                // Make sure the server answering is ours, not another one that
+                // grabbed the same port in the meantime.
+                let info: redis::RedisResult<String> =
+                    redis::cmd("INFO").arg("server").query(&mut con);
+                if let Ok(info) = info {
+                    if info_field(&info, "process_id") == Some(pid.to_string().as_str()) {
+                        let pong: redis::RedisResult<String> = redis::cmd("PING").query(&mut con);
+                        if pong.is_ok() {
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+            if Instant::now() >= deadline {
+                let mut child = self.child.take().expect("child");
+                stop_child(&mut child);
+                return Err(format!(
+                    "redis-server on port {} did not answer PING within {:?}; log tail:\n{}",
+                    self.port,
+                    READY_TIMEOUT,
+                    self.log_tail(20)
+                ));
+            }
+            thread::sleep(POLL);
+        }
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.join("redis.log")
+    }
+
+    /// The last `lines` lines of the server's log file and captured stderr.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let log = file_tail(&self.log_path(), lines);
+        let stderr = file_tail(&self.dir.join("stderr.log"), lines);
+        match (log.trim().is_empty(), stderr.trim().is_empty()) {
+            (_, true) => log,
+            (true, false) => stderr,
+            (false, false) => format!("{log}\n[stdout/stderr]\n{stderr}"),
+        }
+    }
+
+    /// `redis://127.0.0.1:PORT/`
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The server's working directory (a private temp dir).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The server's process id, if running.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    pub fn client(&self) -> redis::Client {
+        redis::Client::open(self.url()).expect("valid redis URL")
+    }
+
+    pub fn connection(&self) -> redis::Connection {
+        self.client()
+            .get_connection()
+            .unwrap_or_else(|e| panic!("cannot connect to {}: {e}", self.url()))
+    }
+
+    /// Stop the server (SIGTERM, then SIGKILL). Idempotent.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            stop_child(&mut child);
+        }
+    }
+
+    /// Stop the server and start it again on the same port and directory.
+    /// All data and the script cache are lost (no persistence).
+    pub fn restart(&mut self) {
+        self.stop();
+        let mut errors = Vec::new();
+        // The port is normally free right away (redis uses SO_REUSEADDR); retry
+        // a few times in case someone else briefly grabbed it.
+        for _ in 0..START_ATTEMPTS {
+            match self.spawn_and_wait() {
+                Ok(()) => return,
+                Err(e) => errors.push(e),
+            }
+        }
+        panic!(
+            "redis-server failed to restart on port {} ({START_ATTEMPTS} attempts); last error: {}",
+            self.port,
+            errors.last().map(String::as_str).unwrap_or("?")
+        );
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The value of `field` in `INFO` output (`field:value` lines).
+fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
+    info.lines().find_map(|line| {
+        let (k, v) = line.split_once(':')?;
+        (k == field).then(|| v.trim())
+    })
+}
+
+/// Either a private server owned by the test, or an external one from
+/// `REDIS_URL`. Tests using `External` share it: use [`unique_prefix`] keys
+/// and don't FLUSHALL.
+pub enum Redis {
+    Private(RedisServer),
+    External(String),
+}
+
+impl Redis {
+    pub fn url(&self) -> String {
+        match self {
+            Redis::Private(s) => s.url(),
+            Redis::External(u) => u.clone(),
+        }
+    }
+
+    pub fn client(&self) -> redis::Client {
+        redis::Client::open(self.url())
+            .unwrap_or_else(|e| panic!("invalid redis URL {}: {e}", self.url()))
+    }
+
+    pub fn connection(&self) -> redis::Connection {
+        self.client()
+            .get_connection()
+            .unwrap_or_else(|e| panic!("cannot connect to {}: {e}", self.url()))
+    }
+
+    pub fn is_private(&self) -> bool {
+        matches!(self, Redis::Private(_))
+    }
+
+    /// The private server, if any (e.g. to `restart()` it).
+    pub fn server_mut(&mut self) -> Option<&mut RedisServer> {
+        match self {
+            Redis::Private(s) => Some(s),
+            Redis::External(_) => None,
+        }
+    }
+}
+
+/// `REDIS_URL` (if set and non-empty) as an external server, else a freshly
+/// started private server.
+pub fn external_or_private() -> Redis {
+    match std::env::var("REDIS_URL") {
+        Ok(url) if !url.trim().is_empty() => Redis::External(url.trim().to_string()),
+        _ => Redis::Private(RedisServer::start()),
+    }
+}
+
+/// A private 3-master, 0-replica Redis Cluster on loopback.
+pub struct RedisCluster {
+    nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    pub fn start() -> RedisCluster {
+        let nodes: Vec<RedisServer> = (0..3).map(|_| RedisServer::start_cluster_node()).collect();
+        let cluster = RedisCluster { nodes };
+        let addrs: Vec<String> = cluster
+            .nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port()))
+            .collect();
+
+        let cli = redis_cli_bin();
+        let output = Command::new(&cli)
+            .arg("--cluster")
+            .arg("create")
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot run `{}` (install Redis, or set REDIS_CLI): {e}",
+                    cli.display()
+                )
+            });
+        if !output.status.success() {
+            panic!(
+                "`redis-cli --cluster create {}` failed ({}):\n{}\n{}",
+                addrs.join(" "),
+                output.status,
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+
+        cluster.wait_until_ok();
+        cluster
+    }
+
+    /// Poll `CLUSTER INFO` on every node until all report `cluster_state:ok`,
+    /// all slots assigned and all nodes known.
+    fn wait_until_ok(&self) {
+        let deadline = Instant::now() + CLUSTER_TIMEOUT;
+        let n = self.nodes.len().to_string();
+        let mut last = String::new();
+        loop {
+            let mut all_ok = true;
+            for node in &self.nodes {
+                let info: redis::RedisResult<String> = node
+                    .client()
+                    .get_connection_with_timeout(Duration::from_secs(1))
+                    .and_then(|mut c| redis::cmd("CLUSTER").arg("INFO").query(&mut c));
+                let ok = match &info {
+                    Ok(info) => {
+                        info_field(info, "cluster_state") == Some("ok")
+                            && info_field(info, "cluster_slots_assigned") == Some("16384")
+                            && info_field(info, "cluster_known_nodes") == Some(n.as_str())
+                    }
+                    Err(_) => false,
+                };
+                if !ok {
+                    last = format!("node {}: {info:?}", node.port());
+                    all_ok = false;
+                    break;
+                }
+            }
+            if all_ok {
+                return;
+            }
+            if Instant::now() >= deadline {
+                panic!("cluster not ready within {CLUSTER_TIMEOUT:?}; last: {last}");
+            }
+            thread::sleep(POLL);
+        }
+    }
+
+    /// `redis://127.0.0.1:PORT/` for every node.
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.url()).collect()
+    }
+
+    pub fn nodes(&self) -> &[RedisServer] {
+        &self.nodes
+    }
+
+    pub fn client(&self) -> redis::cluster::ClusterClient {
+        redis::cluster::ClusterClient::new(self.urls()).expect("valid cluster URLs")
+    }
+
+    pub fn connection(&self) -> redis::cluster::ClusterConnection {
+        self.client()
+            .get_connection()
+            .unwrap_or_else(|e| panic!("cannot connect to cluster {:?}: {e}", self.urls()))
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        // SIGTERM everyone first so the nodes shut down in parallel.
+        #[cfg(unix)]
+        for node in &self.nodes {
+            if let Some(pid) = node.pid() {
+                let _ = Command::new("kill")
+                    .args(["-TERM", &pid.to_string()])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+            }
+        }
+        // Each node's own Drop then reaps (or SIGKILLs) it and removes its dir.
+        self.nodes.clear();
+    }
+}
