@@ -80,14 +80,47 @@ fn merge(replies: &mut Replies, idx: Vec<usize>, again: Replies) {
     }
 }
 
+/// Sends a request on a blocking connection.
+fn query_sync<C: redis::ConnectionLike + ?Sized>(conn: &mut C, req: &Request) -> Result<Replies> {
+    let n = req.scripts.len();
+    if !conn.supports_pipelining() {
+        // The blocking cluster connection cannot pipeline, and folds any
+        // error of a packed pipeline into one, hiding which commands ran;
+        // so each command goes alone and keeps its own reply.
+        let mut out = Vec::with_capacity(n);
+        for cmd in req.pipe.cmd_iter() {
+            out.push(match conn.req_command(cmd) {
+                Ok(Value::ServerError(e)) => Err(e.into()),
+                Ok(v) => Ok(v),
+                Err(e) if e.code().is_some() => Err(e),
+                Err(e) => return Err(e.into()),
+            });
+        }
+        return Ok(out);
+    }
+    let values = conn.req_packed_commands(&req.pipe.get_packed_pipeline(), 0, n)?;
+    if values.len() != n {
+        return Err(crate::Error::UnexpectedReply(format!(
+            "{} replies to {n} commands",
+            values.len()
+        )));
+    }
+    Ok(values
+        .into_iter()
+        .map(|v| match v {
+            Value::ServerError(e) => Err(e.into()),
+            v => Ok(v),
+        })
+        .collect())
+}
+
 fn send_sync<C: redis::ConnectionLike + ?Sized>(conn: &mut C, req: &Request) -> Result<Replies> {
-    let conn: &mut dyn redis::ConnectionLike = &mut ConnRef(conn);
-    let mut replies: Replies = req.pipe.query(conn)?;
+    let mut replies = query_sync(conn, req)?;
     for _ in 0..NOSCRIPT_RETRIES {
         let Some((idx, retry)) = req.retry_noscript(&replies) else {
             break;
         };
-        let again: Replies = retry.pipe.query(conn)?;
+        let again = query_sync(conn, &retry)?;
         merge(&mut replies, idx, again);
     }
     Ok(replies)
@@ -133,38 +166,5 @@ pub(crate) async fn run_async<M: Machine, C: redis::aio::ConnectionLike + Send>(
             Poll::Ready(v) => return Ok(v),
             Poll::Send(req) => replies = Some(send_async(conn, &req).await?),
         }
-    }
-}
-
-/// Lets an unsized `C: ConnectionLike` be used where `&mut dyn ConnectionLike`
-/// is required.
-struct ConnRef<'a, C: ?Sized>(&'a mut C);
-
-impl<C: redis::ConnectionLike + ?Sized> redis::ConnectionLike for ConnRef<'_, C> {
-    fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
-        self.0.req_packed_command(cmd)
-    }
-    fn req_packed_commands(
-        &mut self,
-        cmd: &[u8],
-        offset: usize,
-        count: usize,
-    ) -> RedisResult<Vec<Value>> {
-        self.0.req_packed_commands(cmd, offset, count)
-    }
-    fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
-        self.0.req_command(cmd)
-    }
-    fn get_db(&self) -> i64 {
-        self.0.get_db()
-    }
-    fn supports_pipelining(&self) -> bool {
-        self.0.supports_pipelining()
-    }
-    fn check_connection(&mut self) -> bool {
-        self.0.check_connection()
-    }
-    fn is_open(&self) -> bool {
-        self.0.is_open()
     }
 }

@@ -103,6 +103,8 @@ def main():
     #  "disjoint": insert i in [0, n), query i in [n, 2n). For n=10000 every fresh URL is one
     #              character longer than every inserted one, which (see the per-hash stats) hides
     #              the problem for raw URLs.
+    #  "disjoint, same length": insert i in [n, 2n), query i in [2n, 3n) (for n=10000 all
+    #              five-digit numbers).
     #  "random":   shuffle [0, 2n) with a fixed RNG seed, insert the first n, query the other n,
     #              so inserted and fresh items have the same shapes and lengths.
     order = list(range(2 * n))
@@ -112,6 +114,7 @@ def main():
     query = lambda i: f"https://shop.example.net/search?q=item{i}&page=1"
     families = {
         "page, disjoint": (page, range(0, n), range(n, 2 * n)),
+        "page, disjoint same length": (page, range(n, 2 * n), range(2 * n, 3 * n)),
         "page, random": (page, ins_rand, fresh_rand),
         "query, random": (query, ins_rand, fresh_rand),
     }

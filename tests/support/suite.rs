@@ -1,0 +1,128 @@
+//! The functional suite of the base filter, run against every kind of
+//! connection (standalone and cluster, blocking and async).
+#![allow(dead_code)]
+
+use rotabloom::{BloomFilter, Error, Kind};
+
+/// A small deterministic generator (xorshift64*), so property tests need no
+/// extra dependency and failures replay.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+pub fn sync_suite<C: redis::ConnectionLike>(conn: &mut C, prefix: &str) {
+    let name = format!("{prefix}-suite");
+    let f = BloomFilter::builder(&name)
+        .capacity(10_000)
+        .error_rate(0.01)
+        .create_or_open(conn)
+        .unwrap();
+    assert_eq!(f.name(), name);
+    assert_eq!(f.params().hashes(), 7);
+
+    assert!(!f.contains(conn, "a").unwrap());
+    assert!(f.insert(conn, "a").unwrap());
+    assert!(!f.insert(conn, "a").unwrap());
+    assert!(f.contains(conn, "a").unwrap());
+    assert!(f.check_and_insert(conn, "b").unwrap());
+    assert!(!f.check_and_insert(conn, b"b".as_slice()).unwrap());
+
+    // Batches keep input order; a repeat within a batch is new once.
+    let batch = ["c", "d", "c", "a", "e"];
+    assert_eq!(
+        f.check_and_insert_many(conn, batch).unwrap(),
+        vec![true, true, false, false, true]
+    );
+    assert_eq!(
+        f.contains_many(conn, ["e", "zz", "c"]).unwrap(),
+        vec![true, false, true]
+    );
+    assert_eq!(f.insert_many(conn, ["f", "a"]).unwrap(), vec![true, false]);
+    assert!(f.insert_many(conn, Vec::<&str>::new()).unwrap().is_empty());
+    assert_eq!(f.count(conn).unwrap(), 6);
+
+    // A batch larger than one script call and one round trip.
+    let many: Vec<String> = (0..5_000).map(|i| format!("many-{i}")).collect();
+    let new = f.check_and_insert_many(conn, &many).unwrap();
+    assert_eq!(new.len(), many.len());
+    assert!(new.iter().filter(|&&b| b).count() >= 4_950);
+    assert!(f.contains_many(conn, &many).unwrap().iter().all(|&b| b));
+
+    let info = f.info(conn).unwrap();
+    assert_eq!(info.kind, Kind::Bloom);
+    assert_eq!(info.generations.len(), 1);
+    let g = &info.generations[0];
+    assert!(g.set_bits > 0 && g.fill_ratio > 0.0 && g.fill_ratio < 1.0);
+    assert_eq!(g.memory_bytes, g.bits.div_ceil(8));
+    assert!(info.false_positive_rate > 0.0 && info.false_positive_rate < 0.02);
+
+    // Handles are cheap clones sharing one view.
+    let g2 = f.clone();
+    assert!(g2.contains(conn, "many-1").unwrap());
+
+    f.clear(conn).unwrap();
+    assert_eq!(f.count(conn).unwrap(), 0);
+    assert!(!f.contains(conn, "a").unwrap());
+    assert_eq!(f.info(conn).unwrap().generations[0].set_bits, 0);
+
+    assert!(f.drop(conn).unwrap());
+    assert!(matches!(f.insert(conn, "a"), Err(Error::NotFound { .. })));
+    assert!(matches!(
+        BloomFilter::open(conn, &name),
+        Err(Error::NotFound { .. })
+    ));
+}
+
+pub async fn async_suite<C: redis::aio::ConnectionLike + Send>(conn: &mut C, prefix: &str) {
+    let name = format!("{prefix}-asuite");
+    let f = BloomFilter::builder(&name)
+        .capacity(10_000)
+        .error_rate(0.01)
+        .create_or_open_async(conn)
+        .await
+        .unwrap();
+    let f2 = BloomFilter::open_async(conn, &name).await.unwrap();
+    assert!(!f.contains_async(conn, "a").await.unwrap());
+    assert!(f.insert_async(conn, "a").await.unwrap());
+    assert!(f2.contains_async(conn, "a").await.unwrap());
+    assert!(f.check_and_insert_async(conn, "b").await.unwrap());
+    assert!(!f.check_and_insert_async(conn, "b").await.unwrap());
+    let batch = ["c", "d", "c", "a"];
+    assert_eq!(
+        f.check_and_insert_many_async(conn, batch).await.unwrap(),
+        vec![true, true, false, false]
+    );
+    assert_eq!(
+        f.contains_many_async(conn, ["d", "zz"]).await.unwrap(),
+        vec![true, false]
+    );
+    assert_eq!(
+        f.insert_many_async(conn, ["e", "a"]).await.unwrap(),
+        vec![true, false]
+    );
+    assert_eq!(f.count_async(conn).await.unwrap(), 5);
+    let many: Vec<String> = (0..5_000).map(|i| format!("many-{i}")).collect();
+    f.insert_many_async(conn, &many).await.unwrap();
+    assert!(f
+        .contains_many_async(conn, &many)
+        .await
+        .unwrap()
+        .iter()
+        .all(|&b| b));
+    let info = f.info_async(conn).await.unwrap();
+    assert!(info.generations[0].set_bits > 0);
+    f.clear_async(conn).await.unwrap();
+    assert_eq!(f.count_async(conn).await.unwrap(), 0);
+    assert!(f.drop_async(conn).await.unwrap());
+    assert!(!f2.drop_async(conn).await.unwrap());
+}
