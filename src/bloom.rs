@@ -6,7 +6,7 @@ use crate::generation::Layout;
 use crate::keys::{FilterName, Keys};
 use crate::metadata::{fmt_f64, Kind};
 use crate::ops::impl_filter_ops;
-use crate::params::{BloomParams, DEFAULT_MAX_BITS, MAX_BLOCK_BITS};
+use crate::params::{BloomParams, DEFAULT_MAX_BITS, DEFAULT_MAX_BLOCK_BITS};
 
 /// A Bloom filter kept in Redis: one generation of `m` bits, shared by every
 /// process that opens it by name.
@@ -47,7 +47,7 @@ impl BloomFilter {
             name: name.into(),
             sizing: None,
             max_bits: DEFAULT_MAX_BITS,
-            max_block_bits: MAX_BLOCK_BITS,
+            max_block_bits: DEFAULT_MAX_BLOCK_BITS,
         }
     }
 
@@ -138,9 +138,10 @@ impl BloomBuilder {
         self
     }
 
-    /// Split the bitmap into blocks of at most this many bits (default and
-    /// maximum 2^32, one Redis string). Smaller blocks make each Redis
-    /// string smaller; the format records the split.
+    /// Split the bitmap into blocks of at most this many bits (default 2^26,
+    /// 8 MiB; at most 2^32, one Redis string). Blocks are allocated one per
+    /// command when the filter is created, so bigger blocks mean longer
+    /// pauses of the server then; the format records the split.
     pub fn max_block_bits(mut self, max_block_bits: u64) -> Self {
         self.max_block_bits = max_block_bits;
         self

@@ -11,6 +11,7 @@ use crate::metadata::{field, Kind, Meta};
 use crate::scripts;
 use redis::Value;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Limits of one script call: arguments and items. Bigger inputs are cut
@@ -35,6 +36,9 @@ pub(crate) struct Core {
     /// still match, or the handle refuses to use it.
     kind: Kind,
     expect: Arc<Vec<(&'static str, String)>>,
+    /// 1 + the seq of the last generation this handle family allocated
+    /// ahead of need, so each process does it once.
+    preallocated: Arc<AtomicU64>,
 }
 
 impl Core {
@@ -45,7 +49,23 @@ impl Core {
             view: Arc::new(Mutex::new(Arc::new(meta))),
             max_retries: DEFAULT_MAX_RETRIES,
             expect: Arc::new(expect),
+            preallocated: Arc::new(AtomicU64::new(0)),
         }
+    }
+
+    /// Marks `seq` as allocated ahead of need; false if it already was.
+    pub fn claim_prealloc(&self, seq: u64) -> bool {
+        self.preallocated.swap(seq + 1, Ordering::Relaxed) != seq + 1
+    }
+
+    /// Block keys and sizes of the given generations (by layout).
+    pub fn blocks_of(&self, meta: &Meta, gens: &[(u64, Layout)]) -> Vec<(String, u64, u64)> {
+        gens.iter()
+            .flat_map(|(seq, layout)| {
+                let bytes = layout.block_bits().div_ceil(8);
+                (0..layout.blocks).map(move |b| (self.keys.block(&meta.uid, *seq, b), bytes, *seq))
+            })
+            .collect()
     }
 
     /// Installs a freshly loaded view, after checking that a re-created
@@ -253,6 +273,18 @@ impl Growth {
     }
 }
 
+/// The generation that will be added next, if the kind adds any: its keys
+/// may exist ahead of need.
+pub(crate) fn pending_generation(meta: &Meta) -> Option<(u64, Layout)> {
+    match growth(meta) {
+        Ok(Growth::Next { seq, layout, .. }) => Some((seq, layout)),
+        _ => match meta.kind {
+            Kind::Circular => Some((meta.next_seq, meta.newest().layout)),
+            _ => None,
+        },
+    }
+}
+
 fn growth(meta: &Meta) -> Result<Growth> {
     match meta.kind {
         Kind::Expanding => crate::expanding::growth(meta),
@@ -303,7 +335,12 @@ pub(crate) struct DataMachine {
     state: DataState,
     stalls: u32,
     progress: bool,
+    /// The decide generation's count after the last call that reported it.
+    fill: Option<u64>,
 }
+
+/// Fill ratio of the newest generation at which the next one is allocated.
+const PREALLOC_AT: f64 = 0.5;
 
 impl DataMachine {
     pub fn new(core: Core, op: DataOp, hashes: Vec<ItemHash>) -> DataMachine {
@@ -317,7 +354,29 @@ impl DataMachine {
             state: DataState::Idle,
             stalls: 0,
             progress: false,
+            fill: None,
         }
+    }
+
+    /// Blocks of the next generation to allocate now, when the newest one
+    /// has passed `PREALLOC_AT` of its capacity and this process has not
+    /// done so yet.
+    fn prealloc_plan(&self) -> Vec<(String, u64, u64)> {
+        let Some(fill) = self.fill else {
+            return Vec::new();
+        };
+        let meta = self.core.view();
+        if (fill as f64) < meta.newest().capacity as f64 * PREALLOC_AT {
+            return Vec::new();
+        }
+        match pending_generation(&meta) {
+            Some((seq, layout)) if self.core.claim_prealloc(seq) => self.core.blocks_of(&meta, &[(seq, layout)]),
+            _ => Vec::new(),
+        }
+    }
+
+    fn finish(&mut self) -> Poll<(Vec<bool>, Vec<(String, u64, u64)>)> {
+        Poll::Ready((std::mem::take(&mut self.out), self.prealloc_plan()))
     }
 
     fn build(&mut self) -> Result<Request> {
@@ -399,13 +458,17 @@ impl DataMachine {
         let Value::Array(parts) = &v else {
             return Err(unexpected("data script", &v));
         };
-        let (Some(status), Some(Value::Int(processed)), Some(flags)) = (
+        let (Some(status), Some(Value::Int(processed)), Some(flags), Some(Value::Int(fill))) = (
             parts.first().and_then(as_string),
             parts.get(1),
             parts.get(2).and_then(as_string),
+            parts.get(3),
         ) else {
             return Err(unexpected("data script", &v));
         };
+        if let Ok(fill) = u64::try_from(*fill) {
+            self.fill = Some(self.fill.map_or(fill, |f| f.max(fill)));
+        }
         let processed = usize::try_from(*processed).unwrap_or(0).min(chunk.len());
         let flags = flags.as_bytes();
         if flags.len() != processed {
@@ -429,7 +492,7 @@ impl DataMachine {
         }
     }
 
-    fn fail(&mut self, e: Error) -> Result<Poll<Vec<bool>>> {
+    fn fail(&mut self, e: Error) -> Result<Poll<DataOutput>> {
         if is_wrongtype(&e) {
             let meta = self.core.view();
             let mut keys = vec![(self.core.keys.meta().to_string(), "hash")];
@@ -447,14 +510,17 @@ impl DataMachine {
     }
 }
 
-impl Machine for DataMachine {
-    type Output = Vec<bool>;
+/// Per-item answers, and blocks to allocate ahead of need.
+pub(crate) type DataOutput = (Vec<bool>, Vec<(String, u64, u64)>);
 
-    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<Vec<bool>>> {
+impl Machine for DataMachine {
+    type Output = DataOutput;
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<DataOutput>> {
         match std::mem::replace(&mut self.state, DataState::Idle) {
             DataState::Idle => {
                 if self.pending.is_empty() {
-                    return Ok(Poll::Ready(std::mem::take(&mut self.out)));
+                    return Ok(self.finish());
                 }
                 Ok(Poll::Send(self.build()?))
             }
@@ -483,7 +549,7 @@ impl Machine for DataMachine {
                     return Ok(Poll::Send(hgetall(&self.core.keys)));
                 }
                 if self.pending.is_empty() {
-                    return Ok(Poll::Ready(std::mem::take(&mut self.out)));
+                    return Ok(self.finish());
                 }
                 Ok(Poll::Send(self.build()?))
             }
@@ -506,7 +572,7 @@ impl Machine for DataMachine {
                     }
                 }
                 if self.pending.is_empty() {
-                    return Ok(Poll::Ready(std::mem::take(&mut self.out)));
+                    return Ok(self.finish());
                 }
                 Ok(Poll::Send(self.build()?))
             }
@@ -740,6 +806,11 @@ impl GuardedMachine {
         let meta = self.core.view();
         let mut keys = vec![self.core.keys.meta().to_string()];
         keys.extend(self.core.all_block_keys(&meta));
+        if std::ptr::eq(self.script, &scripts::DROP) {
+            if let Some(pending) = pending_generation(&meta) {
+                keys.extend(self.core.blocks_of(&meta, &[pending]).into_iter().map(|(k, _, _)| k));
+            }
+        }
         let mut cmd = self.script.invoke(&keys);
         cmd.arg(&meta.uid).arg(meta.epoch);
         if std::ptr::eq(self.script, &scripts::CLEAR) {
@@ -794,6 +865,12 @@ impl Machine for GuardedMachine {
 // ---------------------------------------------------------------------------
 // Opening handles, shared by every kind
 
+fn initial_blocks(core: &Core) -> Vec<(String, u64, u64)> {
+    let meta = core.view();
+    let gens: Vec<(u64, Layout)> = meta.gens.iter().map(|g| (g.seq, g.layout)).collect();
+    core.blocks_of(&meta, &gens)
+}
+
 /// Opens an existing filter of `kind`.
 pub(crate) fn open<C: redis::ConnectionLike + ?Sized>(
     conn: &mut C,
@@ -827,7 +904,12 @@ pub(crate) fn create<C: redis::ConnectionLike + ?Sized>(
 ) -> Result<(Core, Opened)> {
     let expect = bp.params.clone();
     let (meta, how) = crate::exec::run(conn, CreateMachine::new(keys.clone(), bp))?;
-    Ok((Core::new(keys, meta, expect), how))
+    let core = Core::new(keys, meta, expect);
+    if how == Opened::Created {
+        // Best effort, like every allocation ahead of need.
+        let _ = crate::exec::run(conn, PreallocMachine::new(core.clone(), initial_blocks(&core)));
+    }
+    Ok((core, how))
 }
 
 /// Async [`create`].
@@ -838,5 +920,50 @@ pub(crate) async fn create_async<C: redis::aio::ConnectionLike + Send>(
 ) -> Result<(Core, Opened)> {
     let expect = bp.params.clone();
     let (meta, how) = crate::exec::run_async(conn, CreateMachine::new(keys.clone(), bp)).await?;
-    Ok((Core::new(keys, meta, expect), how))
+    let core = Core::new(keys, meta, expect);
+    if how == Opened::Created {
+        let _ = crate::exec::run_async(conn, PreallocMachine::new(core.clone(), initial_blocks(&core))).await;
+    }
+    Ok((core, how))
+}
+
+// ---------------------------------------------------------------------------
+// Allocating generations ahead of need
+
+/// Grows blocks to their full size, one call per round trip, so Redis never
+/// allocates a large string inside a data script and other clients' commands
+/// run between the allocations. A block of a generation that no longer
+/// exists is skipped.
+pub(crate) struct PreallocMachine {
+    core: Core,
+    blocks: std::vec::IntoIter<(String, u64, u64)>,
+}
+
+impl PreallocMachine {
+    pub fn new(core: Core, blocks: Vec<(String, u64, u64)>) -> PreallocMachine {
+        PreallocMachine {
+            core,
+            blocks: blocks.into_iter(),
+        }
+    }
+}
+
+impl Machine for PreallocMachine {
+    type Output = ();
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<()>> {
+        if replies.is_some() && as_string(&take_one(replies)??).as_deref() == Some("STALE") {
+            // The filter moved on (dropped, re-created, or rotated past).
+            return Ok(Poll::Ready(()));
+        }
+        let Some((key, bytes, seq)) = self.blocks.next() else {
+            return Ok(Poll::Ready(()));
+        };
+        let meta = self.core.view();
+        let mut cmd = scripts::PREALLOC.invoke(&[self.core.keys.meta(), key.as_str()]);
+        cmd.arg(&meta.uid).arg(seq).arg(bytes);
+        let mut req = Request::new();
+        req.script(&scripts::PREALLOC, cmd);
+        Ok(Poll::Send(req))
+    }
 }

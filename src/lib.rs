@@ -21,6 +21,7 @@ mod uid;
 
 pub use bloom::{BloomBuilder, BloomFilter, BloomSpec};
 pub use circular::Mode;
+pub use expanding::{ExpandingBuilder, ExpandingFilter, ExpandingSpec};
 pub use engine::Opened;
 pub use error::{Error, RedisError, Result};
 pub use generation::{Generation, Layout, Scheme};
@@ -30,7 +31,7 @@ pub use keys::{FilterName, Keys, KEY_PREFIX};
 pub use metadata::{Kind, FORMAT_VERSION};
 pub use params::{
     current_false_positive_rate, estimate_items, false_positive_rate, optimal_bits,
-    optimal_bits_per_item, optimal_hashes, BloomParams, ErrorRate, DEFAULT_MAX_BITS,
+    optimal_bits_per_item, optimal_hashes, BloomParams, ErrorRate, DEFAULT_MAX_BITS, DEFAULT_MAX_BLOCK_BITS,
     MAX_BLOCK_BITS, MAX_HASHES, MIN_BITS,
 };
 pub use redact::redact_urls;

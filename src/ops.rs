@@ -176,8 +176,7 @@ macro_rules! impl_filter_ops {
             }
 
             fn run_one<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C, op: $crate::engine::DataOp, item: impl AsRef<[u8]>) -> $crate::Result<bool> {
-                let m = $crate::engine::DataMachine::new(self.core.clone(), op, vec![$crate::ItemHash::of(item)]);
-                Ok($crate::exec::run(conn, m)?.first().copied().unwrap_or(false))
+                Ok(self.run_many(conn, op, [item])?.first().copied().unwrap_or(false))
             }
 
             fn run_many<C, I>(&self, conn: &mut C, op: $crate::engine::DataOp, items: I) -> $crate::Result<Vec<bool>>
@@ -187,15 +186,20 @@ macro_rules! impl_filter_ops {
                 I::Item: AsRef<[u8]>,
             {
                 let hashes = items.into_iter().map($crate::ItemHash::of).collect();
-                $crate::exec::run(conn, $crate::engine::DataMachine::new(self.core.clone(), op, hashes))
+                let (out, prealloc) = $crate::exec::run(conn, $crate::engine::DataMachine::new(self.core.clone(), op, hashes))?;
+                if !prealloc.is_empty() {
+                    // Best effort: the items are in; a failed allocation is
+                    // retried by the next writer that passes the mark.
+                    let _ = $crate::exec::run(conn, $crate::engine::PreallocMachine::new(self.core.clone(), prealloc));
+                }
+                Ok(out)
             }
 
             async fn run_one_async<C>(&self, conn: &mut C, op: $crate::engine::DataOp, item: impl AsRef<[u8]>) -> $crate::Result<bool>
             where
                 C: redis::aio::ConnectionLike + Send,
             {
-                let m = $crate::engine::DataMachine::new(self.core.clone(), op, vec![$crate::ItemHash::of(item)]);
-                Ok($crate::exec::run_async(conn, m).await?.first().copied().unwrap_or(false))
+                Ok(self.run_many_async(conn, op, [item]).await?.first().copied().unwrap_or(false))
             }
 
             async fn run_many_async<C, I>(&self, conn: &mut C, op: $crate::engine::DataOp, items: I) -> $crate::Result<Vec<bool>>
@@ -205,7 +209,11 @@ macro_rules! impl_filter_ops {
                 I::Item: AsRef<[u8]>,
             {
                 let hashes = items.into_iter().map($crate::ItemHash::of).collect();
-                $crate::exec::run_async(conn, $crate::engine::DataMachine::new(self.core.clone(), op, hashes)).await
+                let (out, prealloc) = $crate::exec::run_async(conn, $crate::engine::DataMachine::new(self.core.clone(), op, hashes)).await?;
+                if !prealloc.is_empty() {
+                    let _ = $crate::exec::run_async(conn, $crate::engine::PreallocMachine::new(self.core.clone(), prealloc)).await;
+                }
+                Ok(out)
             }
 
             fn reload<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> $crate::Result<std::sync::Arc<$crate::metadata::Meta>> {

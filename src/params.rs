@@ -15,6 +15,11 @@ pub const MIN_BITS: u64 = 8;
 /// larger than this are split into blocks; see `docs/FORMAT.md`.
 pub const MAX_BLOCK_BITS: u64 = 1 << 32;
 
+/// Default block size: 2^26 bits (8 MiB). Each block is allocated by its
+/// own command ahead of need (about a millisecond of server time), so no
+/// write ever makes Redis allocate hundreds of megabytes at once.
+pub const DEFAULT_MAX_BLOCK_BITS: u64 = 1 << 26;
+
 /// Default upper bound on one generation's size: 2^37 bits (16 GiB).
 pub const DEFAULT_MAX_BITS: u64 = 1 << 37;
 

@@ -51,6 +51,8 @@ pub(crate) static DATA: LuaScript = LuaScript::new(include_str!("lua/data.lua"))
 pub(crate) static CREATE: LuaScript = LuaScript::new(include_str!("lua/create.lua"));
 pub(crate) static CLEAR: LuaScript = LuaScript::new(include_str!("lua/clear.lua"));
 pub(crate) static DROP: LuaScript = LuaScript::new(include_str!("lua/drop.lua"));
+pub(crate) static EXPAND: LuaScript = LuaScript::new(include_str!("lua/expand.lua"));
+pub(crate) static PREALLOC: LuaScript = LuaScript::new(include_str!("lua/prealloc.lua"));
 
 #[cfg(test)]
 mod tests {

@@ -13,15 +13,16 @@
 -- 'seq|bits|hashes|blocks|capacity|scheme' (the generation to add when the
 -- decide group reaches its capacity).
 --
--- Returns {status, processed, flags}: status OK, STALE (nothing done),
--- EXPANDED (a generation was added: reload), LIMIT (full, nothing more can
--- be written); processed is how many items (a prefix of the input) were
--- handled; flags holds one '0'/'1' per handled item.
+-- Returns {status, processed, flags, fill}: status OK, STALE (nothing
+-- done), EXPANDED (a generation was added: reload), LIMIT (full, nothing
+-- more can be written); processed is how many items (a prefix of the input)
+-- were handled; flags holds one '0'/'1' per handled item; fill is the decide
+-- generation's count after the call when it is capacity-limited, else -1.
 local meta = KEYS[1]
 local op = ARGV[1]
 local cur = redis.call('HMGET', meta, 'uid', 'epoch')
 if cur[1] ~= ARGV[2] or cur[2] ~= ARGV[3] then
-  return {'STALE', 0, ''}
+  return {'STALE', 0, '', -1}
 end
 local n = tonumber(ARGV[4])
 local expand = ARGV[5]
@@ -94,6 +95,7 @@ end
 local yes = {}
 local processed = n
 local status = 'OK'
+local fill = -1
 
 if op == 'has' then
   local items = {}
@@ -150,6 +152,7 @@ else
         if s <= #cand then
           processed = cand[s]
         end
+        fill = cnt
         if cnt >= cap then
           if expand == 'LIMIT' then
             if s <= #cand then status = 'LIMIT' end
@@ -198,4 +201,4 @@ local out = {}
 for i = 0, processed - 1 do
   out[i + 1] = yes[i] and '1' or '0'
 end
-return {status, processed, table.concat(out)}
+return {status, processed, table.concat(out), fill}

@@ -1,5 +1,6 @@
 -- rotabloom drop, protocol 1: removes the filter and all its keys.
--- KEYS[1]: metadata hash; KEYS[2..]: every block key of every generation.
+-- KEYS[1]: metadata hash; KEYS[2..]: every block key of every generation,
+-- and of the next one if it was allocated ahead of need.
 -- ARGV: uid, epoch.
 local meta = KEYS[1]
 local cur = redis.call('HMGET', meta, 'uid', 'epoch')

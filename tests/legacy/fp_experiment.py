@@ -75,6 +75,24 @@ def run(label, make_bf, insert, contains, offsets_fn, k, m, inserted, fresh, ser
     return res
 
 
+def simulate_request_seen(label, make_bf, seen, add, items, server, keys):
+    """Feed `items` (all distinct) through the dupefilter logic: `if exists: drop else insert`.
+
+    Returns how many distinct items were wrongly dropped as duplicates."""
+    for key in keys:
+        server.delete(key)
+    bf = make_bf()
+    dropped = 0
+    for it in items:
+        if seen(bf, it):
+            dropped += 1
+        else:
+            add(bf, it)
+    for key in keys:
+        server.delete(key)
+    return {"label": label, "distinct_items": len(items), "wrongly_dropped": dropped}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--url", required=True)
@@ -143,11 +161,26 @@ def main():
             lambda bf, v: bf.insert(v), lambda bf, v: bool(bf.isContains(v)),
             s0_offsets, 7, 1 << 31, ins, fresh, server, ["fpexp:s0:0"]))
 
+    # What a crawler experiences: request_seen() = exists-then-insert on a stream of distinct URLs.
+    crawl = []
+    stream = [page(i) for i in order]  # 2n distinct URLs in random order
+    for lbl, items in (("raw URLs /page/0..2n-1, random order", stream),
+                       ("raw URLs /page/0..2n-1, ascending", sorted(stream, key=lambda u: int(u.rsplit("/", 1)[1]))),
+                       ("request fingerprints of the same URLs, random order", [fpr(u) for u in stream])):
+        crawl.append(simulate_request_seen(
+            f"scrapy-redis-bloomfilter bit={BIT} k={K}: {lbl}",
+            lambda: bfmod.BloomFilter(server, "fpexp:crawl", bit=BIT, hash_number=K),
+            lambda bf, v: bool(bf.exists(v)), lambda bf, v: bf.insert(v), items, server, ["fpexp:crawl"]))
+    crawl.append(simulate_request_seen(
+        "seed-000 blockNum=1: raw URLs /page/0..2n-1, random order",
+        lambda: gen_seed000.BloomFilter(server, blockNum=1, key="fpexp:s0:"),
+        lambda bf, v: bool(bf.isContains(v)), lambda bf, v: bf.insert(v), stream, server, ["fpexp:s0:0"]))
+
     if args.json:
         import json
 
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(results, f, indent=1)
+            json.dump({"fresh_query": results, "request_seen_stream": crawl}, f, indent=1)
     for r in results:
         print(f"\n== {r['label']}")
         print(f"   inserted {r['inserted']}, queried {r['fresh_queried']} never-inserted items: "
@@ -158,6 +191,11 @@ def main():
         for j, (distinct, frac) in enumerate(r["per_hash"]):
             print(f"   hash #{j}: {distinct} distinct offsets over the inserted items; "
                   f"{100 * frac:.1f}% of fresh items hit an already-set bit")
+
+    for c in crawl:
+        print(f"\n== request_seen() stream: {c['label']}")
+        print(f"   {c['distinct_items']} distinct items, {c['wrongly_dropped']} wrongly dropped as duplicates "
+              f"({100 * c['wrongly_dropped'] / c['distinct_items']:.2f}%)")
 
 
 if __name__ == "__main__":

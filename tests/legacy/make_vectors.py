@@ -22,7 +22,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from gen_scrapy_redis_bloomfilter import load_package_bloomfilter, package_version  # noqa: E402
+from gen_scrapy_redis_bloomfilter import load_package_bloomfilter, make_fingerprinter, package_version  # noqa: E402
 import gen_seed000  # noqa: E402
 
 MASK64 = (1 << 64) - 1
@@ -140,6 +140,34 @@ SEED000_CASES = [
 ]
 
 
+FINGERPRINT_URLS = [
+    "https://www.baidu.com/s?wd=0",
+    "http://example.com/page/1",
+    "http://www.example.com/query?id=111&cat=222",
+    "http://www.example.com/query?cat=222&id=111#frag",
+    "HTTP://Example.COM/a b/é?x=1&x=0",
+]
+
+
+def fingerprint_vectors():
+    """Request fingerprints of plain GET requests (what request_seen() passes to the filter)."""
+    from scrapy import Request
+    from w3lib.url import canonicalize_url
+
+    inst, js, leg = (make_fingerprinter(s) for s in ("installed", "json", "legacy"))
+    out = []
+    for url in FINGERPRINT_URLS:
+        a, b = inst(url), js(url)
+        assert a == b, url
+        out.append({
+            "url": url,
+            "canonical_url": canonicalize_url(Request(url).url),
+            "fp_scrapy_redis_ge_0_8": a,
+            "fp_legacy_scrapy_redis_le_0_7": leg(url),
+        })
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(HERE, "vectors.json"))
@@ -153,6 +181,7 @@ def main():
         "equivalence_self_check_random_strings": n,
         "scrapy_redis_bloomfilter": [scrapy_vector(bfmod, *c) for c in SCRAPY_CASES],
         "seed000": [seed000_vector(*c) for c in SEED000_CASES],
+        "request_fingerprints": fingerprint_vectors(),
     }
     text = json.dumps(doc, ensure_ascii=False, indent=2)
     with open(args.out, "w", encoding="utf-8") as f:

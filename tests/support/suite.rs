@@ -126,3 +126,71 @@ pub async fn async_suite<C: redis::aio::ConnectionLike + Send>(conn: &mut C, pre
     assert!(f.drop_async(conn).await.unwrap());
     assert!(!f2.drop_async(conn).await.unwrap());
 }
+
+/// Keys of the filter `name` that exist in Redis, sorted.
+pub fn keys_of<C: redis::ConnectionLike>(conn: &mut C, name: &str) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    let mut cursor = 0u64;
+    loop {
+        let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(format!("rotabloom:{{{name}}}:*"))
+            .arg("COUNT")
+            .arg(1000)
+            .query(conn)
+            .unwrap();
+        keys.extend(batch);
+        cursor = next;
+        if cursor == 0 {
+            break;
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    keys
+}
+
+pub fn expanding_suite<C: redis::ConnectionLike>(conn: &mut C, prefix: &str) {
+    use rotabloom::ExpandingFilter;
+    let name = format!("{prefix}-exp");
+    let f = ExpandingFilter::builder(&name)
+        .capacity(500)
+        .error_rate(0.01)
+        .create_or_open(conn)
+        .unwrap();
+    let items: Vec<String> = (0..5_000).map(|i| format!("e{i}")).collect();
+    let new = f.check_and_insert_many(conn, &items).unwrap();
+    let info = f.info(conn).unwrap();
+    // 500 + 1000 + 2000 < 5000 - false positives < 7500: four generations.
+    assert_eq!(info.generations.len(), 4, "{:?}", info.generations);
+    assert_eq!(info.count, new.iter().filter(|&&b| b).count() as u64);
+    for g in &info.generations[..3] {
+        assert_eq!(g.count, g.capacity, "a frozen generation holds exactly its capacity");
+    }
+    assert!(f.contains_many(conn, &items).unwrap().iter().all(|&b| b));
+    assert!(!f.check_and_insert(conn, "e1").unwrap());
+    assert!(f.expand(conn).unwrap());
+    assert_eq!(f.generations().len(), 5);
+    assert!(f.contains(conn, "e4999").unwrap());
+    assert!(f.drop(conn).unwrap());
+    assert!(keys_of(conn, &name).is_empty());
+}
+
+pub async fn expanding_suite_async<C: redis::aio::ConnectionLike + Send>(conn: &mut C, prefix: &str) {
+    use rotabloom::ExpandingFilter;
+    let name = format!("{prefix}-aexp");
+    let f = ExpandingFilter::builder(&name)
+        .capacity(500)
+        .error_rate(0.01)
+        .create_or_open_async(conn)
+        .await
+        .unwrap();
+    let items: Vec<String> = (0..5_000).map(|i| format!("e{i}")).collect();
+    f.check_and_insert_many_async(conn, &items).await.unwrap();
+    let info = f.info_async(conn).await.unwrap();
+    assert_eq!(info.generations.len(), 4);
+    assert!(f.contains_many_async(conn, &items).await.unwrap().iter().all(|&b| b));
+    assert!(f.expand_async(conn).await.unwrap());
+    assert!(f.drop_async(conn).await.unwrap());
+}
