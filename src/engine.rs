@@ -370,7 +370,9 @@ impl DataMachine {
             return Vec::new();
         }
         match pending_generation(&meta) {
-            Some((seq, layout)) if self.core.claim_prealloc(seq) => self.core.blocks_of(&meta, &[(seq, layout)]),
+            Some((seq, layout)) if self.core.claim_prealloc(seq) => {
+                self.core.blocks_of(&meta, &[(seq, layout)])
+            }
             _ => Vec::new(),
         }
     }
@@ -808,7 +810,12 @@ impl GuardedMachine {
         keys.extend(self.core.all_block_keys(&meta));
         if std::ptr::eq(self.script, &scripts::DROP) {
             if let Some(pending) = pending_generation(&meta) {
-                keys.extend(self.core.blocks_of(&meta, &[pending]).into_iter().map(|(k, _, _)| k));
+                keys.extend(
+                    self.core
+                        .blocks_of(&meta, &[pending])
+                        .into_iter()
+                        .map(|(k, _, _)| k),
+                );
             }
         }
         let mut cmd = self.script.invoke(&keys);
@@ -907,7 +914,10 @@ pub(crate) fn create<C: redis::ConnectionLike + ?Sized>(
     let core = Core::new(keys, meta, expect);
     if how == Opened::Created {
         // Best effort, like every allocation ahead of need.
-        let _ = crate::exec::run(conn, PreallocMachine::new(core.clone(), initial_blocks(&core)));
+        let _ = crate::exec::run(
+            conn,
+            PreallocMachine::new(core.clone(), initial_blocks(&core)),
+        );
     }
     Ok((core, how))
 }
@@ -922,7 +932,11 @@ pub(crate) async fn create_async<C: redis::aio::ConnectionLike + Send>(
     let (meta, how) = crate::exec::run_async(conn, CreateMachine::new(keys.clone(), bp)).await?;
     let core = Core::new(keys, meta, expect);
     if how == Opened::Created {
-        let _ = crate::exec::run_async(conn, PreallocMachine::new(core.clone(), initial_blocks(&core))).await;
+        let _ = crate::exec::run_async(
+            conn,
+            PreallocMachine::new(core.clone(), initial_blocks(&core)),
+        )
+        .await;
     }
     Ok((core, how))
 }

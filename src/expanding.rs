@@ -72,14 +72,20 @@ impl ExpandingFilter {
     }
 
     /// Opens an existing expanding filter.
-    pub fn open<C: redis::ConnectionLike + ?Sized>(conn: &mut C, name: &str) -> Result<ExpandingFilter> {
+    pub fn open<C: redis::ConnectionLike + ?Sized>(
+        conn: &mut C,
+        name: &str,
+    ) -> Result<ExpandingFilter> {
         Ok(ExpandingFilter {
             core: engine::open(conn, name, Kind::Expanding)?,
         })
     }
 
     /// Async [`open`](Self::open).
-    pub async fn open_async<C: redis::aio::ConnectionLike + Send>(conn: &mut C, name: &str) -> Result<ExpandingFilter> {
+    pub async fn open_async<C: redis::aio::ConnectionLike + Send>(
+        conn: &mut C,
+        name: &str,
+    ) -> Result<ExpandingFilter> {
         Ok(ExpandingFilter {
             core: engine::open_async(conn, name, Kind::Expanding).await?,
         })
@@ -100,7 +106,10 @@ impl ExpandingFilter {
     }
 
     /// Async [`expand`](Self::expand).
-    pub async fn expand_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C) -> Result<bool> {
+    pub async fn expand_async<C: redis::aio::ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+    ) -> Result<bool> {
         crate::exec::run_async(conn, ExpandMachine::new(self.core.clone())).await
     }
 }
@@ -170,25 +179,40 @@ impl ExpandingBuilder {
     pub fn spec(&self) -> Result<ExpandingSpec> {
         let name = FilterName::new(&self.name)?;
         let p = ErrorRate::new(self.error_rate)?.get();
-        let invalid = |name: &'static str, reason: String| Err(Error::InvalidParameter { name, reason });
+        let invalid =
+            |name: &'static str, reason: String| Err(Error::InvalidParameter { name, reason });
         if !(self.growth.is_finite() && (1.0..=16.0).contains(&self.growth)) {
             return invalid("growth", format!("{} is not between 1 and 16", self.growth));
         }
         if !(self.tightening.is_finite() && self.tightening > 0.0 && self.tightening < 1.0) {
-            return invalid("tightening", format!("{} is not strictly between 0 and 1", self.tightening));
+            return invalid(
+                "tightening",
+                format!("{} is not strictly between 0 and 1", self.tightening),
+            );
         }
         if self.max_generations == 0 || self.max_generations > MAX_GENERATIONS {
             return invalid(
                 "max_generations",
-                format!("{} is not between 1 and {MAX_GENERATIONS}", self.max_generations),
+                format!(
+                    "{} is not between 1 and {MAX_GENERATIONS}",
+                    self.max_generations
+                ),
             );
         }
-        let first = BloomParams::for_capacity_within(self.capacity, p * (1.0 - self.tightening), self.max_bits)?;
+        let first = BloomParams::for_capacity_within(
+            self.capacity,
+            p * (1.0 - self.tightening),
+            self.max_bits,
+        )?;
         let layout = Layout::split(first, self.max_block_bits);
         if self.max_bytes > 0 && layout.bytes() > self.max_bytes {
             return invalid(
                 "max_bytes",
-                format!("{} is less than the first generation's {} bytes", self.max_bytes, layout.bytes()),
+                format!(
+                    "{} is less than the first generation's {} bytes",
+                    self.max_bytes,
+                    layout.bytes()
+                ),
             );
         }
         let params = vec![
@@ -199,7 +223,12 @@ impl ExpandingBuilder {
             ("max_generations", self.max_generations.to_string()),
             ("max_bytes", self.max_bytes.to_string()),
             ("max_bits", self.max_bits.to_string()),
-            ("max_block_bits", self.max_block_bits.clamp(8, crate::MAX_BLOCK_BITS).to_string()),
+            (
+                "max_block_bits",
+                self.max_block_bits
+                    .clamp(8, crate::MAX_BLOCK_BITS)
+                    .to_string(),
+            ),
         ];
         Ok(ExpandingSpec {
             name,
@@ -211,13 +240,22 @@ impl ExpandingBuilder {
 
     /// Creates the filter, or opens it when it exists with the same
     /// parameters.
-    pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(self, conn: &mut C) -> Result<ExpandingFilter> {
+    pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
+        self,
+        conn: &mut C,
+    ) -> Result<ExpandingFilter> {
         self.spec()?.create_or_open(conn).map(|(f, _)| f)
     }
 
     /// Async [`create_or_open`](Self::create_or_open).
-    pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(self, conn: &mut C) -> Result<ExpandingFilter> {
-        self.spec()?.create_or_open_async(conn).await.map(|(f, _)| f)
+    pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
+        self,
+        conn: &mut C,
+    ) -> Result<ExpandingFilter> {
+        self.spec()?
+            .create_or_open_async(conn)
+            .await
+            .map(|(f, _)| f)
     }
 }
 
@@ -241,7 +279,10 @@ impl ExpandingSpec {
     }
 
     /// Creates or opens; also says which happened.
-    pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Result<(ExpandingFilter, Opened)> {
+    pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+    ) -> Result<(ExpandingFilter, Opened)> {
         let (core, how) = engine::create(conn, Keys::new(self.name.clone()), self.blueprint())?;
         Ok((ExpandingFilter { core }, how))
     }
@@ -251,7 +292,8 @@ impl ExpandingSpec {
         &self,
         conn: &mut C,
     ) -> Result<(ExpandingFilter, Opened)> {
-        let (core, how) = engine::create_async(conn, Keys::new(self.name.clone()), self.blueprint()).await?;
+        let (core, how) =
+            engine::create_async(conn, Keys::new(self.name.clone()), self.blueprint()).await?;
         Ok((ExpandingFilter { core }, how))
     }
 }
@@ -294,8 +336,16 @@ pub(crate) fn growth(meta: &Meta) -> Result<Growth> {
 /// Human words for the limit an expanding filter reached.
 pub(crate) fn limit_description(meta: &Meta) -> String {
     let gens = meta.gens.len();
-    let max_gens = meta.fields.get("max_generations").map(String::as_str).unwrap_or("?");
-    let max_bytes = meta.fields.get("max_bytes").map(String::as_str).unwrap_or("0");
+    let max_gens = meta
+        .fields
+        .get("max_generations")
+        .map(String::as_str)
+        .unwrap_or("?");
+    let max_bytes = meta
+        .fields
+        .get("max_bytes")
+        .map(String::as_str)
+        .unwrap_or("0");
     format!("{gens} generations (max_generations = {max_gens}, max_bytes = {max_bytes}); the newest is full")
 }
 
@@ -326,7 +376,12 @@ impl ExpandMachine {
 
     fn cas(&mut self) -> Result<Poll<bool>> {
         let meta = self.core.view();
-        let Growth::Next { seq, layout, capacity } = growth(&meta)? else {
+        let Growth::Next {
+            seq,
+            layout,
+            capacity,
+        } = growth(&meta)?
+        else {
             return Err(Error::LimitReached {
                 name: self.core.name().to_string(),
                 limit: limit_description(&meta),

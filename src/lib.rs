@@ -4,6 +4,7 @@
 
 mod bloom;
 mod circular;
+mod clock;
 mod engine;
 mod error;
 mod exec;
@@ -16,14 +17,16 @@ mod metadata;
 mod ops;
 mod params;
 mod redact;
+mod schedule;
 mod scripts;
 mod uid;
 
 pub use bloom::{BloomBuilder, BloomFilter, BloomSpec};
 pub use circular::Mode;
-pub use expanding::{ExpandingBuilder, ExpandingFilter, ExpandingSpec};
+pub use clock::{Clock, ManualClock, ServerClock, SystemClock};
 pub use engine::Opened;
 pub use error::{Error, RedisError, Result};
+pub use expanding::{ExpandingBuilder, ExpandingFilter, ExpandingSpec};
 pub use generation::{Generation, Layout, Scheme};
 pub use hashing::{ItemHash, Positions};
 pub use info::{GenerationInfo, Info};
@@ -31,7 +34,8 @@ pub use keys::{FilterName, Keys, KEY_PREFIX};
 pub use metadata::{Kind, FORMAT_VERSION};
 pub use params::{
     current_false_positive_rate, estimate_items, false_positive_rate, optimal_bits,
-    optimal_bits_per_item, optimal_hashes, BloomParams, ErrorRate, DEFAULT_MAX_BITS, DEFAULT_MAX_BLOCK_BITS,
-    MAX_BLOCK_BITS, MAX_HASHES, MIN_BITS,
+    optimal_bits_per_item, optimal_hashes, BloomParams, ErrorRate, DEFAULT_MAX_BITS,
+    DEFAULT_MAX_BLOCK_BITS, MAX_BLOCK_BITS, MAX_HASHES, MIN_BITS,
 };
 pub use redact::redact_urls;
+pub use schedule::{Every, Schedule};

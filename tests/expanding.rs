@@ -13,9 +13,16 @@ use std::sync::{Arc, Barrier};
 fn functional_suite_sync_and_async() {
     let server = RedisServer::start();
     suite::expanding_suite(&mut server.connection(), "s");
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
-        let mut conn = server.client().get_multiplexed_async_connection().await.unwrap();
+        let mut conn = server
+            .client()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
         suite::expanding_suite_async(&mut conn, "a").await;
     });
 }
@@ -25,19 +32,38 @@ fn false_positive_rate_after_twentyfold_growth_stays_under_the_bound() {
     let server = RedisServer::start();
     let mut conn = server.connection();
     let (n0, p) = (10_000u64, 0.01);
-    let f = ExpandingFilter::builder("fpr").capacity(n0).error_rate(p).create_or_open(&mut conn).unwrap();
-    let members: Vec<String> = (0..20 * n0).map(|i| format!("https://example.com/m/{i}")).collect();
+    let f = ExpandingFilter::builder("fpr")
+        .capacity(n0)
+        .error_rate(p)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let members: Vec<String> = (0..20 * n0)
+        .map(|i| format!("https://example.com/m/{i}"))
+        .collect();
     for chunk in members.chunks(20_000) {
         f.insert_many(&mut conn, chunk).unwrap();
     }
     let info = f.info(&mut conn).unwrap();
     assert_eq!(info.generations.len(), 5);
-    assert!(f.contains_many(&mut conn, &members).unwrap().iter().all(|&b| b), "a false negative");
+    assert!(
+        f.contains_many(&mut conn, &members)
+            .unwrap()
+            .iter()
+            .all(|&b| b),
+        "a false negative"
+    );
     let probes = 1_000_000u64;
     let mut fp = 0u64;
     for start in (0..probes).step_by(100_000) {
-        let batch: Vec<String> = (start..start + 100_000).map(|i| format!("https://example.org/x/{i}")).collect();
-        fp += f.contains_many(&mut conn, &batch).unwrap().into_iter().filter(|&b| b).count() as u64;
+        let batch: Vec<String> = (start..start + 100_000)
+            .map(|i| format!("https://example.org/x/{i}"))
+            .collect();
+        fp += f
+            .contains_many(&mut conn, &batch)
+            .unwrap()
+            .into_iter()
+            .filter(|&b| b)
+            .count() as u64;
     }
     let rate = fp as f64 / probes as f64;
     eprintln!(
@@ -53,14 +79,23 @@ fn sixteen_writers_expand_exactly_as_the_counts_imply() {
     let server = RedisServer::start();
     let mut conn = server.connection();
     let n0 = 2_000u64;
-    let f = ExpandingFilter::builder("race").capacity(n0).error_rate(0.01).create_or_open(&mut conn).unwrap();
+    let f = ExpandingFilter::builder("race")
+        .capacity(n0)
+        .error_rate(0.01)
+        .create_or_open(&mut conn)
+        .unwrap();
     let total = 20 * n0 as usize;
-    let items: Arc<Vec<String>> = Arc::new((0..total).map(|i| format!("https://race.example/{i}")).collect());
+    let items: Arc<Vec<String>> = Arc::new(
+        (0..total)
+            .map(|i| format!("https://race.example/{i}"))
+            .collect(),
+    );
     let writers = 16;
     let barrier = Arc::new(Barrier::new(writers));
     let handles: Vec<_> = (0..writers)
         .map(|w| {
-            let (f, items, barrier, client) = (f.clone(), items.clone(), barrier.clone(), server.client());
+            let (f, items, barrier, client) =
+                (f.clone(), items.clone(), barrier.clone(), server.client());
             std::thread::spawn(move || {
                 let mut conn = client.get_connection().unwrap();
                 barrier.wait();
@@ -116,8 +151,18 @@ fn sixteen_writers_expand_exactly_as_the_counts_imply() {
             assert!(g.count < g.capacity);
         }
     }
-    assert_eq!(info.epoch, gens.len() as u64 - 1, "one expansion per generation");
-    assert!(f.contains_many(&mut conn, items.iter()).unwrap().iter().all(|&b| b), "an item is missing");
+    assert_eq!(
+        info.epoch,
+        gens.len() as u64 - 1,
+        "one expansion per generation"
+    );
+    assert!(
+        f.contains_many(&mut conn, items.iter())
+            .unwrap()
+            .iter()
+            .all(|&b| b),
+        "an item is missing"
+    );
 
     // No orphan keys: the metadata, the generations' blocks and the next
     // generation's blocks (allocated ahead of need), nothing else.
@@ -132,7 +177,10 @@ fn sixteen_writers_expand_exactly_as_the_counts_imply() {
             .and_then(|rest| rest.split(':').next())
             .and_then(|s| s.parse().ok())
             .unwrap_or_else(|| panic!("orphan key {key}"));
-        assert!(gens.iter().any(|g| g.seq == seq) || seq == next_seq, "orphan key {key}");
+        assert!(
+            gens.iter().any(|g| g.seq == seq) || seq == next_seq,
+            "orphan key {key}"
+        );
     }
     eprintln!(
         "16 writers, {total} items offered twice each: {total_new} new exactly once, {} generations {:?}",
@@ -145,21 +193,36 @@ fn sixteen_writers_expand_exactly_as_the_counts_imply() {
 fn a_stale_writer_never_writes_into_a_frozen_generation() {
     let server = RedisServer::start();
     let mut conn = server.connection();
-    let stale = ExpandingFilter::builder("stale").capacity(1000).error_rate(0.01).create_or_open(&mut conn).unwrap();
-    stale.insert_many(&mut conn, (0..100).map(|i| format!("a{i}"))).unwrap();
+    let stale = ExpandingFilter::builder("stale")
+        .capacity(1000)
+        .error_rate(0.01)
+        .create_or_open(&mut conn)
+        .unwrap();
+    stale
+        .insert_many(&mut conn, (0..100).map(|i| format!("a{i}")))
+        .unwrap();
     // Another process expands.
     let other = ExpandingFilter::open(&mut conn, "stale").unwrap();
     assert!(other.expand(&mut conn).unwrap());
     let before = other.info(&mut conn).unwrap();
     // The stale handle still believes generation 0 is the newest.
     assert_eq!(stale.generations().len(), 1);
-    let new = stale.check_and_insert_many(&mut conn, (0..50).map(|i| format!("b{i}"))).unwrap();
+    let new = stale
+        .check_and_insert_many(&mut conn, (0..50).map(|i| format!("b{i}")))
+        .unwrap();
     assert!(new.iter().all(|&b| b));
     let after = other.info(&mut conn).unwrap();
-    assert_eq!(after.generations[0].set_bits, before.generations[0].set_bits, "the frozen generation changed");
+    assert_eq!(
+        after.generations[0].set_bits, before.generations[0].set_bits,
+        "the frozen generation changed"
+    );
     assert_eq!(after.generations[0].count, 100);
     assert_eq!(after.generations[1].count, 50);
-    assert_eq!(stale.generations().len(), 2, "the stale handle caught up within the call");
+    assert_eq!(
+        stale.generations().len(),
+        2,
+        "the stale handle caught up within the call"
+    );
     // An item of the frozen generation is still seen, and not re-inserted.
     assert!(!stale.check_and_insert(&mut conn, "a7").unwrap());
     assert_eq!(other.count(&mut conn).unwrap(), 150);
@@ -169,7 +232,11 @@ fn a_stale_writer_never_writes_into_a_frozen_generation() {
 fn concurrent_manual_expansion_happens_once() {
     let server = RedisServer::start();
     let mut conn = server.connection();
-    let f = ExpandingFilter::builder("once").capacity(1000).error_rate(0.01).create_or_open(&mut conn).unwrap();
+    let f = ExpandingFilter::builder("once")
+        .capacity(1000)
+        .error_rate(0.01)
+        .create_or_open(&mut conn)
+        .unwrap();
     let barrier = Arc::new(Barrier::new(8));
     let handles: Vec<_> = (0..8)
         .map(|_| {
@@ -183,7 +250,12 @@ fn concurrent_manual_expansion_happens_once() {
             })
         })
         .collect();
-    let expanded = handles.into_iter().filter(|_| true).map(|h| h.join().unwrap()).filter(|&b| b).count();
+    let expanded = handles
+        .into_iter()
+        .filter(|_| true)
+        .map(|h| h.join().unwrap())
+        .filter(|&b| b)
+        .count();
     assert_eq!(expanded, 1);
     assert_eq!(f.info(&mut conn).unwrap().generations.len(), 2);
 }
@@ -208,16 +280,45 @@ fn limits_are_typed_errors_and_lose_nothing() {
     // What went in is still found; queries keep working at the limit.
     let present = f.contains_many(&mut conn, &items).unwrap();
     assert!(present.iter().filter(|&&b| b).count() >= 300);
-    assert!(matches!(f.expand(&mut conn), Err(Error::LimitReached { .. })));
+    assert!(matches!(
+        f.expand(&mut conn),
+        Err(Error::LimitReached { .. })
+    ));
 
-    let e = ExpandingFilter::builder("bytes").capacity(100_000).error_rate(0.01).max_bytes(1000).spec().unwrap_err();
-    assert!(matches!(e, Error::InvalidParameter { name: "max_bytes", .. }), "{e}");
+    let e = ExpandingFilter::builder("bytes")
+        .capacity(100_000)
+        .error_rate(0.01)
+        .max_bytes(1000)
+        .spec()
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidParameter {
+                name: "max_bytes",
+                ..
+            }
+        ),
+        "{e}"
+    );
     for (g, r) in [(0.5, 0.5), (2.0, 1.0), (2.0, 0.0), (f64::NAN, 0.5)] {
-        let e = ExpandingFilter::builder("x").capacity(10).growth(g).tightening(r).spec().unwrap_err();
+        let e = ExpandingFilter::builder("x")
+            .capacity(10)
+            .growth(g)
+            .tightening(r)
+            .spec()
+            .unwrap_err();
         assert!(matches!(e, Error::InvalidParameter { .. }), "{e}");
     }
-    let e = ExpandingFilter::builder("lim").capacity(100).error_rate(0.01).create_or_open(&mut conn).unwrap_err();
-    assert!(matches!(&e, Error::ParameterMismatch { field, .. } if field == "max_generations"), "{e}");
+    let e = ExpandingFilter::builder("lim")
+        .capacity(100)
+        .error_rate(0.01)
+        .create_or_open(&mut conn)
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::ParameterMismatch { field, .. } if field == "max_generations"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -235,17 +336,32 @@ fn the_next_generation_is_allocated_ahead_of_need_in_small_steps() {
     // Created full-sized, block by block.
     assert!(info.generations[0].blocks > 1);
     let g = &info.generations[0];
-    assert_eq!(info.memory_bytes, u64::from(g.blocks) * (g.bits / u64::from(g.blocks)).div_ceil(8));
+    assert_eq!(
+        info.memory_bytes,
+        u64::from(g.blocks) * (g.bits / u64::from(g.blocks)).div_ceil(8)
+    );
     let next_block = format!("rotabloom:{{pre}}:gen:{uid}-1:0");
-    f.insert_many(&mut conn, (0..4_000).map(|i| format!("p{i}"))).unwrap();
-    let len: u64 = redis::cmd("STRLEN").arg(&next_block).query(&mut conn).unwrap();
+    f.insert_many(&mut conn, (0..4_000).map(|i| format!("p{i}")))
+        .unwrap();
+    let len: u64 = redis::cmd("STRLEN")
+        .arg(&next_block)
+        .query(&mut conn)
+        .unwrap();
     assert_eq!(len, 0, "not before half of the capacity");
-    f.insert_many(&mut conn, (4_000..6_000).map(|i| format!("p{i}"))).unwrap();
-    let len: u64 = redis::cmd("STRLEN").arg(&next_block).query(&mut conn).unwrap();
-    assert!(len > 0, "allocated once the newest passed half its capacity");
+    f.insert_many(&mut conn, (4_000..6_000).map(|i| format!("p{i}")))
+        .unwrap();
+    let len: u64 = redis::cmd("STRLEN")
+        .arg(&next_block)
+        .query(&mut conn)
+        .unwrap();
+    assert!(
+        len > 0,
+        "allocated once the newest passed half its capacity"
+    );
     assert_eq!(f.generations().len(), 1, "but not yet in use");
     // Once in use, it is exactly the size the metadata says.
-    f.insert_many(&mut conn, (6_000..11_000).map(|i| format!("p{i}"))).unwrap();
+    f.insert_many(&mut conn, (6_000..11_000).map(|i| format!("p{i}")))
+        .unwrap();
     let info = f.info(&mut conn).unwrap();
     let g1 = &info.generations[1];
     assert_eq!(len, (g1.bits / u64::from(g1.blocks)).div_ceil(8));
@@ -260,7 +376,11 @@ fn expanding_into_a_huge_generation_does_not_stall_redis() {
     let server = RedisServer::start();
     let mut conn = server.connection();
     let slow = |conn: &mut redis::Connection| -> Vec<(String, u64)> {
-        let entries: Vec<redis::Value> = redis::cmd("SLOWLOG").arg("GET").arg(128).query(conn).unwrap();
+        let entries: Vec<redis::Value> = redis::cmd("SLOWLOG")
+            .arg("GET")
+            .arg(128)
+            .query(conn)
+            .unwrap();
         entries
             .into_iter()
             .filter_map(|e| match e {
@@ -274,7 +394,9 @@ fn expanding_into_a_huge_generation_does_not_stall_redis() {
                             .iter()
                             .take(2)
                             .map(|a| match a {
-                                redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+                                redis::Value::BulkString(b) => {
+                                    String::from_utf8_lossy(b).into_owned()
+                                }
                                 _ => String::new(),
                             })
                             .collect::<Vec<_>>()
@@ -293,7 +415,12 @@ fn expanding_into_a_huge_generation_does_not_stall_redis() {
         .growth(16.0)
         .create_or_open(&mut conn)
         .unwrap();
-    let _: () = redis::cmd("CONFIG").arg("SET").arg("slowlog-log-slower-than").arg(50_000).query(&mut conn).unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("slowlog-log-slower-than")
+        .arg(50_000)
+        .query(&mut conn)
+        .unwrap();
     let _: () = redis::cmd("SLOWLOG").arg("RESET").query(&mut conn).unwrap();
     assert!(f.expand(&mut conn).unwrap());
     let info = f.info(&mut conn).unwrap();
@@ -301,13 +428,29 @@ fn expanding_into_a_huge_generation_does_not_stall_redis() {
     assert!(newest.bits / 8 > 300_000_000, "{newest:?}");
     let full = u64::from(newest.blocks) * (newest.bits / u64::from(newest.blocks)).div_ceil(8);
     assert_eq!(newest.memory_bytes, full, "allocated before use");
-    f.check_and_insert_many(&mut conn, (0..10_000).map(|i| format!("h{i}"))).unwrap();
+    f.check_and_insert_many(&mut conn, (0..10_000).map(|i| format!("h{i}")))
+        .unwrap();
     let entries = slow(&mut conn);
-    assert!(entries.is_empty(), "commands over 50 ms during expansion: {entries:?}");
+    assert!(
+        entries.is_empty(),
+        "commands over 50 ms during expansion: {entries:?}"
+    );
 
     // Control: the same size allocated by one command is caught.
-    let _: () = redis::cmd("SETBIT").arg("control").arg(newest.bits - 1).arg(1).query(&mut conn).unwrap();
+    let _: () = redis::cmd("SETBIT")
+        .arg("control")
+        .arg(newest.bits - 1)
+        .arg(1)
+        .query(&mut conn)
+        .unwrap();
     let entries = slow(&mut conn);
-    assert!(entries.iter().any(|(c, _)| c.starts_with("SETBIT")), "the control was not caught: {entries:?}");
-    eprintln!("control: one-shot allocation of {} MB took {:?} us; expansion: none over 50 ms", newest.bits / 8 / 1_000_000, entries);
+    assert!(
+        entries.iter().any(|(c, _)| c.starts_with("SETBIT")),
+        "the control was not caught: {entries:?}"
+    );
+    eprintln!(
+        "control: one-shot allocation of {} MB took {:?} us; expansion: none over 50 ms",
+        newest.bits / 8 / 1_000_000,
+        entries
+    );
 }

@@ -5,7 +5,10 @@
 use rotabloom::{false_positive_rate, optimal_hashes};
 
 fn table() -> String {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/fpr-table-14-1.tsv");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/data/fpr-table-14-1.tsv"
+    );
     match std::fs::read_to_string(path) {
         Ok(t) => t,
         // A copy lives in the repository for clones without ../shared.
@@ -16,13 +19,22 @@ fn table() -> String {
 #[test]
 fn every_cell_of_table_14_1() {
     let mut cells = 0;
-    for line in table().lines().filter(|l| !l.starts_with('#') && !l.starts_with("m_over_n")) {
+    for line in table()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("m_over_n"))
+    {
         let cols: Vec<&str> = line.split('\t').collect();
         let ratio: u64 = cols[0].parse().unwrap();
         let opt_k: f64 = cols[1].parse().unwrap();
         let exact_k = ratio as f64 * std::f64::consts::LN_2;
-        assert!((exact_k - opt_k).abs() <= 0.05 + 1e-9, "m/n {ratio}: optimal k {exact_k} vs {opt_k}");
-        assert_eq!(optimal_hashes(ratio * 1000, 1000).unwrap(), exact_k.round() as u32);
+        assert!(
+            (exact_k - opt_k).abs() <= 0.05 + 1e-9,
+            "m/n {ratio}: optimal k {exact_k} vs {opt_k}"
+        );
+        assert_eq!(
+            optimal_hashes(ratio * 1000, 1000).unwrap(),
+            exact_k.round() as u32
+        );
         for (k, cell) in cols[2..].iter().enumerate() {
             if cell.trim().is_empty() {
                 continue;

@@ -3,7 +3,7 @@
 
 The offsets are produced by the installed package's own class
 `scrapy_redis_bloomfilter.bloomfilter.BloomFilter` (PyPI `scrapy-redis-bloomfilter`,
-verified against 0.7.0, 0.8.0 and 0.8.1, whose bloomfilter.py files are identical). Nothing here
+verified against 0.8.1; 0.7.0 and 0.8.0 have the identical bloomfilter.py and 0.6.8 an equivalent one). Nothing here
 re-implements the hash.
 
 Setup (once):

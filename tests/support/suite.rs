@@ -166,7 +166,10 @@ pub fn expanding_suite<C: redis::ConnectionLike>(conn: &mut C, prefix: &str) {
     assert_eq!(info.generations.len(), 4, "{:?}", info.generations);
     assert_eq!(info.count, new.iter().filter(|&&b| b).count() as u64);
     for g in &info.generations[..3] {
-        assert_eq!(g.count, g.capacity, "a frozen generation holds exactly its capacity");
+        assert_eq!(
+            g.count, g.capacity,
+            "a frozen generation holds exactly its capacity"
+        );
     }
     assert!(f.contains_many(conn, &items).unwrap().iter().all(|&b| b));
     assert!(!f.check_and_insert(conn, "e1").unwrap());
@@ -177,7 +180,10 @@ pub fn expanding_suite<C: redis::ConnectionLike>(conn: &mut C, prefix: &str) {
     assert!(keys_of(conn, &name).is_empty());
 }
 
-pub async fn expanding_suite_async<C: redis::aio::ConnectionLike + Send>(conn: &mut C, prefix: &str) {
+pub async fn expanding_suite_async<C: redis::aio::ConnectionLike + Send>(
+    conn: &mut C,
+    prefix: &str,
+) {
     use rotabloom::ExpandingFilter;
     let name = format!("{prefix}-aexp");
     let f = ExpandingFilter::builder(&name)
@@ -190,7 +196,12 @@ pub async fn expanding_suite_async<C: redis::aio::ConnectionLike + Send>(conn: &
     f.check_and_insert_many_async(conn, &items).await.unwrap();
     let info = f.info_async(conn).await.unwrap();
     assert_eq!(info.generations.len(), 4);
-    assert!(f.contains_many_async(conn, &items).await.unwrap().iter().all(|&b| b));
+    assert!(f
+        .contains_many_async(conn, &items)
+        .await
+        .unwrap()
+        .iter()
+        .all(|&b| b));
     assert!(f.expand_async(conn).await.unwrap());
     assert!(f.drop_async(conn).await.unwrap());
 }

@@ -1,0 +1,501 @@
+//! Rotation schedules: pure functions from `now` to a period number.
+//!
+//! A schedule cuts time into periods. Period `k` starts at `boundary(k)`;
+//! `period(now)` is the `k` with `boundary(k) <= now < boundary(k + 1)`.
+//! Period numbers are absolute (they do not depend on when a filter was
+//! created), so every host computes the same number for the same instant.
+
+use crate::error::{Error, Result};
+use chrono::{
+    DateTime, Datelike, Duration, FixedOffset, NaiveDate, NaiveTime, Offset, TimeZone, Timelike,
+    Utc, Weekday,
+};
+use std::fmt;
+use std::str::FromStr;
+
+/// How often a circular filter rotates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Every {
+    /// A fixed interval, counted from the schedule's origin.
+    Interval(Duration),
+    /// Every hour at this minute.
+    Hourly {
+        /// Minute of the hour, 0..60.
+        minute: u32,
+    },
+    /// Every day at this time.
+    Daily {
+        /// Time of day.
+        at: NaiveTime,
+    },
+    /// Every week on this weekday at this time.
+    Weekly {
+        /// Day of the week.
+        day: Weekday,
+        /// Time of day.
+        at: NaiveTime,
+    },
+    /// Every month on this day at this time. Days 29 to 31 fall on the last
+    /// day of shorter months.
+    Monthly {
+        /// Day of the month, 1..=31.
+        day: u32,
+        /// Time of day.
+        at: NaiveTime,
+    },
+}
+
+/// A validated rotation schedule: what, in which UTC offset, and (for
+/// intervals) from which origin.
+///
+/// Text form (also used in config files and the metadata hash):
+///
+/// | text | meaning |
+/// |---|---|
+/// | `6h`, `90m`, `7d`, `30d`, `2w` | fixed interval from the origin (default 1970-01-01T00:00:00Z) |
+/// | `6h from 2026-01-01T00:00:00Z` | fixed interval from an explicit origin |
+/// | `hourly`, `hourly:15` | every hour at minute 0 (15) |
+/// | `daily@03:00` | every day at 03:00 |
+/// | `weekly:mon@03:00` | every Monday at 03:00 |
+/// | `monthly:1@00:00` | the first of every month at midnight |
+///
+/// Calendar schedules take an optional UTC offset: `daily@03:00+08:00`.
+///
+/// ```
+/// use rotabloom::Schedule;
+/// use chrono::{TimeZone, Utc};
+/// let s: Schedule = "monthly:31@00:00".parse().unwrap();
+/// // Day 31 falls on the last day of shorter months, 29 February in 2024.
+/// let feb = s.boundary(s.period(Utc.with_ymd_and_hms(2024, 3, 10, 0, 0, 0).unwrap()));
+/// assert_eq!(feb, Utc.with_ymd_and_hms(2024, 2, 29, 0, 0, 0).unwrap());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    every: Every,
+    offset: FixedOffset,
+    origin: DateTime<Utc>,
+}
+
+fn invalid(reason: String) -> Error {
+    Error::InvalidParameter {
+        name: "schedule",
+        reason,
+    }
+}
+
+const UNIX: DateTime<Utc> = DateTime::UNIX_EPOCH;
+
+impl Schedule {
+    /// A schedule in UTC; intervals count from the Unix epoch.
+    pub fn new(every: Every) -> Result<Schedule> {
+        Schedule::with(every, utc_offset(), UNIX)
+    }
+
+    /// A schedule with an explicit UTC offset and interval origin.
+    pub fn with(every: Every, offset: FixedOffset, origin: DateTime<Utc>) -> Result<Schedule> {
+        match every {
+            Every::Interval(d) if d < Duration::seconds(1) => {
+                return Err(invalid("an interval must be at least one second".into()))
+            }
+            Every::Interval(d) if d > Duration::days(3660) => {
+                return Err(invalid("an interval must be at most ten years".into()))
+            }
+            Every::Hourly { minute } if minute >= 60 => {
+                return Err(invalid(format!("minute {minute} is not 0..59")))
+            }
+            Every::Monthly { day, .. } if !(1..=31).contains(&day) => {
+                return Err(invalid(format!("day {day} is not 1..31")))
+            }
+            _ => {}
+        }
+        Ok(Schedule {
+            every,
+            offset,
+            origin,
+        })
+    }
+
+    /// What the schedule does.
+    pub fn every(&self) -> Every {
+        self.every
+    }
+
+    /// The period `now` falls in.
+    pub fn period(&self, now: DateTime<Utc>) -> i64 {
+        // Estimate, then correct: boundaries are monotonic in k, and the
+        // estimate is within one or two periods of the answer.
+        let mut k = self.estimate(now);
+        while self.boundary(k) > now {
+            k -= 1;
+        }
+        while self.boundary(k + 1) <= now {
+            k += 1;
+        }
+        k
+    }
+
+    /// When period `k` starts.
+    pub fn boundary(&self, k: i64) -> DateTime<Utc> {
+        let local_midnight = |date: NaiveDate, at: NaiveTime| -> DateTime<Utc> {
+            let naive = date.and_time(at);
+            // A fixed offset has no gaps or folds, so this is always single.
+            self.offset
+                .from_local_datetime(&naive)
+                .single()
+                .map(|d| d.with_timezone(&Utc))
+                .unwrap_or_else(|| Utc.from_utc_datetime(&naive))
+        };
+        let epoch_day = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
+        match self.every {
+            Every::Interval(d) => self.origin + d * clamp_i32(k),
+            Every::Hourly { minute } => {
+                let base = local_midnight(epoch_day, NaiveTime::MIN);
+                base + Duration::hours(k) + Duration::minutes(i64::from(minute))
+            }
+            Every::Daily { at } => local_midnight(epoch_day + Duration::days(k), at),
+            Every::Weekly { day, at } => {
+                // Week 0 starts on the first `day` on or after 1970-01-01.
+                let first = (7 + day.num_days_from_monday() as i64
+                    - epoch_day.weekday().num_days_from_monday() as i64)
+                    % 7;
+                local_midnight(epoch_day + Duration::days(first + 7 * k), at)
+            }
+            Every::Monthly { day, at } => {
+                let months = 1970 * 12 + k;
+                let (y, m) = (
+                    months.div_euclid(12) as i32,
+                    months.rem_euclid(12) as u32 + 1,
+                );
+                let last = last_day(y, m);
+                let date = NaiveDate::from_ymd_opt(y, m, day.min(last)).unwrap_or(epoch_day);
+                local_midnight(date, at)
+            }
+        }
+    }
+
+    /// When the period after the one `now` is in starts.
+    pub fn next_at(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        self.boundary(self.period(now) + 1)
+    }
+
+    fn estimate(&self, now: DateTime<Utc>) -> i64 {
+        let local = now + Duration::seconds(i64::from(self.offset.local_minus_utc()));
+        let secs = (local - UNIX).num_seconds();
+        match self.every {
+            Every::Interval(d) => (now - self.origin)
+                .num_seconds()
+                .div_euclid(d.num_seconds().max(1)),
+            Every::Hourly { .. } => secs.div_euclid(3600),
+            Every::Daily { .. } => secs.div_euclid(86_400),
+            Every::Weekly { .. } => secs.div_euclid(7 * 86_400),
+            Every::Monthly { .. } => {
+                (i64::from(local.year()) - 1970) * 12 + i64::from(local.month0())
+            }
+        }
+    }
+}
+
+fn clamp_i32(k: i64) -> i32 {
+    k.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
+}
+
+fn last_day(y: i32, m: u32) -> u32 {
+    let (ny, nm) = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
+    NaiveDate::from_ymd_opt(ny, nm, 1)
+        .and_then(|d| d.pred_opt())
+        .map(|d| d.day())
+        .unwrap_or(28)
+}
+
+fn parse_time(s: &str) -> Result<NaiveTime> {
+    NaiveTime::parse_from_str(s, "%H:%M")
+        .or_else(|_| NaiveTime::parse_from_str(s, "%H:%M:%S"))
+        .map_err(|_| invalid(format!("{s:?} is not a time of day like 03:00")))
+}
+
+fn parse_weekday(s: &str) -> Result<Weekday> {
+    s.parse::<Weekday>()
+        .map_err(|_| invalid(format!("{s:?} is not a weekday like mon")))
+}
+
+/// Splits a trailing `Z` or `±HH:MM` offset off a calendar schedule.
+fn split_offset(s: &str) -> Result<(&str, FixedOffset)> {
+    let utc = utc_offset();
+    if let Some(rest) = s.strip_suffix('Z') {
+        return Ok((rest, utc));
+    }
+    if s.len() > 6 {
+        let (head, tail) = s.split_at(s.len() - 6);
+        let b = tail.as_bytes();
+        if (b[0] == b'+' || b[0] == b'-') && b[3] == b':' {
+            let h: i32 = tail[1..3]
+                .parse()
+                .map_err(|_| invalid(format!("bad offset {tail:?}")))?;
+            let m: i32 = tail[4..6]
+                .parse()
+                .map_err(|_| invalid(format!("bad offset {tail:?}")))?;
+            let secs = (h * 3600 + m * 60) * if b[0] == b'-' { -1 } else { 1 };
+            let off = FixedOffset::east_opt(secs)
+                .ok_or_else(|| invalid(format!("bad offset {tail:?}")))?;
+            return Ok((head, off));
+        }
+    }
+    Ok((s, utc))
+}
+
+/// Parses `30d`, `6h`, `90m`, `45s`, `2w`.
+pub(crate) fn parse_interval(s: &str) -> Result<Duration> {
+    let s = s.trim();
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: i64 = num
+        .parse()
+        .map_err(|_| invalid(format!("{s:?} is not an interval like 30d or 6h")))?;
+    let d = match unit {
+        "s" => Duration::try_seconds(n),
+        "m" => Duration::try_minutes(n),
+        "h" => Duration::try_hours(n),
+        "d" => Duration::try_days(n),
+        "w" => Duration::try_weeks(n),
+        _ => None,
+    };
+    d.ok_or_else(|| {
+        invalid(format!(
+            "{s:?} is not an interval like 30d or 6h (units s, m, h, d, w)"
+        ))
+    })
+}
+
+impl FromStr for Schedule {
+    type Err = Error;
+
+    fn from_str(text: &str) -> Result<Schedule> {
+        let s = text.trim();
+        if s.starts_with(|c: char| c.is_ascii_digit()) {
+            let (interval, origin) = match s.split_once(" from ") {
+                Some((i, o)) => (
+                    i,
+                    DateTime::parse_from_rfc3339(o.trim())
+                        .map_err(|_| invalid(format!("{o:?} is not an RFC 3339 time")))?
+                        .with_timezone(&Utc),
+                ),
+                None => (s, UNIX),
+            };
+            let utc = utc_offset();
+            return Schedule::with(Every::Interval(parse_interval(interval)?), utc, origin);
+        }
+        let (s, offset) = split_offset(s)?;
+        let (what, at) = match s.split_once('@') {
+            Some((w, t)) => (w, Some(parse_time(t)?)),
+            None => (s, None),
+        };
+        let at0 = at.unwrap_or(NaiveTime::MIN);
+        let (kind, arg) = match what.split_once(':') {
+            Some((k, a)) => (k, Some(a)),
+            None => (what, None),
+        };
+        let every = match (kind, arg) {
+            ("hourly", None) if at.is_none() => Every::Hourly { minute: 0 },
+            ("hourly", Some(m)) if at.is_none() => Every::Hourly {
+                minute: m.parse().map_err(|_| invalid(format!("{m:?} is not a minute")))?,
+            },
+            ("daily", None) => Every::Daily { at: at0 },
+            ("weekly", Some(d)) => Every::Weekly {
+                day: parse_weekday(d)?,
+                at: at0,
+            },
+            ("monthly", Some(d)) => Every::Monthly {
+                day: d.parse().map_err(|_| invalid(format!("{d:?} is not a day of the month")))?,
+                at: at0,
+            },
+            _ => {
+                return Err(invalid(format!(
+                    "{text:?} is not a schedule (try 30d, 6h, hourly, daily@03:00, weekly:mon@03:00, monthly:1@00:00)"
+                )))
+            }
+        };
+        Schedule::with(every, offset, UNIX)
+    }
+}
+
+impl fmt::Display for Schedule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let off = self.offset.local_minus_utc();
+        let off = if off == 0 {
+            String::new()
+        } else {
+            let sign = if off < 0 { '-' } else { '+' };
+            format!("{sign}{:02}:{:02}", off.abs() / 3600, off.abs() % 3600 / 60)
+        };
+        let t = |at: NaiveTime| {
+            if at.second() == 0 {
+                at.format("%H:%M").to_string()
+            } else {
+                at.format("%H:%M:%S").to_string()
+            }
+        };
+        match self.every {
+            Every::Interval(d) => {
+                let secs = d.num_seconds();
+                let unit = [
+                    (604_800, "w"),
+                    (86_400, "d"),
+                    (3600, "h"),
+                    (60, "m"),
+                    (1, "s"),
+                ]
+                .into_iter()
+                .find(|(u, _)| secs % u == 0)
+                .unwrap_or((1, "s"));
+                write!(f, "{}{}", secs / unit.0, unit.1)?;
+                if self.origin != UNIX {
+                    write!(
+                        f,
+                        " from {}",
+                        self.origin
+                            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                    )?;
+                }
+                Ok(())
+            }
+            Every::Hourly { minute } => write!(f, "hourly:{minute}{off}"),
+            Every::Daily { at } => write!(f, "daily@{}{off}", t(at)),
+            Every::Weekly { day, at } => write!(
+                f,
+                "weekly:{}@{}{off}",
+                format!("{day:?}").to_lowercase(),
+                t(at)
+            ),
+            Every::Monthly { day, at } => write!(f, "monthly:{day}@{}{off}", t(at)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(y, mo, d, h, mi, 0).unwrap()
+    }
+
+    fn check_consistent(s: &Schedule, now: DateTime<Utc>) {
+        let k = s.period(now);
+        assert!(
+            s.boundary(k) <= now && now < s.boundary(k + 1),
+            "{s} at {now}"
+        );
+    }
+
+    #[test]
+    fn parses_and_prints_round_trip() {
+        for text in [
+            "30d",
+            "6h",
+            "90m",
+            "2w",
+            "6h from 2026-01-01T00:00:00Z",
+            "hourly:0",
+            "hourly:15",
+            "daily@03:00",
+            "daily@03:00+08:00",
+            "weekly:mon@03:00",
+            "weekly:sun@23:30-05:00",
+            "monthly:1@00:00",
+            "monthly:31@12:00+05:30",
+        ] {
+            let s: Schedule = text.parse().unwrap();
+            assert_eq!(s.to_string(), text);
+            assert_eq!(s.to_string().parse::<Schedule>().unwrap(), s);
+        }
+        assert_eq!(
+            "hourly".parse::<Schedule>().unwrap().to_string(),
+            "hourly:0"
+        );
+        assert_eq!(
+            "daily".parse::<Schedule>().unwrap().to_string(),
+            "daily@00:00"
+        );
+    }
+
+    #[test]
+    fn rejects_bad_schedules() {
+        for text in [
+            "",
+            "0d",
+            "5x",
+            "daily@25:00",
+            "weekly:funday@01:00",
+            "monthly:0@00:00",
+            "monthly:32",
+            "hourly:60",
+            "yearly",
+            "6h from yesterday",
+            "daily@03:00+99:00",
+        ] {
+            assert!(text.parse::<Schedule>().is_err(), "{text:?} parsed");
+        }
+    }
+
+    #[test]
+    fn monthly_at_month_ends_and_leap_days() {
+        let s: Schedule = "monthly:31@00:00".parse().unwrap();
+        assert_eq!(s.next_at(utc(2024, 1, 31, 0, 0)), utc(2024, 2, 29, 0, 0));
+        assert_eq!(s.next_at(utc(2024, 2, 29, 0, 0)), utc(2024, 3, 31, 0, 0));
+        assert_eq!(s.next_at(utc(2023, 2, 1, 0, 0)), utc(2023, 2, 28, 0, 0));
+        assert_eq!(s.next_at(utc(2024, 4, 15, 0, 0)), utc(2024, 4, 30, 0, 0));
+        let s: Schedule = "monthly:29@00:00".parse().unwrap();
+        assert_eq!(s.next_at(utc(2023, 2, 1, 0, 0)), utc(2023, 2, 28, 0, 0));
+        assert_eq!(s.next_at(utc(2024, 2, 1, 0, 0)), utc(2024, 2, 29, 0, 0));
+        // One period per month, across years.
+        let s: Schedule = "monthly:1@00:00".parse().unwrap();
+        assert_eq!(
+            s.period(utc(2025, 1, 1, 0, 0)) - s.period(utc(2024, 12, 31, 23, 59)),
+            1
+        );
+        assert_eq!(
+            s.period(utc(2026, 1, 1, 0, 0)) - s.period(utc(2024, 1, 1, 0, 0)),
+            24
+        );
+        for d in 0..800 {
+            check_consistent(&s, utc(2024, 1, 1, 0, 0) + Duration::hours(11 * d));
+        }
+    }
+
+    #[test]
+    fn offsets_move_the_boundaries() {
+        let s: Schedule = "daily@03:00+08:00".parse().unwrap();
+        // 03:00 in UTC+8 is 19:00 UTC the day before.
+        assert_eq!(s.next_at(utc(2026, 3, 1, 12, 0)), utc(2026, 3, 1, 19, 0));
+        let s: Schedule = "monthly:1@00:00-05:00".parse().unwrap();
+        assert_eq!(s.next_at(utc(2026, 1, 15, 0, 0)), utc(2026, 2, 1, 5, 0));
+        // Just before local midnight on the last day, still January there.
+        assert_eq!(s.next_at(utc(2026, 2, 1, 4, 59)), utc(2026, 2, 1, 5, 0));
+        for d in 0..500 {
+            check_consistent(&s, utc(2025, 11, 1, 0, 0) + Duration::minutes(1447 * d));
+        }
+    }
+
+    #[test]
+    fn weekly_hourly_and_intervals() {
+        let s: Schedule = "weekly:mon@03:00".parse().unwrap();
+        let b = s.next_at(utc(2026, 11, 22, 12, 0)); // a Sunday
+        assert_eq!(b, utc(2026, 11, 23, 3, 0));
+        assert_eq!(b.weekday(), Weekday::Mon);
+        let s: Schedule = "hourly:15".parse().unwrap();
+        assert_eq!(s.next_at(utc(2026, 1, 1, 10, 15)), utc(2026, 1, 1, 11, 15));
+        let s: Schedule = "6h from 2026-01-01T01:00:00Z".parse().unwrap();
+        assert_eq!(s.next_at(utc(2026, 1, 1, 0, 0)), utc(2026, 1, 1, 1, 0));
+        assert_eq!(s.next_at(utc(2026, 1, 1, 1, 0)), utc(2026, 1, 1, 7, 0));
+        assert_eq!(s.period(utc(2026, 1, 1, 0, 59)), -1);
+        for s in ["weekly:fri@23:59", "hourly:59", "7d", "30d", "45s"] {
+            let s: Schedule = s.parse().unwrap();
+            for d in 0..300 {
+                check_consistent(&s, utc(2025, 12, 25, 0, 0) + Duration::minutes(997 * d));
+            }
+        }
+    }
+}
+
+fn utc_offset() -> FixedOffset {
+    Utc.fix()
+}
