@@ -39,6 +39,8 @@ pub(crate) struct Core {
     /// 1 + the seq of the last generation this handle family allocated
     /// ahead of need, so each process does it once.
     preallocated: Arc<AtomicU64>,
+    /// Where `now` comes from for schedules (default: the server's clock).
+    pub clock: Arc<dyn crate::Clock>,
 }
 
 impl Core {
@@ -50,6 +52,7 @@ impl Core {
             max_retries: DEFAULT_MAX_RETRIES,
             expect: Arc::new(expect),
             preallocated: Arc::new(AtomicU64::new(0)),
+            clock: Arc::new(crate::ServerClock),
         }
     }
 
@@ -321,6 +324,15 @@ enum DataState {
     Sent(Vec<Vec<usize>>),
     Reload,
     Probe(Vec<(String, &'static str)>, Option<Error>),
+    /// A lazily rotated filter came due: rotate first, then go on.
+    Rotate(Box<crate::circular::RotateMachine>),
+}
+
+/// What one chunk's reply asks for.
+enum After {
+    Continue,
+    Reload,
+    Rotate,
 }
 
 /// Runs one data operation over a batch of items, in as many round trips as
@@ -412,6 +424,12 @@ impl DataMachine {
             );
         }
 
+        let now = self
+            .core
+            .clock
+            .now()
+            .map(|t| t.timestamp_millis().to_string())
+            .unwrap_or_default();
         let round: Vec<usize> = self
             .pending
             .iter()
@@ -427,6 +445,7 @@ impl DataMachine {
                 .arg(meta.epoch)
                 .arg(chunk.len())
                 .arg(&growth_arg)
+                .arg(&now)
                 .arg(roles.len());
             for (g, role) in &roles {
                 let gen = &meta.gens[*g];
@@ -455,7 +474,7 @@ impl DataMachine {
         chunk: &[usize],
         reply: redis::RedisResult<Value>,
         done: &mut Vec<usize>,
-    ) -> Result<bool> {
+    ) -> Result<After> {
         let v = reply?;
         let Value::Array(parts) = &v else {
             return Err(unexpected("data script", &v));
@@ -484,8 +503,9 @@ impl DataMachine {
             self.progress = true;
         }
         match status.as_str() {
-            "OK" => Ok(false),
-            "STALE" | "EXPANDED" => Ok(true),
+            "OK" => Ok(After::Continue),
+            "STALE" | "EXPANDED" => Ok(After::Reload),
+            "DUE" => Ok(After::Rotate),
             "LIMIT" => Err(Error::LimitReached {
                 name: self.core.name().to_string(),
                 limit: crate::expanding::limit_description(&self.core.view()),
@@ -530,10 +550,13 @@ impl Machine for DataMachine {
                 let replies = replies.unwrap_or_default();
                 let mut done = Vec::new();
                 let mut reload = false;
+                let mut rotate = false;
                 let mut first_err = None;
                 for (chunk, reply) in chunks.iter().zip(replies) {
                     match self.absorb(chunk, reply, &mut done) {
-                        Ok(r) => reload |= r,
+                        Ok(After::Continue) => {}
+                        Ok(After::Reload) => reload = true,
+                        Ok(After::Rotate) => rotate = true,
                         Err(e) => {
                             first_err.get_or_insert(e);
                         }
@@ -545,6 +568,22 @@ impl Machine for DataMachine {
                 if !done.is_empty() {
                     done.sort_unstable();
                     self.pending.retain(|i| done.binary_search(i).is_err());
+                }
+                if rotate {
+                    let mut m = Box::new(crate::circular::RotateMachine::if_due(
+                        self.core.clone(),
+                        None,
+                    ));
+                    return match m.step(None)? {
+                        Poll::Send(req) => {
+                            self.state = DataState::Rotate(m);
+                            Ok(Poll::Send(req))
+                        }
+                        Poll::Ready(_) => {
+                            self.state = DataState::Reload;
+                            Ok(Poll::Send(hgetall(&self.core.keys)))
+                        }
+                    };
                 }
                 if reload {
                     self.state = DataState::Reload;
@@ -583,6 +622,18 @@ impl Machine for DataMachine {
                     original.unwrap_or_else(|| Error::UnexpectedReply("type probe".into()));
                 Err(type_verdict(&keys, replies, original))
             }
+            DataState::Rotate(mut m) => match m.step(replies)? {
+                Poll::Send(req) => {
+                    self.state = DataState::Rotate(m);
+                    Ok(Poll::Send(req))
+                }
+                Poll::Ready(_) => {
+                    // The rotation counts as progress: the filter moved on.
+                    self.progress = true;
+                    self.state = DataState::Reload;
+                    Ok(Poll::Send(hgetall(&self.core.keys)))
+                }
+            },
         }
     }
 }

@@ -22,7 +22,10 @@ mod scripts;
 mod uid;
 
 pub use bloom::{BloomBuilder, BloomFilter, BloomSpec};
-pub use circular::Mode;
+pub use circular::{
+    generation_sizing as circular_generation_sizing, CircularBuilder, CircularFilter, CircularSpec,
+    Mode, Rotation, MAX_CIRCULAR_GENERATIONS,
+};
 pub use clock::{Clock, ManualClock, ServerClock, SystemClock};
 pub use engine::Opened;
 pub use error::{Error, RedisError, Result};

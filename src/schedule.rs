@@ -336,16 +336,10 @@ impl fmt::Display for Schedule {
         match self.every {
             Every::Interval(d) => {
                 let secs = d.num_seconds();
-                let unit = [
-                    (604_800, "w"),
-                    (86_400, "d"),
-                    (3600, "h"),
-                    (60, "m"),
-                    (1, "s"),
-                ]
-                .into_iter()
-                .find(|(u, _)| secs % u == 0)
-                .unwrap_or((1, "s"));
+                let unit = [(86_400, "d"), (3600, "h"), (60, "m"), (1, "s")]
+                    .into_iter()
+                    .find(|(u, _)| secs % u == 0)
+                    .unwrap_or((1, "s"));
                 write!(f, "{}{}", secs / unit.0, unit.1)?;
                 if self.origin != UNIX {
                     write!(
@@ -392,7 +386,7 @@ mod tests {
             "30d",
             "6h",
             "90m",
-            "2w",
+            "14d",
             "6h from 2026-01-01T00:00:00Z",
             "hourly:0",
             "hourly:15",

@@ -52,6 +52,7 @@ pub(crate) static CREATE: LuaScript = LuaScript::new(include_str!("lua/create.lu
 pub(crate) static CLEAR: LuaScript = LuaScript::new(include_str!("lua/clear.lua"));
 pub(crate) static DROP: LuaScript = LuaScript::new(include_str!("lua/drop.lua"));
 pub(crate) static EXPAND: LuaScript = LuaScript::new(include_str!("lua/expand.lua"));
+pub(crate) static ROTATE: LuaScript = LuaScript::new(include_str!("lua/rotate.lua"));
 pub(crate) static PREALLOC: LuaScript = LuaScript::new(include_str!("lua/prealloc.lua"));
 
 #[cfg(test)]

@@ -14,6 +14,18 @@ fn cluster_suites() {
     let cluster = RedisCluster::start();
     let mut conn = cluster.connection();
     suite::sync_suite(&mut conn, "csync");
+    // SCAN cannot be routed in a cluster: list keys node by node.
+    let keys = |name: &str| -> Vec<String> {
+        let mut all: Vec<String> = cluster
+            .nodes()
+            .iter()
+            .flat_map(|n| suite::keys_of(&mut n.connection(), name))
+            .collect();
+        all.sort();
+        all
+    };
+    suite::expanding_suite(&mut conn, "csync", &keys);
+    suite::circular_suite(&mut conn, "csync", &keys);
 
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -23,6 +35,8 @@ fn cluster_suites() {
     rt.block_on(async {
         let mut aconn = cluster.client().get_async_connection().await.unwrap();
         suite::async_suite(&mut aconn, "casync").await;
+        suite::expanding_suite_async(&mut aconn, "casync").await;
+        suite::circular_suite_async(&mut aconn, "casync").await;
     });
 
     // A multi-chunk batch right after every node lost its script cache:

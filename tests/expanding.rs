@@ -12,7 +12,9 @@ use std::sync::{Arc, Barrier};
 #[test]
 fn functional_suite_sync_and_async() {
     let server = RedisServer::start();
-    suite::expanding_suite(&mut server.connection(), "s");
+    suite::expanding_suite(&mut server.connection(), "s", &|n| {
+        suite::keys_of(&mut server.connection(), n)
+    });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -5,7 +5,7 @@
 -- position and every key name; this script checks that the client's view of
 -- the filter is current and then applies the bits, all in one atomic step.
 --
--- ARGV: op, uid, epoch, n, expand, ngroups, then per group:
+-- ARGV: op, uid, epoch, n, expand, now, ngroups, then per group:
 --   role ('q' query only, 'd' decides and is written, 'w' written only),
 --   seq, k, nblocks, then n * (block, k positions).
 -- expand is '' (no capacity limit), 'LIMIT' (the decide group may not grow
@@ -13,22 +13,36 @@
 -- 'seq|bits|hashes|blocks|capacity|scheme' (the generation to add when the
 -- decide group reaches its capacity).
 --
+-- now is the caller's clock in ms, or '' for the server's; it matters only
+-- for a filter with lazy rotation, whose writes and reads wait (status DUE)
+-- once its next rotation has come due.
+--
 -- Returns {status, processed, flags, fill}: status OK, STALE (nothing
--- done), EXPANDED (a generation was added: reload), LIMIT (full, nothing
+-- done), DUE (nothing done: rotate first), EXPANDED (a generation was added: reload), LIMIT (full, nothing
 -- more can be written); processed is how many items (a prefix of the input)
 -- were handled; flags holds one '0'/'1' per handled item; fill is the decide
 -- generation's count after the call when it is capacity-limited, else -1.
 local meta = KEYS[1]
 local op = ARGV[1]
-local cur = redis.call('HMGET', meta, 'uid', 'epoch')
+local cur = redis.call('HMGET', meta, 'uid', 'epoch', 'lazy', 'due_at')
 if cur[1] ~= ARGV[2] or cur[2] ~= ARGV[3] then
   return {'STALE', 0, '', -1}
+end
+if cur[3] == '1' and cur[4] and cur[4] ~= '' then
+  local now = tonumber(ARGV[6])
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  if now >= tonumber(cur[4]) then
+    return {'DUE', 0, '', -1}
+  end
 end
 local n = tonumber(ARGV[4])
 local expand = ARGV[5]
 local groups = {}
-local a, kix = 7, 2
-for g = 1, tonumber(ARGV[6]) do
+local a, kix = 8, 2
+for g = 1, tonumber(ARGV[7]) do
   local k = tonumber(ARGV[a + 2])
   local grp = {role = ARGV[a], seq = ARGV[a + 1], k = k, nb = tonumber(ARGV[a + 3]),
                key0 = kix, base = a + 4, stride = k + 1}

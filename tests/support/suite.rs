@@ -151,7 +151,11 @@ pub fn keys_of<C: redis::ConnectionLike>(conn: &mut C, name: &str) -> Vec<String
     keys
 }
 
-pub fn expanding_suite<C: redis::ConnectionLike>(conn: &mut C, prefix: &str) {
+pub fn expanding_suite<C: redis::ConnectionLike>(
+    conn: &mut C,
+    prefix: &str,
+    keys: &dyn Fn(&str) -> Vec<String>,
+) {
     use rotabloom::ExpandingFilter;
     let name = format!("{prefix}-exp");
     let f = ExpandingFilter::builder(&name)
@@ -177,7 +181,7 @@ pub fn expanding_suite<C: redis::ConnectionLike>(conn: &mut C, prefix: &str) {
     assert_eq!(f.generations().len(), 5);
     assert!(f.contains(conn, "e4999").unwrap());
     assert!(f.drop(conn).unwrap());
-    assert!(keys_of(conn, &name).is_empty());
+    assert!(keys(&name).is_empty());
 }
 
 pub async fn expanding_suite_async<C: redis::aio::ConnectionLike + Send>(
@@ -204,4 +208,80 @@ pub async fn expanding_suite_async<C: redis::aio::ConnectionLike + Send>(
         .all(|&b| b));
     assert!(f.expand_async(conn).await.unwrap());
     assert!(f.drop_async(conn).await.unwrap());
+}
+
+pub fn circular_suite<C: redis::ConnectionLike>(
+    conn: &mut C,
+    prefix: &str,
+    keys: &dyn Fn(&str) -> Vec<String>,
+) {
+    use rotabloom::{CircularFilter, Mode, Rotation};
+    for mode in [Mode::InsertNewestQueryAll, Mode::InsertAllQueryOldest] {
+        let name = format!("{prefix}-circ-{}", mode.as_str());
+        let f = CircularFilter::builder(&name)
+            .generations(3)
+            .mode(mode)
+            .capacity(2_000)
+            .error_rate(0.01)
+            .create_or_open(conn)
+            .unwrap();
+        let items: Vec<String> = (0..1_000).map(|i| format!("c{i}")).collect();
+        assert!(
+            f.check_and_insert_many(conn, &items)
+                .unwrap()
+                .iter()
+                .filter(|&&b| b)
+                .count()
+                > 980
+        );
+        assert!(!f.check_and_insert(conn, "c5").unwrap());
+        assert!(matches!(
+            f.rotate(conn).unwrap(),
+            Rotation::Rotated {
+                rotations: 1,
+                epoch: 1,
+                ..
+            }
+        ));
+        assert!(f.contains_many(conn, &items).unwrap().iter().all(|&b| b));
+        f.rotate(conn).unwrap();
+        assert!(f.contains(conn, "c5").unwrap());
+        f.rotate(conn).unwrap();
+        assert!(
+            !f.contains(conn, "c5").unwrap(),
+            "forgotten after N rotations"
+        );
+        assert_eq!(f.info(conn).unwrap().epoch, 3);
+        assert_eq!(keys(&name).len(), 1 + 3, "meta and three generations");
+        assert!(f.drop(conn).unwrap());
+        assert!(keys(&name).is_empty());
+    }
+}
+
+pub async fn circular_suite_async<C: redis::aio::ConnectionLike + Send>(
+    conn: &mut C,
+    prefix: &str,
+) {
+    use rotabloom::{CircularFilter, Mode, Rotation};
+    for mode in [Mode::InsertNewestQueryAll, Mode::InsertAllQueryOldest] {
+        let name = format!("{prefix}-acirc-{}", mode.as_str());
+        let f = CircularFilter::builder(&name)
+            .generations(2)
+            .mode(mode)
+            .capacity(1_000)
+            .schedule("7d")
+            .create_or_open_async(conn)
+            .await
+            .unwrap();
+        assert!(f.check_and_insert_async(conn, "x").await.unwrap());
+        assert!(matches!(
+            f.rotate_if_due_async(conn).await.unwrap(),
+            Rotation::NotDue { .. }
+        ));
+        f.rotate_async(conn).await.unwrap();
+        assert!(f.contains_async(conn, "x").await.unwrap());
+        f.rotate_async(conn).await.unwrap();
+        assert!(!f.contains_async(conn, "x").await.unwrap());
+        assert!(f.drop_async(conn).await.unwrap());
+    }
 }
