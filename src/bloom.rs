@@ -234,6 +234,8 @@ impl BloomSpec {
 
     fn blueprint(&self) -> Blueprint {
         Blueprint {
+            uid: crate::uid::new_uid(),
+            adopt: Vec::new(),
             kind: Kind::Bloom,
             params: self.params.clone(),
             extra: Vec::new(),

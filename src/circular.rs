@@ -453,6 +453,8 @@ impl CircularSpec {
             ],
         };
         Blueprint {
+            uid: crate::uid::new_uid(),
+            adopt: Vec::new(),
             kind: Kind::Circular,
             params: self.params.clone(),
             extra,

@@ -74,8 +74,10 @@ impl Core {
     /// Installs a freshly loaded view, after checking that a re-created
     /// filter is still what this handle was opened as.
     pub fn accept(&self, meta: Meta) -> Result<()> {
+        // A filter converted to another kind is refused by handles of the
+        // old kind; a re-created one must also match what was asked for.
+        meta.check_kind(self.kind)?;
         if meta.uid != self.view().uid {
-            meta.check_kind(self.kind)?;
             meta.check_params(&self.expect)?;
         }
         self.set_view(meta);
@@ -341,6 +343,9 @@ pub(crate) struct DataMachine {
     core: Core,
     op: DataOp,
     hashes: Vec<ItemHash>,
+    /// The items themselves, kept only when a generation's scheme needs
+    /// more than their MD5 (an adopted legacy bitmap).
+    items: Vec<Vec<u8>>,
     out: Vec<bool>,
     /// Undecided items, ascending.
     pending: Vec<usize>,
@@ -355,11 +360,31 @@ pub(crate) struct DataMachine {
 const PREALLOC_AT: f64 = 0.5;
 
 impl DataMachine {
-    pub fn new(core: Core, op: DataOp, hashes: Vec<ItemHash>) -> DataMachine {
+    pub fn new<I>(core: Core, op: DataOp, items: I) -> DataMachine
+    where
+        I: IntoIterator,
+        I::Item: AsRef<[u8]>,
+    {
+        let keep = core
+            .view()
+            .gens
+            .iter()
+            .any(|g| g.layout.scheme.needs_item());
+        let mut kept = Vec::new();
+        let hashes: Vec<ItemHash> = items
+            .into_iter()
+            .map(|item| {
+                if keep {
+                    kept.push(item.as_ref().to_vec());
+                }
+                ItemHash::of(item)
+            })
+            .collect();
         let n = hashes.len();
         DataMachine {
             core,
             op,
+            items: kept,
             out: vec![false; n],
             pending: (0..n).collect(),
             hashes,
@@ -454,7 +479,8 @@ impl DataMachine {
                     .arg(gen.layout.hashes)
                     .arg(gen.layout.blocks);
                 for &i in chunk {
-                    let (block, positions) = gen.layout.locate(&self.hashes[i]);
+                    let item = self.items.get(i).map(Vec::as_slice);
+                    let (block, positions) = gen.layout.locate(&self.hashes[i], item);
                     cmd.arg(block);
                     for p in positions {
                         cmd.arg(p);
@@ -696,6 +722,11 @@ impl Machine for LoadMachine {
 /// What a new filter looks like.
 pub(crate) struct Blueprint {
     pub kind: Kind,
+    /// The new instance's id (used only if this call creates the filter).
+    pub uid: String,
+    /// Existing bitmaps to move into the first generation's blocks:
+    /// (source key, block index).
+    pub adopt: Vec<(String, u32)>,
     /// Kind parameters: stored at creation, compared on open.
     pub params: Vec<(&'static str, String)>,
     /// Further fields stored at creation but not compared.
@@ -729,8 +760,8 @@ impl CreateMachine {
     }
 
     fn request(&self) -> Request {
-        let uid = crate::uid::new_uid();
         let bp = &self.blueprint;
+        let uid = bp.uid.clone();
         let mut time_fields = vec![field::CREATED_AT.to_string()];
         let mut pairs: Vec<(String, String)> = vec![
             (
@@ -738,7 +769,7 @@ impl CreateMachine {
                 crate::metadata::FORMAT_VERSION.to_string(),
             ),
             (field::KIND.into(), bp.kind.as_str().into()),
-            (field::UID.into(), uid),
+            (field::UID.into(), uid.clone()),
             (field::EPOCH.into(), "0".into()),
             (field::NEXT_SEQ.into(), bp.gens.len().to_string()),
             (
@@ -755,8 +786,11 @@ impl CreateMachine {
             pairs.extend(crate::metadata::generation_fields(seq as u64, layout, *cap));
             time_fields.push(field::gen(seq as u64, field::G_CREATED_AT));
         }
-        let mut cmd = scripts::CREATE.invoke(&[self.keys.meta()]);
-        cmd.arg(time_fields.len());
+        let mut keys = vec![self.keys.meta().to_string()];
+        keys.extend(bp.adopt.iter().map(|(src, _)| src.clone()));
+        keys.extend(bp.adopt.iter().map(|(_, b)| self.keys.block(&uid, 0, *b)));
+        let mut cmd = scripts::CREATE.invoke(&keys);
+        cmd.arg(bp.adopt.len()).arg(time_fields.len());
         for f in &time_fields {
             cmd.arg(f);
         }
@@ -781,7 +815,7 @@ impl Machine for CreateMachine {
         let Value::Array(mut parts) = v else {
             return Err(unexpected("create script", &v));
         };
-        if parts.len() != 2 {
+        if !(2..=3).contains(&parts.len()) {
             return Err(Error::UnexpectedReply("create script: wrong arity".into()));
         }
         let body = parts.pop().unwrap_or(Value::Nil);
@@ -792,6 +826,11 @@ impl Machine for CreateMachine {
                 key: self.keys.meta().to_string(),
                 found: as_string(&body).unwrap_or_default(),
                 expected: "hash",
+            }),
+            "badsource" => Err(Error::WrongType {
+                key: parts.get(1).and_then(as_string).unwrap_or_default(),
+                found: as_string(&body).unwrap_or_default(),
+                expected: "string (or no key, for an adoption target)",
             }),
             "created" | "exists" => {
                 let meta = Meta::decode(name, decode_pairs(body)?)?;

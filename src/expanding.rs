@@ -259,6 +259,109 @@ impl ExpandingBuilder {
     }
 }
 
+impl ExpandingBuilder {
+    /// Creates the filter with a legacy bitmap as its frozen generation 0,
+    /// moved into place (RENAME: no copy, no rebuild) in the same atomic
+    /// step; new items go to generation 1 and later, sized by this builder.
+    /// Calling it again once adopted just opens the filter. The legacy keys
+    /// must be in the filter's slot in a cluster (RENAME cannot cross
+    /// slots); on a standalone server any key works.
+    ///
+    /// ```no_run
+    /// use rotabloom::{ExpandingFilter, Legacy};
+    /// let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+    /// let f = ExpandingFilter::builder("myspider")
+    ///     .capacity(10_000_000)
+    ///     .error_rate(0.001)
+    ///     .adopt_legacy(&mut conn, Legacy::ScrapyRedisBloomfilter {
+    ///         key: "myspider:bloomfilter".into(), bit: 30, hashes: 6,
+    ///     })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn adopt_legacy<C: redis::ConnectionLike + ?Sized>(
+        self,
+        conn: &mut C,
+        legacy: Legacy,
+    ) -> Result<ExpandingFilter> {
+        let m = self.adopt_machine(legacy)?;
+        let keys = m.keys.clone();
+        let (meta, _) = crate::exec::run(conn, m)?;
+        Ok(ExpandingFilter {
+            core: Core::new(keys, meta, Vec::new()),
+        })
+    }
+
+    /// Async [`adopt_legacy`](Self::adopt_legacy).
+    pub async fn adopt_legacy_async<C: redis::aio::ConnectionLike + Send>(
+        self,
+        conn: &mut C,
+        legacy: Legacy,
+    ) -> Result<ExpandingFilter> {
+        let m = self.adopt_machine(legacy)?;
+        let keys = m.keys.clone();
+        let (meta, _) = crate::exec::run_async(conn, m).await?;
+        Ok(ExpandingFilter {
+            core: Core::new(keys, meta, Vec::new()),
+        })
+    }
+
+    fn adopt_machine(&self, legacy: Legacy) -> Result<AdoptMachine> {
+        let mut b = self.clone();
+        // The legacy generation does not count against the limit.
+        b.max_generations = b.max_generations.saturating_add(1).min(MAX_GENERATIONS);
+        let spec = b.spec()?;
+        Ok(AdoptMachine {
+            keys: Keys::new(spec.name.clone()),
+            layout: legacy.layout()?,
+            spec,
+            legacy,
+            state: AdoptState::Idle,
+        })
+    }
+
+    /// Turns the existing base [`BloomFilter`](crate::BloomFilter) of this
+    /// name into generation 0 of an expanding filter, in place: its bits
+    /// stay where they are, it keeps taking writes until it holds its
+    /// capacity, then the next generation is added. The bound of the whole
+    /// filter is `p0 / (1 - r)` for the base filter's rate `p0`; capacity
+    /// and error rate of this builder are taken from the base filter.
+    /// Handles of the base filter refuse it afterwards. Calling it again
+    /// once converted just opens the filter.
+    pub fn convert_bloom<C: redis::ConnectionLike + ?Sized>(
+        self,
+        conn: &mut C,
+    ) -> Result<ExpandingFilter> {
+        let m = self.convert_machine()?;
+        let keys = m.keys.clone();
+        let meta = crate::exec::run(conn, m)?;
+        Ok(ExpandingFilter {
+            core: Core::new(keys, meta, Vec::new()),
+        })
+    }
+
+    /// Async [`convert_bloom`](Self::convert_bloom).
+    pub async fn convert_bloom_async<C: redis::aio::ConnectionLike + Send>(
+        self,
+        conn: &mut C,
+    ) -> Result<ExpandingFilter> {
+        let m = self.convert_machine()?;
+        let keys = m.keys.clone();
+        let meta = crate::exec::run_async(conn, m).await?;
+        Ok(ExpandingFilter {
+            core: Core::new(keys, meta, Vec::new()),
+        })
+    }
+
+    fn convert_machine(&self) -> Result<ConvertMachine> {
+        Ok(ConvertMachine {
+            keys: Keys::new(FilterName::new(&self.name)?),
+            builder: self.clone(),
+            state: ConvertState::Load,
+            params: Vec::new(),
+        })
+    }
+}
+
 /// A validated [`ExpandingBuilder`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExpandingSpec {
@@ -271,6 +374,8 @@ pub struct ExpandingSpec {
 impl ExpandingSpec {
     fn blueprint(&self) -> Blueprint {
         Blueprint {
+            uid: crate::uid::new_uid(),
+            adopt: Vec::new(),
             kind: Kind::Expanding,
             params: self.params.clone(),
             extra: Vec::new(),
@@ -309,10 +414,17 @@ pub(crate) fn growth(meta: &Meta) -> Result<Growth> {
     let max_bytes: u64 = meta.param("max_bytes")?;
     let max_bits: u64 = meta.param("max_bits")?;
     let max_block_bits: u64 = meta.param("max_block_bits")?;
-    let i = meta.gens.len();
-    if i as u64 >= max_gens {
+    if meta.gens.len() as u64 >= max_gens {
         return Ok(Growth::Limit);
     }
+    // Adopted legacy generations sit outside the error budget: the first
+    // generation rotabloom sizes is index 0.
+    let legacy: usize = meta
+        .fields
+        .get("legacy_gens")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let i = meta.gens.len().saturating_sub(legacy);
     let cap = (n0 * s.powi(i as i32)).ceil();
     let rate = p * (1.0 - r) * r.powi(i as i32);
     if !(cap.is_finite() && cap >= 1.0 && cap < u64::MAX as f64) {
@@ -347,6 +459,252 @@ pub(crate) fn limit_description(meta: &Meta) -> String {
         .map(String::as_str)
         .unwrap_or("0");
     format!("{gens} generations (max_generations = {max_gens}, max_bytes = {max_bytes}); the newest is full")
+}
+
+/// A bitmap written by a legacy Python crawler, adopted as a frozen,
+/// read-only generation read with its own hash scheme (see
+/// `docs/LEGACY.md`). New items go to new-format generations.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Legacy {
+    /// The PyPI package `scrapy-redis-bloomfilter`: one key of `2^bit` bits
+    /// (`BLOOMFILTER_BIT`, default 30) and `hashes` functions
+    /// (`BLOOMFILTER_HASH_NUMBER`, default 6). Its dupefilter hashes request
+    /// fingerprints (40 hex digits): query with those.
+    ScrapyRedisBloomfilter {
+        /// The bitmap's key, e.g. `myspider:bloomfilter`.
+        key: String,
+        /// `BLOOMFILTER_BIT`.
+        bit: u32,
+        /// `BLOOMFILTER_HASH_NUMBER`.
+        hashes: u32,
+    },
+    /// Seed 000's layout: keys `PREFIX0`, `PREFIX1`, ... of 2^31 bits
+    /// (`blockNum` of them), MD5 hex digest, seeds 5, 7, 11, 13, 31, 37, 61.
+    Seed000 {
+        /// The key prefix (`key` in the seed, default `bloomfilter`).
+        prefix: String,
+        /// `blockNum`.
+        blocks: u32,
+    },
+}
+
+impl Legacy {
+    fn layout(&self) -> Result<Layout> {
+        let bad =
+            |name: &'static str, reason: String| Err(Error::InvalidParameter { name, reason });
+        match self {
+            Legacy::ScrapyRedisBloomfilter { bit, hashes, .. } => {
+                if !(3..=32).contains(bit) {
+                    return bad("bit", format!("{bit} is not between 3 and 32"));
+                }
+                if *hashes == 0 || *hashes > crate::MAX_HASHES {
+                    return bad(
+                        "hashes",
+                        format!("{hashes} is not between 1 and {}", crate::MAX_HASHES),
+                    );
+                }
+                Ok(Layout {
+                    bits: 1 << bit,
+                    hashes: *hashes,
+                    blocks: 1,
+                    scheme: crate::Scheme::ScrapyRedisBloomfilter,
+                })
+            }
+            Legacy::Seed000 { blocks, .. } => {
+                if !(1..=256).contains(blocks) {
+                    return bad("blocks", format!("{blocks} is not between 1 and 256"));
+                }
+                Ok(Layout {
+                    bits: u64::from(*blocks) << 31,
+                    hashes: 7,
+                    blocks: *blocks,
+                    scheme: crate::Scheme::Seed000,
+                })
+            }
+        }
+    }
+
+    fn keys(&self) -> Vec<String> {
+        match self {
+            Legacy::ScrapyRedisBloomfilter { key, .. } => vec![key.clone()],
+            Legacy::Seed000 { prefix, blocks } => {
+                (0..*blocks).map(|b| format!("{prefix}{b}")).collect()
+            }
+        }
+    }
+}
+
+enum AdoptState {
+    Idle,
+    Probe,
+    Create(Box<engine::CreateMachine>),
+}
+
+/// Adoption of a legacy bitmap: measure it, then create the filter moving
+/// the bitmap into place in the same atomic step.
+struct AdoptMachine {
+    keys: Keys,
+    spec: ExpandingSpec,
+    legacy: Legacy,
+    layout: Layout,
+    state: AdoptState,
+}
+
+impl Machine for AdoptMachine {
+    type Output = (Meta, Opened);
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<(Meta, Opened)>> {
+        match std::mem::replace(&mut self.state, AdoptState::Idle) {
+            AdoptState::Idle => {
+                let mut req = Request::new();
+                for k in self.legacy.keys() {
+                    req.push(redis::cmd("STRLEN").arg(&k).clone(), None);
+                    req.push(redis::cmd("BITCOUNT").arg(&k).clone(), None);
+                }
+                self.state = AdoptState::Probe;
+                Ok(Poll::Send(req))
+            }
+            AdoptState::Probe => {
+                let mut replies = replies.unwrap_or_default().into_iter();
+                let block_bits = self.layout.block_bits();
+                let mut items = 0f64;
+                let mut sources = Vec::new();
+                for (b, key) in self.legacy.keys().into_iter().enumerate() {
+                    let mut int = |what: &str| -> Result<u64> {
+                        match replies.next() {
+                            Some(Ok(redis::Value::Int(i))) => Ok(u64::try_from(i).unwrap_or(0)),
+                            Some(Err(e)) if engine::is_wrongtype(&e.clone().into()) => {
+                                Err(Error::WrongType {
+                                    key: key.clone(),
+                                    found: "not a string".into(),
+                                    expected: "string",
+                                })
+                            }
+                            Some(Err(e)) => Err(e.into()),
+                            other => Err(Error::UnexpectedReply(format!("{what}: {other:?}"))),
+                        }
+                    };
+                    let len = int("STRLEN")?;
+                    let set = int("BITCOUNT")?;
+                    if len * 8 > block_bits {
+                        return Err(Error::InvalidParameter {
+                            name: "bit",
+                            reason: format!(
+                                "{key:?} holds {len} bytes, more than the {block_bits} bits its parameters allow: \
+                                 check BLOOMFILTER_BIT / the block count"
+                            ),
+                        });
+                    }
+                    items += crate::params::estimate_items(block_bits, self.layout.hashes, set);
+                    sources.push((key, b as u32));
+                }
+                if sources.is_empty() {
+                    return Err(Error::InvalidParameter {
+                        name: "legacy",
+                        reason: "no keys to adopt".into(),
+                    });
+                }
+                let count = if items.is_finite() {
+                    items.ceil() as u64
+                } else {
+                    u64::MAX / 2
+                };
+                let mut bp = self.spec.blueprint();
+                bp.params.push(("legacy_gens", "1".into()));
+                bp.gens.insert(0, (self.layout, count.max(1)));
+                bp.adopt = sources;
+                let mut m = Box::new(engine::CreateMachine::new(self.keys.clone(), bp));
+                match m.step(None)? {
+                    Poll::Send(req) => {
+                        self.state = AdoptState::Create(m);
+                        Ok(Poll::Send(req))
+                    }
+                    Poll::Ready(v) => Ok(Poll::Ready(v)),
+                }
+            }
+            AdoptState::Create(mut m) => {
+                let out = m.step(replies)?;
+                if let Poll::Send(_) = out {
+                    self.state = AdoptState::Create(m);
+                }
+                Ok(out)
+            }
+        }
+    }
+}
+
+enum ConvertState {
+    Load,
+    Convert,
+    Reload,
+}
+
+/// In-place conversion of a base filter into generation 0 of an expanding
+/// filter.
+struct ConvertMachine {
+    keys: Keys,
+    builder: ExpandingBuilder,
+    state: ConvertState,
+    params: Vec<(&'static str, String)>,
+}
+
+impl Machine for ConvertMachine {
+    type Output = Meta;
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<Meta>> {
+        match self.state {
+            ConvertState::Load if replies.is_none() => Ok(Poll::Send(engine::hgetall(&self.keys))),
+            ConvertState::Load => {
+                let meta =
+                    engine::decode_meta(self.keys.name().as_str(), engine::take_one(replies)?)?;
+                if meta.kind == Kind::Expanding {
+                    // Already converted (by this or another process).
+                    meta.check_params(&self.params)?;
+                    return Ok(Poll::Ready(meta));
+                }
+                meta.check_kind(Kind::Bloom)?;
+                let g = &meta.gens[0];
+                let r = self.builder.tightening;
+                let p0 = match meta
+                    .fields
+                    .get("error_rate")
+                    .and_then(|v| v.parse::<f64>().ok())
+                {
+                    Some(p) => p,
+                    None => crate::false_positive_rate(g.layout.bits, g.layout.hashes, g.capacity),
+                };
+                let mut b = self.builder.clone();
+                b.capacity = g.capacity;
+                b.error_rate = (p0 / (1.0 - r)).min(0.999_999);
+                b.max_block_bits = g.layout.block_bits().max(8);
+                let spec = b.spec()?;
+                self.params = spec.params.clone();
+                let mut cmd = scripts::CONVERT.invoke(&[self.keys.meta()]);
+                cmd.arg(&meta.uid).arg(meta.epoch).arg(Kind::Bloom.as_str());
+                cmd.arg("kind").arg(Kind::Expanding.as_str());
+                for (f, v) in &spec.params {
+                    cmd.arg(*f).arg(v);
+                }
+                let mut req = Request::new();
+                req.script(&scripts::CONVERT, cmd);
+                self.state = ConvertState::Convert;
+                Ok(Poll::Send(req))
+            }
+            ConvertState::Convert => {
+                // Converted by us, or STALE (changed meanwhile): either way
+                // read what is there now and decide from that.
+                engine::take_one(replies)??;
+                self.state = ConvertState::Reload;
+                Ok(Poll::Send(engine::hgetall(&self.keys)))
+            }
+            ConvertState::Reload => {
+                let meta =
+                    engine::decode_meta(self.keys.name().as_str(), engine::take_one(replies)?)?;
+                meta.check_kind(Kind::Expanding)?;
+                Ok(Poll::Ready(meta))
+            }
+        }
+    }
 }
 
 enum ExpandState {

@@ -3,7 +3,7 @@
 //! *which* generations an operation reads and writes; a generation decides
 //! *where* an item's bits are.
 
-use crate::hashing::ItemHash;
+use crate::hashing::{hex, legacy_poly, ItemHash};
 use crate::params::{BloomParams, MAX_BLOCK_BITS};
 
 /// How a generation maps items to bits. Stored in the metadata as
@@ -13,20 +13,64 @@ use crate::params::{BloomParams, MAX_BLOCK_BITS};
 pub enum Scheme {
     /// Format version 1: MD5, enhanced double hashing, per-item block.
     Md5Edh,
+    /// A bitmap adopted from the PyPI package `scrapy-redis-bloomfilter`:
+    /// `k` polynomial hashes with multipliers `1..=k` over the item's code
+    /// points, modulo `2^bit` (see `docs/LEGACY.md`). Read-only.
+    ScrapyRedisBloomfilter,
+    /// A bitmap adopted from seed 000's layout: MD5 hex digest, seeds
+    /// 5, 7, 11, 13, 31, 37, 61, blocks of 2^31 bits chosen by the first two
+    /// hex digits modulo the block count. Read-only.
+    Seed000,
 }
+
+/// Seed 000's seeds.
+const SEED000_SEEDS: [u64; 7] = [5, 7, 11, 13, 31, 37, 61];
 
 impl Scheme {
     /// The name used in the metadata hash.
     pub fn as_str(self) -> &'static str {
         match self {
             Scheme::Md5Edh => "md5-edh",
+            Scheme::ScrapyRedisBloomfilter => "scrapy-redis-bloomfilter",
+            Scheme::Seed000 => "seed000",
         }
     }
 
     pub(crate) fn parse(s: &str) -> Option<Scheme> {
         match s {
             "md5-edh" => Some(Scheme::Md5Edh),
+            "scrapy-redis-bloomfilter" => Some(Scheme::ScrapyRedisBloomfilter),
+            "seed000" => Some(Scheme::Seed000),
             _ => None,
+        }
+    }
+
+    /// Whether positions need the item's own bytes, not just its MD5.
+    pub(crate) fn needs_item(self) -> bool {
+        self == Scheme::ScrapyRedisBloomfilter
+    }
+
+    /// Whether rotabloom may write with this scheme (legacy ones are frozen).
+    pub fn writable(self) -> bool {
+        self == Scheme::Md5Edh
+    }
+}
+
+/// Bit positions of one item in one generation.
+#[derive(Clone, Debug)]
+pub enum ItemPositions {
+    /// Computed on the fly (format version 1).
+    Edh(crate::hashing::Positions),
+    /// Computed up front (legacy schemes).
+    List(std::vec::IntoIter<u64>),
+}
+
+impl Iterator for ItemPositions {
+    type Item = u64;
+    fn next(&mut self) -> Option<u64> {
+        match self {
+            ItemPositions::Edh(p) => p.next(),
+            ItemPositions::List(p) => p.next(),
         }
     }
 }
@@ -67,12 +111,33 @@ impl Layout {
     }
 
     /// Where an item's bits are: its block and its positions in that block.
-    pub fn locate(&self, h: &ItemHash) -> (u32, crate::hashing::Positions) {
+    /// `item` is needed only by schemes whose `needs_item` is true; without
+    /// it they place the item as if it were empty.
+    pub fn locate(&self, h: &ItemHash, item: Option<&[u8]>) -> (u32, ItemPositions) {
+        let mask = self.block_bits().wrapping_sub(1);
         match self.scheme {
             Scheme::Md5Edh => (
                 h.block(self.blocks),
-                h.positions(self.block_bits(), self.hashes),
+                ItemPositions::Edh(h.positions(self.block_bits(), self.hashes)),
             ),
+            Scheme::ScrapyRedisBloomfilter => {
+                let text = String::from_utf8_lossy(item.unwrap_or_default());
+                let list: Vec<u64> = (1..=u64::from(self.hashes))
+                    .map(|mult| legacy_poly(text.chars(), mult) & mask)
+                    .collect();
+                (0, ItemPositions::List(list.into_iter()))
+            }
+            Scheme::Seed000 => {
+                let digest = h.digest();
+                let hexd = hex(&digest);
+                let block = u32::from(digest[0]) % self.blocks.max(1);
+                let list: Vec<u64> = SEED000_SEEDS
+                    .iter()
+                    .take(self.hashes as usize)
+                    .map(|seed| legacy_poly(hexd.chars(), seed + 1) & mask)
+                    .collect();
+                (block, ItemPositions::List(list.into_iter()))
+            }
         }
     }
 

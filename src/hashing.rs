@@ -60,6 +60,14 @@ impl ItemHash {
         (self.h1, self.h2)
     }
 
+    /// The 16 bytes of the MD5 digest.
+    pub fn digest(&self) -> [u8; 16] {
+        let mut d = [0u8; 16];
+        d[..8].copy_from_slice(&self.h1.to_le_bytes());
+        d[8..].copy_from_slice(&self.h2.to_le_bytes());
+        d
+    }
+
     /// The `k` bit positions of the item in a block of `block_bits` bits.
     ///
     /// `block_bits` must be at least 1; a zero is treated as 1 so this never
@@ -115,6 +123,22 @@ impl Iterator for Positions {
 }
 
 impl ExactSizeIterator for Positions {}
+
+/// The legacy Python crawlers' hash: `ret += seed * ret + ord(c)` over the
+/// code points of a string, i.e. the base-`multiplier` polynomial
+/// `Σ cp(c_i) * multiplier^(n-1-i)`, in 64-bit wrapping arithmetic (exact
+/// modulo 2^64, hence exact in its low `bit` bits for any `bit <= 64`; see
+/// `docs/LEGACY.md`).
+pub(crate) fn legacy_poly(chars: impl Iterator<Item = char>, multiplier: u64) -> u64 {
+    chars.fold(0u64, |h, c| {
+        h.wrapping_mul(multiplier).wrapping_add(u64::from(c))
+    })
+}
+
+/// Lower-case hex of a digest, as Python's `hexdigest()`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
 
 fn add_mod(a: u64, b: u64, m: u64) -> u64 {
     let s = a.wrapping_add(b);

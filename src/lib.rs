@@ -29,8 +29,8 @@ pub use circular::{
 pub use clock::{Clock, ManualClock, ServerClock, SystemClock};
 pub use engine::Opened;
 pub use error::{Error, RedisError, Result};
-pub use expanding::{ExpandingBuilder, ExpandingFilter, ExpandingSpec};
-pub use generation::{Generation, Layout, Scheme};
+pub use expanding::{ExpandingBuilder, ExpandingFilter, ExpandingSpec, Legacy, MAX_GENERATIONS};
+pub use generation::{Generation, ItemPositions, Layout, Scheme};
 pub use hashing::{ItemHash, Positions};
 pub use info::{GenerationInfo, Info};
 pub use keys::{FilterName, Keys, KEY_PREFIX};

@@ -185,8 +185,7 @@ macro_rules! impl_filter_ops {
                 I: IntoIterator,
                 I::Item: AsRef<[u8]>,
             {
-                let hashes = items.into_iter().map($crate::ItemHash::of).collect();
-                let (out, prealloc) = $crate::exec::run(conn, $crate::engine::DataMachine::new(self.core.clone(), op, hashes))?;
+                let (out, prealloc) = $crate::exec::run(conn, $crate::engine::DataMachine::new(self.core.clone(), op, items))?;
                 if !prealloc.is_empty() {
                     // Best effort: the items are in; a failed allocation is
                     // retried by the next writer that passes the mark.
@@ -208,8 +207,8 @@ macro_rules! impl_filter_ops {
                 I: IntoIterator,
                 I::Item: AsRef<[u8]>,
             {
-                let hashes = items.into_iter().map($crate::ItemHash::of).collect();
-                let (out, prealloc) = $crate::exec::run_async(conn, $crate::engine::DataMachine::new(self.core.clone(), op, hashes)).await?;
+                let m = $crate::engine::DataMachine::new(self.core.clone(), op, items);
+                let (out, prealloc) = $crate::exec::run_async(conn, m).await?;
                 if !prealloc.is_empty() {
                     let _ = $crate::exec::run_async(conn, $crate::engine::PreallocMachine::new(self.core.clone(), prealloc)).await;
                 }

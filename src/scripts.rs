@@ -53,6 +53,7 @@ pub(crate) static CLEAR: LuaScript = LuaScript::new(include_str!("lua/clear.lua"
 pub(crate) static DROP: LuaScript = LuaScript::new(include_str!("lua/drop.lua"));
 pub(crate) static EXPAND: LuaScript = LuaScript::new(include_str!("lua/expand.lua"));
 pub(crate) static ROTATE: LuaScript = LuaScript::new(include_str!("lua/rotate.lua"));
+pub(crate) static CONVERT: LuaScript = LuaScript::new(include_str!("lua/convert.lua"));
 pub(crate) static PREALLOC: LuaScript = LuaScript::new(include_str!("lua/prealloc.lua"));
 
 #[cfg(test)]

@@ -1,24 +1,42 @@
--- rotabloom create-or-open, protocol 1.
--- KEYS[1]: metadata hash. ARGV: t, then t field names that get the server's
--- time in milliseconds, then field/value pairs.
+-- rotabloom create-or-open, protocol 1, optionally adopting existing
+-- bitmaps as the blocks of the new filter's first generation.
+-- KEYS[1]: metadata hash; KEYS[2..1+b]: bitmaps to adopt; KEYS[2+b..1+2b]:
+-- the block keys they become (RENAME: O(1), no copy).
+-- ARGV: b, t, then t field names that get the server's time in
+-- milliseconds, then field/value pairs.
 -- Returns {'created', fields...}, {'exists', fields...} (HGETALL, nothing
--- written) or {'wrongtype', type}. Atomic, so of many concurrent callers
--- exactly one creates.
+-- written), {'wrongtype', type} for the metadata key, or
+-- {'badsource', key, type} when a bitmap to adopt is not a string or a
+-- target key is taken. Atomic, so of many concurrent callers exactly one
+-- creates.
 local meta = KEYS[1]
-local ty = redis.call('TYPE', meta)
-ty = ty.ok or ty
+local function typeof(k)
+  local ty = redis.call('TYPE', k)
+  return ty.ok or ty
+end
+local ty = typeof(meta)
 if ty == 'hash' then
   return {'exists', redis.call('HGETALL', meta)}
 elseif ty ~= 'none' then
   return {'wrongtype', ty}
 end
-local t = tonumber(ARGV[1])
+local b = tonumber(ARGV[1])
+for i = 2, 1 + b do
+  local st = typeof(KEYS[i])
+  if st ~= 'string' and st ~= 'none' then return {'badsource', KEYS[i], st} end
+  local dt = typeof(KEYS[i + b])
+  if dt ~= 'none' then return {'badsource', KEYS[i + b], dt} end
+end
+for i = 2, 1 + b do
+  if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('RENAME', KEYS[i], KEYS[i + b]) end
+end
+local t = tonumber(ARGV[2])
 local tm = redis.call('TIME')
 local now = string.format('%d', tonumber(tm[1]) * 1000 + math.floor(tonumber(tm[2]) / 1000))
 local args = {}
-for i = 2, t + 1 do
+for i = 3, t + 2 do
   args[#args + 1] = ARGV[i]; args[#args + 1] = now
 end
-for i = t + 2, #ARGV do args[#args + 1] = ARGV[i] end
+for i = t + 3, #ARGV do args[#args + 1] = ARGV[i] end
 redis.call('HSET', meta, unpack(args))
 return {'created', redis.call('HGETALL', meta)}
