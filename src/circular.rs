@@ -610,7 +610,7 @@ impl RotateMachine {
         };
         let newest = meta.newest();
         let oldest = &meta.gens[..k as usize];
-        let mut keys = vec![self.core.keys.meta().to_string()];
+        let mut keys = vec![self.core.keys.meta().to_string(), self.core.keys.fence()];
         for g in oldest {
             keys.extend((0..g.layout.blocks).map(|b| self.core.keys.block(&meta.uid, g.seq, b)));
         }

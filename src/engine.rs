@@ -328,6 +328,13 @@ enum DataState {
     Probe(Vec<(String, &'static str)>, Option<Error>),
     /// A lazily rotated filter came due: rotate first, then go on.
     Rotate(Box<crate::circular::RotateMachine>),
+    /// Fast path, phase A of a check-and-insert: the frozen generations
+    /// read (not in a transaction: they cannot change under the same fence).
+    FastRead(Vec<usize>, Vec<crate::txn::Part>),
+    /// Fast path: the guarded transaction; `present` is per round item.
+    FastTx(Vec<usize>, Vec<crate::txn::Part>, Vec<bool>),
+    /// Fast path: the counts of the last transaction.
+    Commit,
 }
 
 /// What one chunk's reply asks for.
@@ -354,6 +361,9 @@ pub(crate) struct DataMachine {
     progress: bool,
     /// The decide generation's count after the last call that reported it.
     fill: Option<u64>,
+    /// Whether the connection can run the guarded-transaction path (the
+    /// blocking cluster connection cannot pipeline a transaction).
+    tx_ok: bool,
 }
 
 /// Fill ratio of the newest generation at which the next one is allocated.
@@ -392,7 +402,318 @@ impl DataMachine {
             stalls: 0,
             progress: false,
             fill: None,
+            tx_ok: false,
         }
+    }
+
+    /// Whether this round can take the guarded-transaction path: every read;
+    /// writes of filters without a capacity limit whose check-and-insert
+    /// needs no second write after the decision.
+    fn fast(&self, meta: &Meta) -> Result<bool> {
+        if !self.tx_ok {
+            return Ok(false);
+        }
+        Ok(match (self.op, meta.kind) {
+            (DataOp::Has, _) => true,
+            (_, Kind::Expanding) => false,
+            (DataOp::Add, _) => true,
+            (DataOp::CheckAdd, Kind::Bloom) => true,
+            (DataOp::CheckAdd, Kind::Circular) => {
+                crate::circular::Mode::from_meta(meta)?
+                    == crate::circular::Mode::InsertNewestQueryAll
+            }
+        })
+    }
+
+    fn now_arg(&self) -> String {
+        self.core
+            .clock
+            .now()
+            .map(|t| t.timestamp_millis().to_string())
+            .unwrap_or_default()
+    }
+
+    fn round(&self) -> Vec<usize> {
+        self.pending
+            .iter()
+            .copied()
+            .take(MAX_ITEMS_PER_ROUND)
+            .collect()
+    }
+
+    /// The guarded transaction over `round`, writing (or reading) the
+    /// generations of `which` role.
+    fn fast_tx(&mut self, meta: &Meta, round: Vec<usize>, present: Vec<bool>) -> Result<Request> {
+        let roles = roles(meta)?;
+        let mut req = Request::new();
+        req.push(
+            redis::cmd("WATCH").arg(self.core.keys.fence()).clone(),
+            None,
+        );
+        req.push(crate::txn::guard(&self.core, meta, &self.now_arg()), None);
+        req.push(redis::cmd("MULTI"), None);
+        let mut parts = Vec::new();
+        match self.op {
+            DataOp::Has => {
+                for (g, role) in &roles {
+                    if *role != Role::Write {
+                        crate::txn::bitfields(
+                            &self.core,
+                            meta,
+                            *g,
+                            false,
+                            &round,
+                            &self.hashes,
+                            &self.items,
+                            &mut req,
+                            &mut parts,
+                        );
+                    }
+                }
+            }
+            DataOp::Add => {
+                for (g, role) in &roles {
+                    if *role != Role::Query {
+                        crate::txn::bitfields(
+                            &self.core,
+                            meta,
+                            *g,
+                            true,
+                            &round,
+                            &self.hashes,
+                            &self.items,
+                            &mut req,
+                            &mut parts,
+                        );
+                    }
+                }
+            }
+            DataOp::CheckAdd => {
+                let cand: Vec<usize> = round
+                    .iter()
+                    .zip(&present)
+                    .filter(|(_, p)| !**p)
+                    .map(|(&i, _)| i)
+                    .collect();
+                for (g, role) in &roles {
+                    if *role == Role::Decide {
+                        let mut sub = Vec::new();
+                        crate::txn::bitfields(
+                            &self.core,
+                            meta,
+                            *g,
+                            true,
+                            &cand,
+                            &self.hashes,
+                            &self.items,
+                            &mut req,
+                            &mut sub,
+                        );
+                        // Map candidate positions back to round positions.
+                        let back: Vec<usize> = round
+                            .iter()
+                            .enumerate()
+                            .filter(|(p, _)| !present[*p])
+                            .map(|(p, _)| p)
+                            .collect();
+                        for mut part in sub {
+                            part.items = part.items.iter().map(|&c| back[c]).collect();
+                            parts.push(part);
+                        }
+                    }
+                }
+            }
+        }
+        req.push(redis::cmd("EXEC"), None);
+        self.state = DataState::FastTx(round, parts, present);
+        Ok(req)
+    }
+
+    /// Phase A of a check-and-insert: read the generations that are only
+    /// queried, with the guard telling whether the view was current.
+    fn fast_read(&mut self, meta: &Meta, round: Vec<usize>) -> Result<Request> {
+        let roles = roles(meta)?;
+        let mut req = Request::new();
+        req.push(crate::txn::guard(&self.core, meta, &self.now_arg()), None);
+        let mut parts = Vec::new();
+        for (g, role) in &roles {
+            if *role == Role::Query {
+                crate::txn::bitfields(
+                    &self.core,
+                    meta,
+                    *g,
+                    false,
+                    &round,
+                    &self.hashes,
+                    &self.items,
+                    &mut req,
+                    &mut parts,
+                );
+            }
+        }
+        self.state = DataState::FastRead(round, parts);
+        Ok(req)
+    }
+
+    fn build(&mut self) -> Result<Request> {
+        let meta = self.core.view();
+        if !self.fast(&meta)? {
+            return self.build_lua();
+        }
+        let round = self.round();
+        let has_query = roles(&meta)?.iter().any(|(_, r)| *r == Role::Query);
+        if self.op == DataOp::CheckAdd && has_query {
+            return self.fast_read(&meta, round);
+        }
+        let n = round.len();
+        self.fast_tx(&meta, round, vec![false; n])
+    }
+
+    /// After a guard said no: reload the view, or rotate first.
+    fn after_verdict(&mut self, v: crate::txn::Verdict) -> Result<Poll<DataOutput>> {
+        if v == crate::txn::Verdict::Due {
+            let mut m = Box::new(crate::circular::RotateMachine::if_due(
+                self.core.clone(),
+                None,
+            ));
+            return match m.step(None)? {
+                Poll::Send(req) => {
+                    self.state = DataState::Rotate(m);
+                    Ok(Poll::Send(req))
+                }
+                Poll::Ready(_) => {
+                    self.state = DataState::Reload;
+                    Ok(Poll::Send(hgetall(&self.core.keys)))
+                }
+            };
+        }
+        self.state = DataState::Reload;
+        Ok(Poll::Send(hgetall(&self.core.keys)))
+    }
+
+    fn on_fast_read(
+        &mut self,
+        round: Vec<usize>,
+        parts: Vec<crate::txn::Part>,
+        replies: Replies,
+    ) -> Result<Poll<DataOutput>> {
+        let mut replies = replies.into_iter();
+        let v = crate::txn::verdict(&replies.next().unwrap_or(Ok(Value::Nil)))?;
+        if v != crate::txn::Verdict::Ok {
+            return self.after_verdict(v);
+        }
+        let mut present = vec![false; round.len()];
+        for part in &parts {
+            let reply = replies.next().unwrap_or(Ok(Value::Nil));
+            let full = match reply {
+                Ok(v) => crate::txn::all_ones(part, &v)?,
+                Err(e) => return self.fail(e.into()),
+            };
+            for (&pos, f) in part.items.iter().zip(full) {
+                present[pos] |= f;
+            }
+        }
+        let meta = self.core.view();
+        Ok(Poll::Send(self.fast_tx(&meta, round, present)?))
+    }
+
+    fn on_fast_tx(
+        &mut self,
+        round: Vec<usize>,
+        parts: Vec<crate::txn::Part>,
+        present: Vec<bool>,
+        replies: Replies,
+    ) -> Result<Poll<DataOutput>> {
+        let v = crate::txn::verdict(replies.get(1).unwrap_or(&Ok(Value::Nil)))?;
+        let exec = replies.into_iter().last().unwrap_or(Ok(Value::Nil));
+        let results = match exec {
+            Ok(Value::Array(results)) if v == crate::txn::Verdict::Ok => results,
+            Ok(Value::Nil) | Ok(Value::Array(_)) => {
+                if v != crate::txn::Verdict::Ok {
+                    return self.after_verdict(v);
+                }
+                // Aborted by another client's guard: same view, try again.
+                self.stalls += 1;
+                if self.stalls > self.core.max_retries * 4 {
+                    return Err(Error::Contention {
+                        name: self.core.name().to_string(),
+                        retries: self.stalls,
+                    });
+                }
+                let meta = self.core.view();
+                let n = round.len();
+                let _ = present;
+                return match self.op {
+                    DataOp::CheckAdd if roles(&meta)?.iter().any(|(_, r)| *r == Role::Query) => {
+                        Ok(Poll::Send(self.fast_read(&meta, round)?))
+                    }
+                    _ => Ok(Poll::Send(self.fast_tx(&meta, round, vec![false; n])?)),
+                };
+            }
+            Ok(other) => return Err(unexpected("EXEC", &other)),
+            Err(e) => return self.fail(e.into()),
+        };
+        if results.len() != parts.len() {
+            return Err(Error::UnexpectedReply(format!(
+                "EXEC: {} results for {} commands",
+                results.len(),
+                parts.len()
+            )));
+        }
+        let meta = self.core.view();
+        let mut yes = vec![false; round.len()];
+        let mut decided_zero = vec![false; round.len()];
+        let mut added: Vec<(u64, u64)> = Vec::new();
+        for (part, reply) in parts.iter().zip(results) {
+            if let Value::ServerError(e) = reply {
+                return self.fail(redis::RedisError::from(e).into());
+            }
+            let full = crate::txn::all_ones(part, &reply)?;
+            let seq = meta.gens[part.gen].seq;
+            let mut n_new = 0u64;
+            for (&pos, f) in part.items.iter().zip(full) {
+                if part.set {
+                    if !f {
+                        n_new += 1;
+                        if roles(&meta)?
+                            .iter()
+                            .any(|(g, r)| *g == part.gen && *r == Role::Decide)
+                        {
+                            decided_zero[pos] = true;
+                        }
+                    }
+                } else if f {
+                    yes[pos] = true;
+                }
+            }
+            if part.set && n_new > 0 {
+                match added.iter_mut().find(|(s, _)| *s == seq) {
+                    Some(e) => e.1 += n_new,
+                    None => added.push((seq, n_new)),
+                }
+            }
+        }
+        for (pos, &i) in round.iter().enumerate() {
+            self.out[i] = match self.op {
+                DataOp::Has => yes[pos],
+                DataOp::Add => decided_zero[pos],
+                DataOp::CheckAdd => !present[pos] && decided_zero[pos],
+            };
+        }
+        self.progress = true;
+        self.stalls = 0;
+        let done: std::collections::HashSet<usize> = round.into_iter().collect();
+        self.pending.retain(|i| !done.contains(i));
+        if let Some((cmd, script)) = crate::txn::commit(&self.core, &meta, &added) {
+            let mut req = Request::new();
+            req.script(script, cmd);
+            self.state = DataState::Commit;
+            return Ok(Poll::Send(req));
+        }
+        if self.pending.is_empty() {
+            return Ok(self.finish());
+        }
+        Ok(Poll::Send(self.build()?))
     }
 
     /// Blocks of the next generation to allocate now, when the newest one
@@ -418,7 +739,7 @@ impl DataMachine {
         Poll::Ready((std::mem::take(&mut self.out), self.prealloc_plan()))
     }
 
-    fn build(&mut self) -> Result<Request> {
+    fn build_lua(&mut self) -> Result<Request> {
         let meta = self.core.view();
         let roles = roles(&meta)?;
         // Reads leave the filter alone: only generations that answer take part.
@@ -441,7 +762,7 @@ impl DataMachine {
             .sum();
         let per_call = (MAX_ARGS_PER_CALL / per_item.max(1)).clamp(1, MAX_ITEMS_PER_CALL);
 
-        let mut keys = vec![self.core.keys.meta().to_string()];
+        let mut keys = vec![self.core.keys.meta().to_string(), self.core.keys.fence()];
         for (g, _) in &roles {
             let gen = &meta.gens[*g];
             keys.extend(
@@ -564,6 +885,10 @@ pub(crate) type DataOutput = (Vec<bool>, Vec<(String, u64, u64)>);
 impl Machine for DataMachine {
     type Output = DataOutput;
 
+    fn allow_transactions(&mut self, yes: bool) {
+        self.tx_ok = yes;
+    }
+
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<DataOutput>> {
         match std::mem::replace(&mut self.state, DataState::Idle) {
             DataState::Idle => {
@@ -647,6 +972,20 @@ impl Machine for DataMachine {
                 let original =
                     original.unwrap_or_else(|| Error::UnexpectedReply("type probe".into()));
                 Err(type_verdict(&keys, replies, original))
+            }
+            DataState::FastRead(round, parts) => {
+                self.on_fast_read(round, parts, replies.unwrap_or_default())
+            }
+            DataState::FastTx(round, parts, present) => {
+                self.on_fast_tx(round, parts, present, replies.unwrap_or_default())
+            }
+            DataState::Commit => {
+                // A failed count update loses no item; it is reported.
+                take_one(replies)??;
+                if self.pending.is_empty() {
+                    return Ok(self.finish());
+                }
+                Ok(Poll::Send(self.build()?))
             }
             DataState::Rotate(mut m) => match m.step(replies)? {
                 Poll::Send(req) => {
@@ -789,6 +1128,7 @@ impl CreateMachine {
         let mut keys = vec![self.keys.meta().to_string()];
         keys.extend(bp.adopt.iter().map(|(src, _)| src.clone()));
         keys.extend(bp.adopt.iter().map(|(_, b)| self.keys.block(&uid, 0, *b)));
+        keys.push(self.keys.fence());
         let mut cmd = scripts::CREATE.invoke(&keys);
         cmd.arg(bp.adopt.len()).arg(time_fields.len());
         for f in &time_fields {
@@ -896,7 +1236,7 @@ impl GuardedMachine {
 
     fn request(&mut self) -> Request {
         let meta = self.core.view();
-        let mut keys = vec![self.core.keys.meta().to_string()];
+        let mut keys = vec![self.core.keys.meta().to_string(), self.core.keys.fence()];
         keys.extend(self.core.all_block_keys(&meta));
         if std::ptr::eq(self.script, &scripts::DROP) {
             if let Some(pending) = pending_generation(&meta) {

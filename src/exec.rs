@@ -68,6 +68,10 @@ pub(crate) enum Poll<T> {
 pub(crate) trait Machine {
     type Output;
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<Self::Output>>;
+
+    /// Told once, before the first step, whether the connection can run a
+    /// pipelined `WATCH ... EXEC` transaction.
+    fn allow_transactions(&mut self, _yes: bool) {}
 }
 
 /// How many times one request is re-sent after NOSCRIPT. One is enough
@@ -146,6 +150,7 @@ pub(crate) fn run<M: Machine, C: redis::ConnectionLike + ?Sized>(
     conn: &mut C,
     mut m: M,
 ) -> Result<M::Output> {
+    m.allow_transactions(conn.supports_pipelining());
     let mut replies = None;
     loop {
         match m.step(replies.take())? {
@@ -155,11 +160,24 @@ pub(crate) fn run<M: Machine, C: redis::ConnectionLike + ?Sized>(
     }
 }
 
+/// Whether an async connection type runs a pipelined `WATCH ... MULTI ...
+/// EXEC` on one server connection, in order. The async cluster connection
+/// does not (it routes `MULTI`, which names no key, on its own), and the
+/// trait cannot tell, so only the known single-server types take the
+/// transaction path; every other type takes the scripted path, which is
+/// correct everywhere.
+fn async_transactions<C>() -> bool {
+    let name = std::any::type_name::<C>();
+    (name.contains("MultiplexedConnection") || name.contains("ConnectionManager"))
+        && !name.contains("luster")
+}
+
 /// Runs a machine to completion on an async connection.
 pub(crate) async fn run_async<M: Machine, C: redis::aio::ConnectionLike + Send>(
     conn: &mut C,
     mut m: M,
 ) -> Result<M::Output> {
+    m.allow_transactions(async_transactions::<C>());
     let mut replies = None;
     loop {
         match m.step(replies.take())? {

@@ -679,7 +679,8 @@ impl Machine for ConvertMachine {
                 b.max_block_bits = g.layout.block_bits().max(8);
                 let spec = b.spec()?;
                 self.params = spec.params.clone();
-                let mut cmd = scripts::CONVERT.invoke(&[self.keys.meta()]);
+                let mut cmd =
+                    scripts::CONVERT.invoke(&[self.keys.meta().to_string(), self.keys.fence()]);
                 cmd.arg(&meta.uid).arg(meta.epoch).arg(Kind::Bloom.as_str());
                 cmd.arg("kind").arg(Kind::Expanding.as_str());
                 for (f, v) in &spec.params {
@@ -745,7 +746,8 @@ impl ExpandMachine {
                 limit: limit_description(&meta),
             });
         };
-        let mut cmd = scripts::EXPAND.invoke(&[self.core.keys.meta()]);
+        let mut cmd =
+            scripts::EXPAND.invoke(&[self.core.keys.meta().to_string(), self.core.keys.fence()]);
         cmd.arg(&meta.uid)
             .arg(meta.epoch)
             .arg(seq)

@@ -7,6 +7,7 @@
 //!
 //! ```text
 //! rotabloom:{NAME}:meta                     metadata hash
+//! rotabloom:{NAME}:fence                    string "UID:EPOCH", changed by every structural change
 //! rotabloom:{NAME}:gen:UID-SEQ:BLOCK        bitmap of one block of one generation
 //! ```
 
@@ -113,6 +114,13 @@ impl Keys {
     /// The metadata hash.
     pub fn meta(&self) -> &str {
         &self.meta
+    }
+
+    /// The fence: a string `UID:EPOCH` that every structural change
+    /// (create, expand, rotate, convert, drop) rewrites, so a transaction
+    /// that `WATCH`es it is aborted by any of them.
+    pub fn fence(&self) -> String {
+        format!("{KEY_PREFIX}:{{{}}}:fence", self.name)
     }
 
     /// One block of one generation. `uid` is the filter instance's id, which

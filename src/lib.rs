@@ -19,6 +19,7 @@ mod params;
 mod redact;
 mod schedule;
 mod scripts;
+mod txn;
 mod uid;
 
 pub use bloom::{BloomBuilder, BloomFilter, BloomSpec};

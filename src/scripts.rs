@@ -54,6 +54,8 @@ pub(crate) static DROP: LuaScript = LuaScript::new(include_str!("lua/drop.lua"))
 pub(crate) static EXPAND: LuaScript = LuaScript::new(include_str!("lua/expand.lua"));
 pub(crate) static ROTATE: LuaScript = LuaScript::new(include_str!("lua/rotate.lua"));
 pub(crate) static CONVERT: LuaScript = LuaScript::new(include_str!("lua/convert.lua"));
+pub(crate) static GUARD: LuaScript = LuaScript::new(include_str!("lua/guard.lua"));
+pub(crate) static COMMIT: LuaScript = LuaScript::new(include_str!("lua/commit.lua"));
 pub(crate) static PREALLOC: LuaScript = LuaScript::new(include_str!("lua/prealloc.lua"));
 
 #[cfg(test)]

@@ -321,11 +321,12 @@ fn a_hundred_rotations_under_eight_writers_leave_exactly_n_generations() {
             .map(|g| format!("rotabloom:{{{name}}}:gen:{uid}-{}:0", g.seq))
             .collect();
         expected.push(format!("rotabloom:{{{name}}}:meta"));
+        expected.push(format!("rotabloom:{{{name}}}:fence"));
         expected.sort();
         let keys = suite::keys_of(&mut conn, &name);
         assert_eq!(
             keys, expected,
-            "{mode}: the keyspace holds exactly the live generations and the metadata"
+            "{mode}: the keyspace holds exactly the live generations and the metadata (hash and fence)"
         );
         eprintln!(
             "{mode}: 100 rotations under 8 writers ({} batches): keys {:?}",

@@ -1,7 +1,7 @@
 -- rotabloom create-or-open, protocol 1, optionally adopting existing
 -- bitmaps as the blocks of the new filter's first generation.
 -- KEYS[1]: metadata hash; KEYS[2..1+b]: bitmaps to adopt; KEYS[2+b..1+2b]:
--- the block keys they become (RENAME: O(1), no copy).
+-- the block keys they become (RENAME: O(1), no copy); KEYS[2+2b]: the fence.
 -- ARGV: b, t, then t field names that get the server's time in
 -- milliseconds, then field/value pairs.
 -- Returns {'created', fields...}, {'exists', fields...} (HGETALL, nothing
@@ -39,4 +39,6 @@ for i = 3, t + 2 do
 end
 for i = t + 3, #ARGV do args[#args + 1] = ARGV[i] end
 redis.call('HSET', meta, unpack(args))
+local h = redis.call('HMGET', meta, 'uid', 'epoch')
+redis.call('SET', KEYS[2 + 2 * b], h[1] .. ':' .. h[2])
 return {'created', redis.call('HGETALL', meta)}

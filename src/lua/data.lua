@@ -1,7 +1,7 @@
 -- rotabloom data script, protocol 1: add / has / cai (check-and-insert).
 --
--- KEYS[1] is the metadata hash; KEYS[2..] are the block keys of the
--- generations named in ARGV, in order. The client computes every bit
+-- KEYS[1] is the metadata hash, KEYS[2] the fence; KEYS[3..] are the block
+-- keys of the generations named in ARGV, in order. The client computes every bit
 -- position and every key name; this script checks that the client's view of
 -- the filter is current and then applies the bits, all in one atomic step.
 --
@@ -41,7 +41,11 @@ end
 local n = tonumber(ARGV[4])
 local expand = ARGV[5]
 local groups = {}
-local a, kix = 8, 2
+local a, kix = 8, 3
+-- Filters written before the fence existed get one on first use.
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  redis.call('SET', KEYS[2], ARGV[2] .. ':' .. ARGV[3])
+end
 for g = 1, tonumber(ARGV[7]) do
   local k = tonumber(ARGV[a + 2])
   local grp = {role = ARGV[a], seq = ARGV[a + 1], k = k, nb = tonumber(ARGV[a + 3]),
@@ -182,7 +186,8 @@ else
               nf .. 'created_at', now,
               'gens', redis.call('HGET', meta, 'gens') .. ',' .. sp[1],
               'next_seq', tostring(tonumber(sp[1]) + 1))
-            redis.call('HINCRBY', meta, 'epoch', 1)
+            local e = redis.call('HINCRBY', meta, 'epoch', 1)
+            redis.call('SET', KEYS[2], ARGV[2] .. ':' .. e)
             status = 'EXPANDED'
           end
         end

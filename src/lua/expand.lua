@@ -1,6 +1,6 @@
 -- rotabloom expand, protocol 1: freezes the newest generation by adding a
 -- new one, if the caller's view is current (compare-and-set on the epoch).
--- KEYS[1]: metadata hash. ARGV: uid, epoch, seq, bits, hashes, blocks,
+-- KEYS[1]: metadata hash; KEYS[2]: fence. ARGV: uid, epoch, seq, bits, hashes, blocks,
 -- capacity, scheme. Returns the new epoch, or 'STALE'.
 local meta = KEYS[1]
 local cur = redis.call('HMGET', meta, 'uid', 'epoch', 'next_seq')
@@ -14,4 +14,6 @@ redis.call('HSET', meta,
   nf .. 'created_at', now,
   'gens', redis.call('HGET', meta, 'gens') .. ',' .. ARGV[3],
   'next_seq', tostring(tonumber(ARGV[3]) + 1))
-return redis.call('HINCRBY', meta, 'epoch', 1)
+local e = redis.call('HINCRBY', meta, 'epoch', 1)
+redis.call('SET', KEYS[2], ARGV[1] .. ':' .. e)
+return e

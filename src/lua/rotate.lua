@@ -1,8 +1,8 @@
 -- rotabloom rotate, protocol 1: drops the k oldest generations (UNLINK) and
 -- appends k new ones, if the caller's view is current (compare-and-set on
 -- the epoch and, for scheduled rotations, on the period).
--- KEYS[1]: metadata hash; KEYS[2..]: every block key of the k oldest
--- generations. ARGV: uid, epoch, expected period ('' for a manual rotation,
+-- KEYS[1]: metadata hash; KEYS[2]: fence; KEYS[3..]: every block key of
+-- the k oldest generations. ARGV: uid, epoch, expected period ('' for a manual rotation,
 -- which leaves the schedule alone), new period, next due time (ms), k, then
 -- k specs 'seq|bits|hashes|blocks|capacity|scheme'.
 -- Returns the new epoch, or 'STALE' (nothing done).
@@ -14,7 +14,7 @@ local k = tonumber(ARGV[6])
 local list = {}
 for s in string.gmatch(cur[4], '[^,]+') do list[#list + 1] = s end
 if k < 1 or k > #list then return redis.error_reply('rotate: bad count') end
-for i = 2, #KEYS do redis.call('UNLINK', KEYS[i]) end
+for i = 3, #KEYS do redis.call('UNLINK', KEYS[i]) end
 for i = 1, k do
   local f = 'gen.' .. list[i] .. '.'
   redis.call('HDEL', meta, f .. 'bits', f .. 'hashes', f .. 'blocks', f .. 'scheme',
@@ -38,4 +38,6 @@ redis.call('HSET', meta, 'gens', table.concat(kept, ','), 'next_seq', tostring(l
 if ARGV[3] ~= '' then
   redis.call('HSET', meta, 'period', ARGV[4], 'due_at', ARGV[5])
 end
-return redis.call('HINCRBY', meta, 'epoch', k)
+local e = redis.call('HINCRBY', meta, 'epoch', k)
+redis.call('SET', KEYS[2], ARGV[1] .. ':' .. e)
+return e

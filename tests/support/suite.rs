@@ -252,7 +252,11 @@ pub fn circular_suite<C: redis::ConnectionLike>(
             "forgotten after N rotations"
         );
         assert_eq!(f.info(conn).unwrap().epoch, 3);
-        assert_eq!(keys(&name).len(), 1 + 3, "meta and three generations");
+        assert_eq!(
+            keys(&name).len(),
+            2 + 3,
+            "meta, fence and three generations"
+        );
         assert!(f.drop(conn).unwrap());
         assert!(keys(&name).is_empty());
     }

@@ -1,0 +1,32 @@
+-- rotabloom guard, protocol 1: the check that opens a guarded transaction
+-- (WATCH fence; EVAL guard; MULTI; writes...; EXEC). If the caller's view
+-- is current and no lazy rotation is due it changes nothing and the
+-- transaction runs; otherwise it rewrites the fence unchanged, which aborts
+-- the transaction (WATCH sees any write), and says why. It never creates a
+-- key: a missing fence is written and deleted again.
+-- KEYS[1]: fence; KEYS[2]: metadata hash. ARGV: 'UID:EPOCH', now in ms or ''.
+-- Returns 'OK', 'STALE' or 'DUE'.
+local f = redis.call('GET', KEYS[1])
+local verdict = 'OK'
+if f ~= ARGV[1] then
+  verdict = 'STALE'
+else
+  local m = redis.call('HMGET', KEYS[2], 'lazy', 'due_at')
+  if m[1] == '1' and m[2] and m[2] ~= '' then
+    local now = tonumber(ARGV[2])
+    if not now then
+      local t = redis.call('TIME')
+      now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    if now >= tonumber(m[2]) then verdict = 'DUE' end
+  end
+end
+if verdict ~= 'OK' then
+  if f then
+    redis.call('SET', KEYS[1], f)
+  else
+    redis.call('SET', KEYS[1], '')
+    redis.call('DEL', KEYS[1])
+  end
+end
+return verdict
