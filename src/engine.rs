@@ -41,6 +41,8 @@ pub(crate) struct Core {
     preallocated: Arc<AtomicU64>,
     /// Where `now` comes from for schedules (default: the server's clock).
     pub clock: Arc<dyn crate::Clock>,
+    /// Frozen generations mirrored in memory, if enabled.
+    pub cache: Option<Arc<crate::cache::FrozenCache>>,
 }
 
 impl Core {
@@ -53,6 +55,7 @@ impl Core {
             expect: Arc::new(expect),
             preallocated: Arc::new(AtomicU64::new(0)),
             clock: Arc::new(crate::ServerClock),
+            cache: None,
         }
     }
 
@@ -79,6 +82,9 @@ impl Core {
         meta.check_kind(self.kind)?;
         if meta.uid != self.view().uid {
             meta.check_params(&self.expect)?;
+        }
+        if let Some(cache) = &self.cache {
+            cache.retain(&meta);
         }
         self.set_view(meta);
         Ok(())
@@ -330,7 +336,7 @@ enum DataState {
     Rotate(Box<crate::circular::RotateMachine>),
     /// Fast path, phase A of a check-and-insert: the frozen generations
     /// read (not in a transaction: they cannot change under the same fence).
-    FastRead(Vec<usize>, Vec<crate::txn::Part>),
+    FastRead(Vec<usize>, Vec<crate::txn::Part>, Vec<bool>),
     /// Fast path: the guarded transaction; `present` is per round item.
     FastTx(Vec<usize>, Vec<crate::txn::Part>, Vec<bool>),
     /// Fast path: the counts of the last transaction.
@@ -441,10 +447,46 @@ impl DataMachine {
             .collect()
     }
 
+    /// Query-only generations mirrored in memory.
+    fn cached(&self, meta: &Meta) -> Result<Vec<(usize, Arc<crate::cache::Frozen>)>> {
+        let Some(cache) = &self.core.cache else {
+            return Ok(Vec::new());
+        };
+        Ok(roles(meta)?
+            .into_iter()
+            .filter(|(_, r)| *r == Role::Query)
+            .filter_map(|(g, _)| cache.get(meta, meta.gens[g].seq).map(|f| (g, f)))
+            .collect())
+    }
+
+    /// The roles the server must serve: all but the mirrored generations.
+    fn server_roles(&self, meta: &Meta) -> Result<Vec<(usize, Role)>> {
+        let cached = self.cached(meta)?;
+        Ok(roles(meta)?
+            .into_iter()
+            .filter(|(g, _)| !cached.iter().any(|(c, _)| c == g))
+            .collect())
+    }
+
+    /// Per round item: whether a mirrored generation holds it. Provisional
+    /// until the round's guard confirms the view.
+    fn local_present(&self, meta: &Meta, round: &[usize]) -> Result<Vec<bool>> {
+        let cached = self.cached(meta)?;
+        Ok(round
+            .iter()
+            .map(|&i| {
+                let item = self.items.get(i).map(Vec::as_slice);
+                cached
+                    .iter()
+                    .any(|(_, f)| f.contains(&self.hashes[i], item))
+            })
+            .collect())
+    }
+
     /// The guarded transaction over `round`, writing (or reading) the
     /// generations of `which` role.
     fn fast_tx(&mut self, meta: &Meta, round: Vec<usize>, present: Vec<bool>) -> Result<Request> {
-        let roles = roles(meta)?;
+        let roles = self.server_roles(meta)?;
         let mut req = Request::new();
         req.push(
             redis::cmd("WATCH").arg(self.core.keys.fence()).clone(),
@@ -531,8 +573,8 @@ impl DataMachine {
 
     /// Phase A of a check-and-insert: read the generations that are only
     /// queried, with the guard telling whether the view was current.
-    fn fast_read(&mut self, meta: &Meta, round: Vec<usize>) -> Result<Request> {
-        let roles = roles(meta)?;
+    fn fast_read(&mut self, meta: &Meta, round: Vec<usize>, local: Vec<bool>) -> Result<Request> {
+        let roles = self.server_roles(meta)?;
         let mut req = Request::new();
         req.push(crate::txn::guard(&self.core, meta, &self.now_arg()), None);
         let mut parts = Vec::new();
@@ -551,7 +593,7 @@ impl DataMachine {
                 );
             }
         }
-        self.state = DataState::FastRead(round, parts);
+        self.state = DataState::FastRead(round, parts, local);
         Ok(req)
     }
 
@@ -561,12 +603,25 @@ impl DataMachine {
             return self.build_lua();
         }
         let round = self.round();
-        let has_query = roles(&meta)?.iter().any(|(_, r)| *r == Role::Query);
+        self.fast_round(&meta, round)
+    }
+
+    /// One fast round: local decisions from the mirror, then (for a
+    /// check-and-insert with unmirrored frozen generations) phase A, then
+    /// the transaction.
+    fn fast_round(&mut self, meta: &Meta, round: Vec<usize>) -> Result<Request> {
+        let local = match self.op {
+            DataOp::Add => vec![false; round.len()],
+            _ => self.local_present(meta, &round)?,
+        };
+        let has_query = self
+            .server_roles(meta)?
+            .iter()
+            .any(|(_, r)| *r == Role::Query);
         if self.op == DataOp::CheckAdd && has_query {
-            return self.fast_read(&meta, round);
+            return self.fast_read(meta, round, local);
         }
-        let n = round.len();
-        self.fast_tx(&meta, round, vec![false; n])
+        self.fast_tx(meta, round, local)
     }
 
     /// After a guard said no: reload the view, or rotate first.
@@ -595,6 +650,7 @@ impl DataMachine {
         &mut self,
         round: Vec<usize>,
         parts: Vec<crate::txn::Part>,
+        local: Vec<bool>,
         replies: Replies,
     ) -> Result<Poll<DataOutput>> {
         let mut replies = replies.into_iter();
@@ -602,7 +658,7 @@ impl DataMachine {
         if v != crate::txn::Verdict::Ok {
             return self.after_verdict(v);
         }
-        let mut present = vec![false; round.len()];
+        let mut present = local;
         for part in &parts {
             let reply = replies.next().unwrap_or(Ok(Value::Nil));
             let full = match reply {
@@ -641,14 +697,7 @@ impl DataMachine {
                     });
                 }
                 let meta = self.core.view();
-                let n = round.len();
-                let _ = present;
-                return match self.op {
-                    DataOp::CheckAdd if roles(&meta)?.iter().any(|(_, r)| *r == Role::Query) => {
-                        Ok(Poll::Send(self.fast_read(&meta, round)?))
-                    }
-                    _ => Ok(Poll::Send(self.fast_tx(&meta, round, vec![false; n])?)),
-                };
+                return Ok(Poll::Send(self.fast_round(&meta, round)?));
             }
             Ok(other) => return Err(unexpected("EXEC", &other)),
             Err(e) => return self.fail(e.into()),
@@ -695,7 +744,7 @@ impl DataMachine {
         }
         for (pos, &i) in round.iter().enumerate() {
             self.out[i] = match self.op {
-                DataOp::Has => yes[pos],
+                DataOp::Has => yes[pos] || present[pos],
                 DataOp::Add => decided_zero[pos],
                 DataOp::CheckAdd => !present[pos] && decided_zero[pos],
             };
@@ -735,7 +784,7 @@ impl DataMachine {
         }
     }
 
-    fn finish(&mut self) -> Poll<(Vec<bool>, Vec<(String, u64, u64)>)> {
+    fn finish(&mut self) -> Poll<DataOutput> {
         Poll::Ready((std::mem::take(&mut self.out), self.prealloc_plan()))
     }
 
@@ -973,8 +1022,8 @@ impl Machine for DataMachine {
                     original.unwrap_or_else(|| Error::UnexpectedReply("type probe".into()));
                 Err(type_verdict(&keys, replies, original))
             }
-            DataState::FastRead(round, parts) => {
-                self.on_fast_read(round, parts, replies.unwrap_or_default())
+            DataState::FastRead(round, parts, local) => {
+                self.on_fast_read(round, parts, local, replies.unwrap_or_default())
             }
             DataState::FastTx(round, parts, present) => {
                 self.on_fast_tx(round, parts, present, replies.unwrap_or_default())

@@ -3,8 +3,10 @@
 #![forbid(unsafe_code)]
 
 mod bloom;
+mod cache;
 mod circular;
 mod clock;
+pub mod config;
 mod engine;
 mod error;
 mod exec;

@@ -210,6 +210,19 @@ impl Meta {
         })
     }
 
+    /// How many times the filter was cleared.
+    pub fn cleared(&self) -> u64 {
+        self.fields
+            .get("cleared")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// The fence token of this view: `UID:EPOCH:CLEARED`.
+    pub fn token(&self) -> String {
+        format!("{}:{}:{}", self.uid, self.epoch, self.cleared())
+    }
+
     /// The newest generation.
     pub fn newest(&self) -> &Generation {
         // decode() guarantees at least one generation.

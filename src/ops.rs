@@ -11,6 +11,19 @@ macro_rules! impl_filter_ops {
                 self.core.name()
             }
 
+            /// Mirrors generations that can no longer change (the frozen
+            /// generations of an expanding or query-all circular filter) in
+            /// this process, up to `max_bytes`, and checks them locally: a
+            /// query then costs one server operation however many
+            /// generations there are. Copies are made on first use (one
+            /// GETRANGE of 4 MiB per round trip), shared by clones of the
+            /// handle, and dropped when their generation is rotated away or
+            /// the filter cleared. Answers are the same as without it.
+            pub fn with_frozen_cache(mut self, max_bytes: u64) -> Self {
+                self.core.cache = Some(std::sync::Arc::new($crate::cache::FrozenCache::new(max_bytes)));
+                self
+            }
+
             /// Inserts one item. Returns `true` when the write changed the
             /// filter (the item's bits were not all set in the generations
             /// written).
@@ -185,6 +198,9 @@ macro_rules! impl_filter_ops {
                 I: IntoIterator,
                 I::Item: AsRef<[u8]>,
             {
+                if self.core.cache.is_some() {
+                    $crate::exec::run(conn, $crate::cache::FillMachine::new(self.core.clone())?)?;
+                }
                 let (out, prealloc) = $crate::exec::run(conn, $crate::engine::DataMachine::new(self.core.clone(), op, items))?;
                 if !prealloc.is_empty() {
                     // Best effort: the items are in; a failed allocation is
@@ -207,6 +223,9 @@ macro_rules! impl_filter_ops {
                 I: IntoIterator,
                 I::Item: AsRef<[u8]>,
             {
+                if self.core.cache.is_some() {
+                    $crate::exec::run_async(conn, $crate::cache::FillMachine::new(self.core.clone())?).await?;
+                }
                 let m = $crate::engine::DataMachine::new(self.core.clone(), op, items);
                 let (out, prealloc) = $crate::exec::run_async(conn, m).await?;
                 if !prealloc.is_empty() {

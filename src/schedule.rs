@@ -364,6 +364,10 @@ impl fmt::Display for Schedule {
     }
 }
 
+fn utc_offset() -> FixedOffset {
+    Utc.fix()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -488,8 +492,4 @@ mod tests {
             }
         }
     }
-}
-
-fn utc_offset() -> FixedOffset {
-    Utc.fix()
 }

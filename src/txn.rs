@@ -41,7 +41,7 @@ pub(crate) fn guard(core: &Core, meta: &Meta, now: &str) -> redis::Cmd {
         .arg(2)
         .arg(core.keys.fence())
         .arg(core.keys.meta())
-        .arg(format!("{}:{}", meta.uid, meta.epoch))
+        .arg(meta.token())
         .arg(now);
     cmd
 }

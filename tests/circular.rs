@@ -285,7 +285,7 @@ fn a_hundred_rotations_under_eight_writers_leave_exactly_n_generations() {
                     // Bounded: stops when the rotator is done, or after 20k batches.
                     while !stop.load(Ordering::SeqCst) && i < 20_000 {
                         let batch: Vec<String> = (0..20).map(|j| format!("w{w}-{i}-{j}")).collect();
-                        if i % 2 == 0 {
+                        if i.is_multiple_of(2) {
                             f.check_and_insert_many(&mut conn, &batch).unwrap();
                         } else {
                             f.insert_many(&mut conn, &batch).unwrap();

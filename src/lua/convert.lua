@@ -10,5 +10,5 @@ local args = {}
 for i = 4, #ARGV do args[#args + 1] = ARGV[i] end
 redis.call('HSET', meta, unpack(args))
 local e = redis.call('HINCRBY', meta, 'epoch', 1)
-redis.call('SET', KEYS[2], ARGV[1] .. ':' .. e)
+redis.call('SET', KEYS[2], ARGV[1] .. ':' .. e .. ':' .. (redis.call('HGET', meta, 'cleared') or '0'))
 return e

@@ -40,5 +40,5 @@ end
 for i = t + 3, #ARGV do args[#args + 1] = ARGV[i] end
 redis.call('HSET', meta, unpack(args))
 local h = redis.call('HMGET', meta, 'uid', 'epoch')
-redis.call('SET', KEYS[2 + 2 * b], h[1] .. ':' .. h[2])
+redis.call('SET', KEYS[2 + 2 * b], h[1] .. ':' .. h[2] .. ':0')
 return {'created', redis.call('HGETALL', meta)}

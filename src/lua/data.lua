@@ -44,7 +44,7 @@ local groups = {}
 local a, kix = 8, 3
 -- Filters written before the fence existed get one on first use.
 if redis.call('EXISTS', KEYS[2]) == 0 then
-  redis.call('SET', KEYS[2], ARGV[2] .. ':' .. ARGV[3])
+  redis.call('SET', KEYS[2], ARGV[2] .. ':' .. ARGV[3] .. ':' .. (redis.call('HGET', meta, 'cleared') or '0'))
 end
 for g = 1, tonumber(ARGV[7]) do
   local k = tonumber(ARGV[a + 2])
@@ -187,7 +187,7 @@ else
               'gens', redis.call('HGET', meta, 'gens') .. ',' .. sp[1],
               'next_seq', tostring(tonumber(sp[1]) + 1))
             local e = redis.call('HINCRBY', meta, 'epoch', 1)
-            redis.call('SET', KEYS[2], ARGV[2] .. ':' .. e)
+            redis.call('SET', KEYS[2], ARGV[2] .. ':' .. e .. ':' .. (redis.call('HGET', meta, 'cleared') or '0'))
             status = 'EXPANDED'
           end
         end

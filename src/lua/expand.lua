@@ -15,5 +15,5 @@ redis.call('HSET', meta,
   'gens', redis.call('HGET', meta, 'gens') .. ',' .. ARGV[3],
   'next_seq', tostring(tonumber(ARGV[3]) + 1))
 local e = redis.call('HINCRBY', meta, 'epoch', 1)
-redis.call('SET', KEYS[2], ARGV[1] .. ':' .. e)
+redis.call('SET', KEYS[2], ARGV[1] .. ':' .. e .. ':' .. (redis.call('HGET', meta, 'cleared') or '0'))
 return e

@@ -4,7 +4,8 @@
 -- transaction runs; otherwise it rewrites the fence unchanged, which aborts
 -- the transaction (WATCH sees any write), and says why. It never creates a
 -- key: a missing fence is written and deleted again.
--- KEYS[1]: fence; KEYS[2]: metadata hash. ARGV: 'UID:EPOCH', now in ms or ''.
+-- KEYS[1]: fence; KEYS[2]: metadata hash. ARGV: 'UID:EPOCH:CLEARED', now in
+-- ms or ''.
 -- Returns 'OK', 'STALE' or 'DUE'.
 local f = redis.call('GET', KEYS[1])
 local verdict = 'OK'

@@ -39,5 +39,5 @@ if ARGV[3] ~= '' then
   redis.call('HSET', meta, 'period', ARGV[4], 'due_at', ARGV[5])
 end
 local e = redis.call('HINCRBY', meta, 'epoch', k)
-redis.call('SET', KEYS[2], ARGV[1] .. ':' .. e)
+redis.call('SET', KEYS[2], ARGV[1] .. ':' .. e .. ':' .. (redis.call('HGET', meta, 'cleared') or '0'))
 return e

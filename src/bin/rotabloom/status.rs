@@ -1,0 +1,354 @@
+//! `rotabloom status`: filters, generations and warnings, as text or JSON.
+
+use crate::any::AnyFilter;
+use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
+use redis::Connection;
+use rotabloom::{Info, Kind, KEY_PREFIX};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+/// Every filter name in the database: SCAN for `rotabloom:{*}:meta`. In a
+/// SCAN pattern only `*`, `?`, `[`, `]` and `\` are special, so the braces
+/// of the hash tag match themselves.
+pub fn all_names(conn: &mut Connection) -> redis::RedisResult<Vec<String>> {
+    let prefix = format!("{KEY_PREFIX}:{{");
+    let suffix = "}:meta";
+    let pattern = format!("{prefix}*{suffix}");
+    let mut names = BTreeSet::new();
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(&pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query(conn)?;
+        for key in keys {
+            let Ok(key) = String::from_utf8(key) else {
+                continue;
+            };
+            if let Some(name) = key
+                .strip_prefix(&prefix)
+                .and_then(|k| k.strip_suffix(suffix))
+            {
+                if !name.contains(['{', '}']) {
+                    names.insert(name.to_string());
+                }
+            }
+        }
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    Ok(names.into_iter().collect())
+}
+
+/// What the server says about durability and eviction.
+pub struct Server {
+    pub now: DateTime<Utc>,
+    pub maxmemory_policy: Option<String>,
+    pub save: Option<String>,
+    pub appendonly: Option<String>,
+}
+
+fn config_get(conn: &mut Connection, key: &str) -> Option<String> {
+    // CONFIG may be disabled or renamed (managed Redis): then say nothing.
+    let pairs: Vec<String> = redis::cmd("CONFIG").arg("GET").arg(key).query(conn).ok()?;
+    pairs.get(1).cloned()
+}
+
+impl Server {
+    pub fn read(conn: &mut Connection) -> redis::RedisResult<Server> {
+        let (secs, micros): (i64, i64) = redis::cmd("TIME").query(conn)?;
+        let now = Utc
+            .timestamp_opt(secs, (micros.clamp(0, 999_999) * 1000) as u32)
+            .single()
+            .unwrap_or_else(Utc::now);
+        Ok(Server {
+            now,
+            maxmemory_policy: config_get(conn, "maxmemory-policy"),
+            save: config_get(conn, "save"),
+            appendonly: config_get(conn, "appendonly"),
+        })
+    }
+
+    pub fn persistent(&self) -> Option<bool> {
+        match (&self.save, &self.appendonly) {
+            (Some(save), Some(aof)) => Some(!save.trim().is_empty() || aof == "yes"),
+            _ => None,
+        }
+    }
+
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if let Some(p) = &self.maxmemory_policy {
+            if p != "noeviction" && !p.starts_with("volatile-") {
+                w.push(format!(
+                    "maxmemory-policy is {p}: Redis may evict filter keys when it runs out of memory \
+                     (use noeviction, or a volatile-* policy: filter keys have no TTL)"
+                ));
+            }
+        }
+        if self.persistence_off() {
+            w.push(
+                "no persistence (save is empty and appendonly is no): every filter is lost when Redis restarts"
+                    .to_string(),
+            );
+        }
+        w
+    }
+
+    fn persistence_off(&self) -> bool {
+        self.persistent() == Some(false)
+    }
+}
+
+fn time(ms: i64) -> String {
+    Utc.timestamp_millis_opt(ms)
+        .single()
+        .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true))
+        .unwrap_or_else(|| ms.to_string())
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// 1536 -> "1.5 KiB".
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+fn duration(d: chrono::Duration) -> String {
+    let s = d.num_seconds().max(0);
+    let (days, h, m) = (s / 86_400, s % 86_400 / 3600, s % 3600 / 60);
+    if days > 0 {
+        format!("{days}d {h}h")
+    } else if h > 0 {
+        format!("{h}h {m}m")
+    } else {
+        format!("{m}m {}s", s % 60)
+    }
+}
+
+fn rate(p: f64) -> String {
+    if p == 0.0 {
+        "0".into()
+    } else if p >= 0.001 {
+        format!("{p:.4}")
+    } else {
+        format!("{p:.2e}")
+    }
+}
+
+/// One filter's report.
+pub struct Report {
+    pub info: Info,
+    pub next_rotation_at: Option<DateTime<Utc>>,
+    pub warnings: Vec<String>,
+}
+
+impl Report {
+    pub fn new(filter: &AnyFilter, info: Info, server: &Server) -> Report {
+        let next_rotation_at = filter.next_rotation_at();
+        let mut warnings = Vec::new();
+        for g in &info.generations {
+            if g.count > 0 && (g.memory_bytes == 0 || g.set_bits == 0) {
+                warnings.push(format!(
+                    "generation {} holds {} items but its bitmap is {}: evicted or deleted? \
+                     Queries now miss those items",
+                    g.seq,
+                    g.count,
+                    if g.memory_bytes == 0 {
+                        "missing"
+                    } else {
+                        "empty"
+                    }
+                ));
+            }
+        }
+        if let Some(due) = next_rotation_at {
+            if due + chrono::Duration::minutes(5) < server.now {
+                warnings.push(format!(
+                    "rotation overdue since {} ({} ago): run `rotabloom rotate --if-due` from cron, or set lazy = true",
+                    rfc3339(due),
+                    duration(server.now - due)
+                ));
+            }
+        }
+        Report {
+            info,
+            next_rotation_at,
+            warnings,
+        }
+    }
+
+    fn field(&self, key: &str) -> Option<&str> {
+        self.info
+            .fields
+            .get(key)
+            .map(String::as_str)
+            .filter(|s| !s.is_empty())
+    }
+
+    fn capacity(&self) -> u64 {
+        self.info.generations.iter().map(|g| g.capacity).sum()
+    }
+
+    pub fn text(&self, server: &Server) -> String {
+        let i = &self.info;
+        let mut out = String::new();
+        let mut head = format!("{}: {}", i.name, i.kind);
+        match i.kind {
+            Kind::Circular => {
+                for k in ["mode", "schedule"] {
+                    if let Some(v) = self.field(k) {
+                        let _ = write!(head, ", {k} {v}");
+                    }
+                }
+                if self.field("lazy") == Some("1") {
+                    head.push_str(", lazy");
+                }
+            }
+            Kind::Expanding => {
+                for k in ["growth", "tightening", "max_generations"] {
+                    if let Some(v) = self.field(k) {
+                        let _ = write!(head, ", {k} {v}");
+                    }
+                }
+                if let Some(v) = self.field("max_bytes").filter(|v| *v != "0") {
+                    let _ = write!(head, ", max_bytes {v}");
+                }
+            }
+            Kind::Bloom => {}
+        }
+        let _ = writeln!(
+            out,
+            "{head}, epoch {}, created {}\n  {} items, false-positive rate {}, memory {}",
+            i.epoch,
+            time(i.created_at_ms),
+            i.count,
+            rate(i.false_positive_rate),
+            bytes(i.memory_bytes),
+        );
+        let _ = writeln!(
+            out,
+            "  {:>4}  {:<20}  {:>12}  {:>12}  {:>6}  {:>8}  {:>9}  {:>10}  role",
+            "gen", "created", "items", "capacity", "fill", "bits set", "fp rate", "memory"
+        );
+        for g in &i.generations {
+            let role = match (g.queried, g.written) {
+                (true, true) => "read+write",
+                (true, false) => "read",
+                (false, true) => "write",
+                (false, false) => "-",
+            };
+            let _ = writeln!(
+                out,
+                "  {:>4}  {:<20}  {:>12}  {:>12}  {:>5.1}%  {:>7.1}%  {:>9}  {:>10}  {}",
+                g.seq,
+                time(g.created_at_ms),
+                g.count,
+                g.capacity,
+                g.count as f64 * 100.0 / g.capacity.max(1) as f64,
+                g.fill_ratio * 100.0,
+                rate(g.false_positive_rate),
+                bytes(g.memory_bytes),
+                role
+            );
+        }
+        if let Some(t) = self.next_rotation_at {
+            let when = if t > server.now {
+                format!("in {}", duration(t - server.now))
+            } else {
+                format!("due {} ago", duration(server.now - t))
+            };
+            let _ = writeln!(out, "  next rotation: {} ({when})", rfc3339(t));
+        } else if i.kind == Kind::Circular {
+            let _ = writeln!(out, "  next rotation: none (no schedule; rotate by hand)");
+        }
+        for w in &self.warnings {
+            let _ = writeln!(out, "  warning: {w}");
+        }
+        out
+    }
+
+    pub fn json(&self) -> Value {
+        let i = &self.info;
+        let skip = [
+            "format",
+            "kind",
+            "uid",
+            "epoch",
+            "created_at",
+            "next_seq",
+            "gens",
+        ];
+        let parameters: serde_json::Map<String, Value> = i
+            .fields
+            .iter()
+            .filter(|(k, _)| !k.starts_with("gen.") && !skip.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
+        let generations: Vec<Value> = i
+            .generations
+            .iter()
+            .map(|g| {
+                json!({
+                    "seq": g.seq,
+                    "created_at": time(g.created_at_ms),
+                    "created_at_ms": g.created_at_ms,
+                    "items": g.count,
+                    "capacity": g.capacity,
+                    "fill": g.count as f64 / g.capacity.max(1) as f64,
+                    "bits": g.bits,
+                    "hashes": g.hashes,
+                    "blocks": g.blocks,
+                    "set_bits": g.set_bits,
+                    "fill_ratio": g.fill_ratio,
+                    "false_positive_rate": g.false_positive_rate,
+                    "memory_bytes": g.memory_bytes,
+                    "queried": g.queried,
+                    "written": g.written,
+                })
+            })
+            .collect();
+        json!({
+            "name": i.name,
+            "kind": i.kind.as_str(),
+            "epoch": i.epoch,
+            "created_at": time(i.created_at_ms),
+            "created_at_ms": i.created_at_ms,
+            "items": i.count,
+            "capacity": self.capacity(),
+            "false_positive_rate": i.false_positive_rate,
+            "memory_bytes": i.memory_bytes,
+            "next_rotation_at": self.next_rotation_at.map(rfc3339),
+            "parameters": parameters,
+            "generations": generations,
+            "warnings": self.warnings,
+        })
+    }
+}
+
+pub fn server_json(server: &Server) -> Value {
+    json!({
+        "time": rfc3339(server.now),
+        "maxmemory_policy": server.maxmemory_policy,
+        "persistence": server.persistent(),
+    })
+}

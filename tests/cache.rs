@@ -1,0 +1,173 @@
+//! Frozen generations mirrored in the client: same answers, fewer server
+//! operations.
+
+#[path = "support/harness.rs"]
+mod harness;
+#[path = "support/suite.rs"]
+mod suite;
+
+use harness::RedisServer;
+use rotabloom::{CircularFilter, ExpandingFilter, Mode};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+fn calls(conn: &mut redis::Connection, cmd: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg("commandstats").query(conn).unwrap();
+    info.lines()
+        .find(|l| l.starts_with(&format!("cmdstat_{cmd}:")))
+        .and_then(|l| l.split("calls=").nth(1))
+        .and_then(|r| r.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_cached_query_all_check_costs_one_server_operation() {
+    let server = RedisServer::start();
+    let mut conn = server.connection();
+    let f = CircularFilter::builder("c")
+        .generations(12)
+        .capacity(10_000)
+        .create_or_open(&mut conn)
+        .unwrap();
+    for g in 0..11 {
+        f.insert_many(&mut conn, (0..2_000).map(|i| format!("g{g}-{i}")))
+            .unwrap();
+        f.rotate(&mut conn).unwrap();
+    }
+    let cached = CircularFilter::open(&mut conn, "c")
+        .unwrap()
+        .with_frozen_cache(64 << 20);
+    // First use copies the 11 frozen generations.
+    assert!(!cached.check_and_insert(&mut conn, "g3-7").unwrap());
+    let ro_before = calls(&mut conn, "bitfield_ro");
+    let rw_before = calls(&mut conn, "bitfield");
+    let items: Vec<String> = (0..1_000)
+        .map(|i| format!("g{}-{i}", i % 11))
+        .chain((0..1_000).map(|i| format!("new-{i}")))
+        .collect();
+    let new = cached.check_and_insert_many(&mut conn, &items).unwrap();
+    assert!(
+        new[..1_000].iter().all(|&b| !b),
+        "old items are seen, from the mirror"
+    );
+    assert!(new[1_000..].iter().filter(|&&b| b).count() >= 990);
+    assert_eq!(
+        calls(&mut conn, "bitfield_ro"),
+        ro_before,
+        "no frozen generation was read on the server"
+    );
+    assert_eq!(
+        calls(&mut conn, "bitfield"),
+        rw_before + 1,
+        "one BITFIELD on the newest generation"
+    );
+    // Without the mirror the frozen generations are read on the server.
+    let plain = CircularFilter::open(&mut conn, "c").unwrap();
+    plain
+        .check_and_insert_many(&mut conn, (0..100).map(|i| format!("more-{i}")))
+        .unwrap();
+    assert!(calls(&mut conn, "bitfield_ro") > ro_before);
+}
+
+#[test]
+fn answers_are_identical_with_and_without_the_mirror_under_rotations_and_expansions() {
+    let server = RedisServer::start();
+    let mut conn = server.connection();
+    let circ = CircularFilter::builder("circ")
+        .generations(4)
+        .mode(Mode::InsertNewestQueryAll)
+        .capacity(3_000)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let exp = ExpandingFilter::builder("exp")
+        .capacity(2_000)
+        .error_rate(0.01)
+        .create_or_open(&mut conn)
+        .unwrap();
+    // Probes: items inserted before the churn starts, and never-inserted ones.
+    let mut probes: Vec<String> = Vec::new();
+    for round in 0..6 {
+        let batch: Vec<String> = (0..1_500).map(|i| format!("p{round}-{i}")).collect();
+        circ.insert_many(&mut conn, &batch).unwrap();
+        exp.insert_many(&mut conn, &batch).unwrap();
+        circ.rotate(&mut conn).unwrap();
+        probes.extend(batch);
+    }
+    probes.extend((0..3_000).map(|i| format!("never-{i}")));
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let churn = {
+        let (stop, client, circ, exp) = (stop.clone(), server.client(), circ.clone(), exp.clone());
+        std::thread::spawn(move || {
+            let mut conn = client.get_connection().unwrap();
+            let mut i = 0u64;
+            while !stop.load(Ordering::SeqCst) && i < 400 {
+                let batch: Vec<String> = (0..300).map(|j| format!("churn-{i}-{j}")).collect();
+                circ.insert_many(&mut conn, &batch).unwrap();
+                exp.insert_many(&mut conn, &batch).unwrap(); // expands every few rounds
+                if i.is_multiple_of(3) {
+                    circ.rotate(&mut conn).unwrap();
+                }
+                i += 1;
+            }
+        })
+    };
+    let c_cached = CircularFilter::open(&mut conn, "circ")
+        .unwrap()
+        .with_frozen_cache(256 << 20);
+    let e_cached = ExpandingFilter::open(&mut conn, "exp")
+        .unwrap()
+        .with_frozen_cache(256 << 20);
+    let mut compared = 0;
+    for _ in 0..60 {
+        let fence = |conn: &mut redis::Connection, name: &str| -> String {
+            redis::cmd("GET")
+                .arg(format!("rotabloom:{{{name}}}:fence"))
+                .query(conn)
+                .unwrap()
+        };
+        let (cf, ef) = (fence(&mut conn, "circ"), fence(&mut conn, "exp"));
+        let a = c_cached.contains_many(&mut conn, &probes).unwrap();
+        let b = circ.contains_many(&mut conn, &probes).unwrap();
+        let c = e_cached.contains_many(&mut conn, &probes).unwrap();
+        let d = exp.contains_many(&mut conn, &probes).unwrap();
+        // Only a structural change between the two reads may explain a
+        // difference; compare the rounds where none happened.
+        if fence(&mut conn, "circ") == cf {
+            assert_eq!(a, b, "circular: mirror and server disagree");
+            compared += 1;
+        }
+        if fence(&mut conn, "exp") == ef {
+            assert_eq!(c, d, "expanding: mirror and server disagree");
+            compared += 1;
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    churn.join().unwrap();
+    assert!(
+        compared >= 40,
+        "too few quiet rounds to compare: {compared}"
+    );
+    let info = exp.info(&mut conn).unwrap();
+    assert!(
+        info.generations.len() >= 4,
+        "the expanding filter expanded during the test"
+    );
+    // And once quiet, always equal.
+    assert_eq!(
+        c_cached.contains_many(&mut conn, &probes).unwrap(),
+        circ.contains_many(&mut conn, &probes).unwrap()
+    );
+    assert_eq!(
+        e_cached.contains_many(&mut conn, &probes).unwrap(),
+        exp.contains_many(&mut conn, &probes).unwrap()
+    );
+    // Clearing drops the copies.
+    circ.clear(&mut conn).unwrap();
+    assert!(c_cached
+        .contains_many(&mut conn, &probes[..100])
+        .unwrap()
+        .iter()
+        .all(|&x| !x));
+}

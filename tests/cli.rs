@@ -1,0 +1,934 @@
+//! The `rotabloom` binary, driven as a user would, against private
+//! redis-servers.
+
+#[path = "support/harness.rs"]
+mod harness;
+
+use harness::RedisServer;
+use serde_json::Value;
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_rotabloom");
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Out {
+    fn all(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
+    }
+
+    /// The one error line on stderr.
+    fn error_line(&self) -> &str {
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "one line on stderr: {:?}", self.stderr);
+        assert!(lines[0].starts_with("rotabloom: "), "{:?}", lines[0]);
+        lines[0]
+    }
+}
+
+impl std::fmt::Debug for Out {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {}\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+fn command(args: &[&str]) -> Command {
+    let mut c = Command::new(BIN);
+    c.args(args)
+        .env_remove("REDIS_URL")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn finish(child: Child) -> Out {
+    let o = child.wait_with_output().expect("wait for rotabloom");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// Runs the binary with `args`, feeding `stdin`.
+fn run_cmd(mut c: Command, stdin: &[u8]) -> Out {
+    c.stdin(Stdio::piped());
+    let mut child = c.spawn().expect("spawn rotabloom");
+    let mut input = child.stdin.take().unwrap();
+    let data = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&data);
+    });
+    let out = finish(child);
+    writer.join().unwrap();
+    out
+}
+
+/// `rotabloom --redis URL ARGS...`
+fn rb(url: &str, args: &[&str]) -> Out {
+    rb_in(url, args, b"")
+}
+
+fn rb_in(url: &str, args: &[&str], stdin: &[u8]) -> Out {
+    let mut all = vec!["--redis", url];
+    all.extend_from_slice(args);
+    run_cmd(command(&all), stdin)
+}
+
+fn ok(out: Out) -> Out {
+    assert_eq!(out.code, 0, "{out:?}");
+    out
+}
+
+fn json(url: &str, names: &[&str]) -> Value {
+    let mut args = vec!["status", "--json"];
+    args.extend_from_slice(names);
+    let out = ok(rb(url, &args));
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {out:?}"))
+}
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!(
+            "rotabloom-cli-{tag}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+
+    fn file(&self, name: &str, text: &str) -> String {
+        let p = self.0.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_string_lossy().into_owned()
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const CONFIG: &str = r#"# test configuration
+[filter.crawl]
+kind = "bloom"
+capacity = 100_000
+error_rate = 0.001
+
+[filter.growing]
+kind = "expanding"
+capacity = 1000
+error_rate = 0.01
+max_bytes = "1MiB"
+
+[filter.recrawl]
+kind = "circular"
+generations = 4
+capacity = 1000
+error_rate = 0.01
+schedule = "monthly:1@00:00"
+"#;
+
+#[test]
+fn help_version_and_usage_errors() {
+    let out = run_cmd(command(&["--help"]), b"");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains("Exit codes:"), "{out:?}");
+    for sub in [
+        "create", "status", "rotate", "add", "check", "filter", "load", "drop",
+    ] {
+        assert!(out.stdout.contains(sub), "{sub} in help");
+    }
+    let out = run_cmd(command(&["--version"]), b"");
+    assert_eq!(out.code, 0);
+    assert!(out.stdout.starts_with("rotabloom "), "{out:?}");
+    // Usage errors: exit 2, before any connection is attempted.
+    for args in [
+        &["frobnicate"][..],
+        &["rotate", "x", "--now", "2030-01-01T00:00:00Z"],
+        &["rotate", "x", "--if-due", "--now", "yesterday"],
+        &["create", "x", "--kind", "bloomy"],
+        &[
+            "create",
+            "x",
+            "--kind",
+            "circular",
+            "--every",
+            "fortnightly",
+        ],
+        &["filter", "x", "--batch", "0"],
+    ] {
+        let out = run_cmd(command(args), b"");
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert!(out.stdout.is_empty(), "{out:?}");
+    }
+}
+
+#[test]
+fn create_status_and_kind_dispatch_for_all_kinds() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let dir = TempDir::new("create");
+    let cfg = dir.file("rotabloom.toml", CONFIG);
+
+    let out = ok(rb(&url, &["--config", &cfg, "create"]));
+    assert_eq!(out.stdout.lines().count(), 3, "{out:?}");
+    assert!(out.stdout.contains("crawl: created (bloom"), "{out:?}");
+    assert!(
+        out.stdout.contains("growing: created (expanding"),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout
+            .contains("recrawl: created (circular, 4 generations"),
+        "{out:?}"
+    );
+    let out = ok(rb(&url, &["--config", &cfg, "create", "crawl"]));
+    assert!(
+        out.stdout.contains("crawl: exists, same parameters"),
+        "{out:?}"
+    );
+
+    // From flags.
+    ok(rb(
+        &url,
+        &[
+            "create", "explicit", "--kind", "bloom", "--bits", "8192", "--hashes", "3",
+        ],
+    ));
+    ok(rb(
+        &url,
+        &[
+            "create",
+            "window",
+            "--kind",
+            "circular",
+            "--generations",
+            "3",
+            "--capacity",
+            "100",
+            "--mode",
+            "insert-all-query-oldest",
+            "--every",
+            "7d",
+            "--lazy",
+        ],
+    ));
+    let out = rb(
+        &url,
+        &[
+            "create",
+            "bad",
+            "--kind",
+            "circular",
+            "--generations",
+            "1",
+            "--capacity",
+            "5",
+        ],
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.error_line(),
+        "rotabloom: create bad: --generations: 1 is not between 2 and 256"
+    );
+    let out = rb(
+        &url,
+        &["--config", &cfg, "create", "crawl", "--kind", "bloom"],
+    );
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.error_line().contains("not both"), "{out:?}");
+    let out = rb(&url, &["create", "nothing"]);
+    assert_eq!(out.code, 2, "{out:?}");
+
+    // Every kind takes items, answers queries and filters lines.
+    for name in ["crawl", "growing", "recrawl", "explicit", "window"] {
+        ok(rb(&url, &["add", name, "a", "b"]));
+        let out = rb(&url, &["check", name, "a", "zz", "b"]);
+        assert_eq!((out.code, out.stdout.as_str()), (0, "a\nb\n"), "{name}");
+        let out = rb_in(&url, &["filter", name], b"b\nc\nc\nd\n");
+        assert_eq!((out.code, out.stdout.as_str()), (0, "c\nd\n"), "{name}");
+    }
+    // Past its first generation's capacity, the expanding filter grows.
+    let lines: String = (0..3000).map(|i| format!("item-{i}\n")).collect();
+    ok(rb_in(&url, &["add", "growing"], lines.as_bytes()));
+
+    let doc = json(&url, &[]);
+    let filters = doc["filters"].as_array().unwrap();
+    let by_name = |n: &str| {
+        filters
+            .iter()
+            .find(|f| f["name"] == n)
+            .unwrap_or_else(|| panic!("{n} in {doc}"))
+    };
+    assert_eq!(filters.len(), 5, "{doc}");
+    let crawl = by_name("crawl");
+    assert_eq!(crawl["kind"], "bloom");
+    assert_eq!(crawl["epoch"], 0);
+    assert_eq!(crawl["items"], 4);
+    assert_eq!(crawl["generations"].as_array().unwrap().len(), 1);
+    assert!(crawl["next_rotation_at"].is_null());
+    let g = &crawl["generations"][0];
+    for key in [
+        "seq",
+        "created_at",
+        "items",
+        "capacity",
+        "fill",
+        "fill_ratio",
+        "false_positive_rate",
+        "memory_bytes",
+        "queried",
+        "written",
+    ] {
+        assert!(!g[key].is_null(), "{key} in {g}");
+    }
+    let growing = by_name("growing");
+    assert_eq!(growing["kind"], "expanding");
+    assert!(
+        growing["generations"].as_array().unwrap().len() >= 3,
+        "{growing}"
+    );
+    let recrawl = by_name("recrawl");
+    assert_eq!(recrawl["kind"], "circular");
+    assert_eq!(recrawl["generations"].as_array().unwrap().len(), 4);
+    assert!(recrawl["next_rotation_at"].is_string(), "{recrawl}");
+    assert_eq!(recrawl["parameters"]["schedule"], "monthly:1@00:00");
+    // The harness's servers have no persistence: a server warning.
+    let warnings = doc["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("no persistence")),
+        "{doc}"
+    );
+
+    let out = ok(rb(&url, &["status", "recrawl", "crawl"]));
+    assert!(out.stdout.starts_with("recrawl: circular"), "{out:?}");
+    assert!(out.stdout.contains("next rotation: "), "{out:?}");
+    assert!(out.stdout.contains("\ncrawl: bloom"), "{out:?}");
+    let out = rb(&url, &["status", "nope"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.error_line().contains("\"nope\" does not exist"),
+        "{out:?}"
+    );
+    // One unreadable filter does not hide the others.
+    let _: () = redis::cmd("SET")
+        .arg("rotabloom:{broken}:meta")
+        .arg("x")
+        .query(&mut server.connection())
+        .unwrap();
+    let out = rb(&url, &["status", "--json"]);
+    assert_eq!(out.code, 3, "{out:?}");
+    assert!(out.error_line().contains("broken"), "{out:?}");
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    let filters = doc["filters"].as_array().unwrap();
+    assert_eq!(filters.len(), 6, "{doc}");
+    assert!(filters
+        .iter()
+        .any(|f| f["name"] == "broken" && f["error"].is_string()));
+}
+
+#[test]
+fn bad_config_files_are_one_line_and_exit_2() {
+    let dir = TempDir::new("badcfg");
+    // No server at all: configuration errors come first.
+    let url = "redis://127.0.0.1:1/";
+    let cases = [
+        (
+            "[filter.crawl]\nkind = \"bloom\"\ncapacity = 10\nbogus = 1\n",
+            ":4:1: filter.crawl.bogus: unknown field `bogus`",
+        ),
+        (
+            "[filter.recrawl]\nkind = \"circular\"\ncapacity = 10\n\ngenerations = 1\n",
+            ":5:1: filter.recrawl.generations: 1 is not between 2 and 256",
+        ),
+        (
+            "[filter.crawl]\nkind = \"bloom\"\ncapacity = 10\nerror_rate = 0\n",
+            ":4:1: filter.crawl.error_rate: 0 is not strictly between 0 and 1",
+        ),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let cfg = dir.file(&format!("c{i}.toml"), text);
+        for args in [&["create"][..], &["status"], &["add", "crawl", "x"]] {
+            let mut all = vec!["--config", cfg.as_str()];
+            all.extend_from_slice(args);
+            let out = rb(url, &all);
+            assert_eq!(out.code, 2, "{out:?}");
+            let line = out.error_line();
+            assert!(
+                line.starts_with(&format!("rotabloom: {cfg}{want}")),
+                "{line:?} should start with {cfg}{want}"
+            );
+        }
+    }
+    let missing = dir.path().join("missing.toml");
+    let missing = missing.to_string_lossy();
+    let out = rb(url, &["--config", &missing, "status"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.error_line(),
+        format!("rotabloom: {missing}: cannot read the configuration: no such file")
+    );
+}
+
+#[test]
+fn a_config_that_mismatches_redis_is_a_config_error() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let dir = TempDir::new("mismatch");
+    ok(rb(
+        &url,
+        &[
+            "create",
+            "crawl",
+            "--kind",
+            "bloom",
+            "--capacity",
+            "1000",
+            "--error-rate",
+            "0.01",
+        ],
+    ));
+    let cfg = dir.file(
+        "m.toml",
+        "[filter.crawl]\nkind = \"bloom\"\n# bigger now\ncapacity = 2000\nerror_rate = 0.01\n",
+    );
+    for args in [
+        &["create"][..],
+        &["add", "crawl", "x"],
+        &["filter", "crawl"],
+    ] {
+        let mut all = vec!["--config", cfg.as_str()];
+        all.extend_from_slice(args);
+        let out = rb(&url, &all);
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert_eq!(
+            out.error_line(),
+            format!(
+                "rotabloom: {cfg}:4:1: filter.crawl.capacity: filter \"crawl\" exists with capacity = 1000, but 2000 was requested"
+            )
+        );
+    }
+    let cfg = dir.file(
+        "k.toml",
+        "[filter.crawl]\nkind = \"expanding\"\ncapacity = 1000\n",
+    );
+    let out = rb(&url, &["--config", &cfg, "create"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    let line = out.error_line();
+    assert!(
+        line.starts_with(&format!("rotabloom: {cfg}:2:1: filter.crawl.kind: ")),
+        "{line}"
+    );
+    // Nothing was changed.
+    let doc = json(&url, &["crawl"]);
+    assert_eq!(doc["filters"][0]["parameters"]["capacity"], "1000");
+    assert_eq!(doc["filters"][0]["items"], 0);
+}
+
+#[test]
+fn add_and_check_exit_codes() {
+    let server = RedisServer::start();
+    let url = server.url();
+    ok(rb(
+        &url,
+        &["create", "seen", "--kind", "bloom", "--capacity", "10000"],
+    ));
+    let out = ok(rb(&url, &["add", "seen", "apple", "pear"]));
+    assert_eq!(out.stdout, "seen: added 2 items\n");
+    let out = ok(rb_in(&url, &["add", "seen"], b"plum\r\npear\n\xff\xfe\n"));
+    assert_eq!(out.stdout, "seen: added 3 items\n");
+
+    let out = rb_in(
+        &url,
+        &["check", "seen"],
+        b"kiwi\npear\nfig\napple\n\xff\xfe\n",
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    assert_eq!(out.stdout, "pear\napple\n\u{fffd}\u{fffd}\n");
+    let out = rb(&url, &["check", "seen", "kiwi", "fig"]);
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (1, "", "")
+    );
+    let out = rb(&url, &["check", "seen", "--absent", "kiwi", "plum", "fig"]);
+    assert_eq!((out.code, out.stdout.as_str()), (0, "kiwi\nfig\n"));
+    let out = rb(&url, &["check", "seen", "--absent", "plum"]);
+    assert_eq!((out.code, out.stdout.as_str()), (1, ""));
+    let out = rb_in(&url, &["check", "seen"], b"");
+    assert_eq!(out.code, 1, "{out:?}");
+
+    let out = rb(&url, &["check", "nope", "x"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.error_line(),
+        "rotabloom: filter \"nope\" does not exist (create it with `rotabloom create`)"
+    );
+    let out = rb(&url, &["add", "bad{name}", "x"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.error_line().contains("invalid filter name"), "{out:?}");
+}
+
+#[test]
+fn filter_is_exactly_once_across_concurrent_processes() {
+    let server = RedisServer::start();
+    let url = server.url();
+    ok(rb(
+        &url,
+        &[
+            "create",
+            "dedup",
+            "--kind",
+            "bloom",
+            "--capacity",
+            "1000000",
+            "--error-rate",
+            "0.001",
+        ],
+    ));
+    const PROCS: usize = 4;
+    const LINES: usize = 100_000;
+    const STEP: usize = 50_000;
+    let children: Vec<_> = (0..PROCS)
+        .map(|p| {
+            let mut c = command(&["--redis", &url, "filter", "dedup"]);
+            c.stdin(Stdio::piped());
+            let mut child = c.spawn().unwrap();
+            let mut stdin = child.stdin.take().unwrap();
+            let writer = std::thread::spawn(move || {
+                let mut buf = String::with_capacity(LINES * 16);
+                for i in p * STEP..p * STEP + LINES {
+                    buf.push_str(&format!("line-{i}\n"));
+                }
+                stdin.write_all(buf.as_bytes()).unwrap();
+            });
+            (child, writer)
+        })
+        .collect();
+    let mut seen = HashSet::new();
+    for (p, (child, writer)) in children.into_iter().enumerate() {
+        let out = finish(child);
+        writer.join().unwrap();
+        assert_eq!((out.code, out.stderr.as_str()), (0, ""), "process {p}");
+        let mut last = None;
+        for line in out.stdout.lines() {
+            let i: usize = line.strip_prefix("line-").unwrap().parse().unwrap();
+            assert!((p * STEP..p * STEP + LINES).contains(&i), "{line} from {p}");
+            assert!(last < Some(i), "input order in process {p}");
+            last = Some(i);
+            assert!(seen.insert(i), "{line} printed twice");
+        }
+    }
+    let distinct = (PROCS - 1) * STEP + LINES;
+    let missed = distinct - seen.len();
+    // A line is missed only when it is a false positive: at most 0.1 % of
+    // the distinct lines (far fewer at a quarter of the capacity).
+    assert!(
+        missed <= distinct / 1000,
+        "{missed} of {distinct} lines never printed"
+    );
+}
+
+#[test]
+fn filter_streams_and_stops_quietly_on_a_closed_pipe() {
+    let server = RedisServer::start();
+    let url = server.url();
+    ok(rb(
+        &url,
+        &["create", "f", "--kind", "bloom", "--capacity", "1000000"],
+    ));
+    let mut c = command(&["--redis", &url, "filter", "f"]);
+    c.stdin(Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // A slow writer: the first line must come out before the input ends.
+    stdin.write_all(b"first\n").unwrap();
+    stdin.flush().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert_eq!(line, "first\n");
+    // The reader goes away (like `| head -1`); the writer keeps going.
+    drop(stdout);
+    let writer = std::thread::spawn(move || {
+        for i in 0..200_000 {
+            if writeln!(stdin, "line-{i}").is_err() {
+                break;
+            }
+        }
+    });
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    writer.join().unwrap();
+    assert_eq!((status.code(), stderr.as_str()), (Some(0), ""));
+}
+
+#[test]
+fn rotate_if_due_rotates_once_per_period() {
+    let server = RedisServer::start();
+    let url = server.url();
+    ok(rb(
+        &url,
+        &[
+            "create",
+            "recrawl",
+            "--kind",
+            "circular",
+            "--generations",
+            "3",
+            "--capacity",
+            "100",
+            "--every",
+            "monthly:1@00:00",
+        ],
+    ));
+    ok(rb(
+        &url,
+        &["create", "plain", "--kind", "bloom", "--capacity", "100"],
+    ));
+    ok(rb(
+        &url,
+        &[
+            "create",
+            "manual",
+            "--kind",
+            "circular",
+            "--generations",
+            "2",
+            "--capacity",
+            "100",
+        ],
+    ));
+    ok(rb(&url, &["add", "recrawl", "old-item"]));
+
+    let first = ok(rb(
+        &url,
+        &[
+            "rotate",
+            "recrawl",
+            "--if-due",
+            "--now",
+            "2031-03-05T10:00:00Z",
+        ],
+    ));
+    assert_eq!(
+        first.stdout,
+        "recrawl: rotated (3 rotations, epoch 3, next 2031-04-01T00:00:00Z)\n"
+    );
+    let second = ok(rb(
+        &url,
+        &[
+            "rotate",
+            "recrawl",
+            "--if-due",
+            "--now",
+            "2031-03-20T10:00:00Z",
+        ],
+    ));
+    assert_eq!(
+        second.stdout,
+        "recrawl: not due (next 2031-04-01T00:00:00Z)\n"
+    );
+    assert_eq!(json(&url, &["recrawl"])["filters"][0]["epoch"], 3);
+    let out = rb(&url, &["check", "recrawl", "old-item"]);
+    assert_eq!(out.code, 1, "forgotten after a full window: {out:?}");
+
+    // Without names: every circular filter with a schedule; others are
+    // left alone.
+    let out = ok(rb(
+        &url,
+        &["rotate", "--if-due", "--now", "2031-04-01T00:00:00Z"],
+    ));
+    assert_eq!(
+        out.stdout,
+        "recrawl: rotated (1 rotation, epoch 4, next 2031-05-01T00:00:00Z)\n"
+    );
+
+    // By hand.
+    let out = ok(rb(&url, &["rotate", "manual"]));
+    assert_eq!(out.stdout, "manual: rotated (1 rotation, epoch 1)\n");
+    for args in [
+        &["rotate", "plain"][..],
+        &["rotate", "manual", "--if-due"],
+        &["rotate"],
+    ] {
+        let out = rb(&url, args);
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        out.error_line();
+    }
+}
+
+#[test]
+fn drop_needs_yes() {
+    let server = RedisServer::start();
+    let url = server.url();
+    ok(rb(
+        &url,
+        &["create", "gone", "--kind", "expanding", "--capacity", "100"],
+    ));
+    let out = rb(&url, &["drop", "gone"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(
+        out.error_line(),
+        "rotabloom: drop deletes filter \"gone\" and all its data: add --yes to confirm"
+    );
+    ok(rb(&url, &["status", "gone"]));
+    let out = ok(rb(&url, &["drop", "gone", "--yes"]));
+    assert_eq!(out.stdout, "gone: dropped\n");
+    assert_eq!(rb(&url, &["status", "gone"]).code, 2);
+    assert_eq!(rb(&url, &["drop", "gone", "--yes"]).code, 2);
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("rotabloom:*")
+        .query(&mut server.connection())
+        .unwrap();
+    assert!(keys.is_empty(), "{keys:?}");
+}
+
+#[test]
+fn load_reports_progress_and_totals() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let dir = TempDir::new("load");
+    let text: String = (0..25_000).map(|i| format!("url-{i}\n")).collect();
+    let file = dir.file("urls.txt", &text);
+    ok(rb(
+        &url,
+        &[
+            "create",
+            "bulk",
+            "--kind",
+            "expanding",
+            "--capacity",
+            "5000",
+        ],
+    ));
+    let out = ok(rb(
+        &url,
+        &[
+            "load",
+            "bulk",
+            &file,
+            "--batch",
+            "1000",
+            "--progress-every",
+            "10000",
+        ],
+    ));
+    let progress: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(progress.len(), 2, "{out:?}");
+    assert!(progress[0].starts_with("loaded 10000 items, "), "{out:?}");
+    assert!(progress[0].ends_with(" items/s"), "{out:?}");
+    assert!(progress[1].starts_with("loaded 20000 items, "), "{out:?}");
+    assert!(
+        out.stdout.starts_with("bulk: loaded 25000 items in "),
+        "{out:?}"
+    );
+    let out = rb_in(&url, &["check", "bulk", "--absent"], text.as_bytes());
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (1, ""),
+        "no false negatives"
+    );
+    // From standard input.
+    let out = ok(rb_in(&url, &["load", "bulk", "-"], b"a\nurl-1\n"));
+    assert!(
+        out.stdout.starts_with("bulk: loaded 2 items in "),
+        "{out:?}"
+    );
+    let out = rb(&url, &["check", "bulk", "a", "url-1"]);
+    assert_eq!((out.code, out.stdout.as_str()), (0, "a\nurl-1\n"));
+    let missing = dir.path().join("nope.txt");
+    let out = rb(&url, &["load", "bulk", &missing.to_string_lossy()]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(
+        out.error_line().ends_with("nope.txt: no such file"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn status_warns_about_eviction_and_missing_generations() {
+    let server = RedisServer::start_with(&["--maxmemory-policy", "allkeys-lru"]);
+    let url = server.url();
+    ok(rb(
+        &url,
+        &["create", "w", "--kind", "bloom", "--capacity", "1000"],
+    ));
+    ok(rb(&url, &["add", "w", "a", "b", "c"]));
+    let out = ok(rb(&url, &["status"]));
+    assert!(
+        out.stdout
+            .contains("warning: server: maxmemory-policy is allkeys-lru"),
+        "{out:?}"
+    );
+    assert!(!out.stdout.contains("bitmap is missing"), "{out:?}");
+    // Lose the bitmap, as an eviction would.
+    let mut conn = server.connection();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("rotabloom:{w}:gen:*")
+        .query(&mut conn)
+        .unwrap();
+    assert!(!keys.is_empty());
+    let _: i64 = redis::cmd("DEL").arg(&keys).query(&mut conn).unwrap();
+    let doc = json(&url, &["w"]);
+    let w = doc["filters"][0]["warnings"].as_array().unwrap();
+    assert!(
+        w.iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .contains("holds 3 items but its bitmap is missing")),
+        "{doc}"
+    );
+    let server_warnings = doc["warnings"].as_array().unwrap();
+    assert_eq!(server_warnings.len(), 2, "{doc}");
+    assert_eq!(doc["server"]["maxmemory_policy"], "allkeys-lru");
+    assert_eq!(doc["server"]["persistence"], false);
+}
+
+#[test]
+fn redis_errors_exit_3() {
+    let out = rb("redis://127.0.0.1:1/", &["status"]);
+    assert_eq!(out.code, 3, "{out:?}");
+    assert!(
+        out.error_line()
+            .starts_with("rotabloom: cannot connect to redis://127.0.0.1:1/: "),
+        "{out:?}"
+    );
+    let out = rb("http://127.0.0.1:1/", &["status"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out
+        .error_line()
+        .starts_with("rotabloom: --redis: not a Redis URL"));
+    // The key exists but is not a filter.
+    let server = RedisServer::start();
+    let _: () = redis::cmd("SET")
+        .arg("rotabloom:{str}:meta")
+        .arg("x")
+        .query(&mut server.connection())
+        .unwrap();
+    let out = rb(&server.url(), &["check", "str", "x"]);
+    assert_eq!(out.code, 3, "{out:?}");
+    out.error_line();
+}
+
+#[test]
+fn passwords_never_appear_in_any_output() {
+    const PW: &str = "s3cret-pw";
+    let mut server = RedisServer::start();
+    // The harness waits for an unauthenticated PING, so the password is set
+    // once the server is up.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("requirepass")
+        .arg(PW)
+        .query(&mut server.connection())
+        .unwrap();
+    let port = server.port();
+    let good = format!("redis://:{PW}@127.0.0.1:{port}/");
+    let wrong = format!("redis://:wrong-{PW}@127.0.0.1:{port}/");
+    let none = format!("redis://127.0.0.1:{port}/");
+    let refused = format!("redis://:{PW}@127.0.0.1:1/");
+    let dir = TempDir::new("pw");
+    let cfg_url = dir.file(
+        "url.toml",
+        &format!(
+            "[defaults]\nredis_url = \"{good}\"\n\n[filter.f]\nkind = \"bloom\"\ncapacity = 1000\n"
+        ),
+    );
+    let cfg_env = dir.file(
+        "env.toml",
+        "[defaults]\nredis_url_env = \"ROTABLOOM_PW_TEST_URL\"\n\n[filter.f]\nkind = \"bloom\"\ncapacity = 2000\n",
+    );
+    let cfg_bad = dir.file(
+        "bad.toml",
+        &format!("[defaults]\nredis_url = \"{good}\"\nbogus = 1\n"),
+    );
+    let cfg_badurl = dir.file(
+        "badurl.toml",
+        &format!("[defaults]\nredis_url = \"http://:{PW}@127.0.0.1/\"\n"),
+    );
+
+    let mut outputs = Vec::new();
+    let mut expect = |out: Out, code: i32| {
+        assert_eq!(out.code, code, "{out:?}");
+        outputs.push(out.all());
+    };
+    // Through the configuration file.
+    expect(run_cmd(command(&["--config", &cfg_url, "create"]), b""), 0);
+    expect(
+        run_cmd(command(&["--config", &cfg_url, "add", "f", "x"]), b""),
+        0,
+    );
+    expect(run_cmd(command(&["--config", &cfg_url, "status"]), b""), 0);
+    expect(
+        run_cmd(command(&["--config", &cfg_url, "status", "--json"]), b""),
+        0,
+    );
+    expect(run_cmd(command(&["--config", &cfg_bad, "status"]), b""), 2);
+    expect(
+        run_cmd(command(&["--config", &cfg_badurl, "status"]), b""),
+        2,
+    );
+    // A mismatch with Redis, with the URL from an environment variable.
+    let mut c = command(&["--config", &cfg_env, "create"]);
+    c.env("ROTABLOOM_PW_TEST_URL", &good);
+    expect(run_cmd(c, b""), 2);
+    // Through $REDIS_URL.
+    let mut c = command(&["check", "f", "x"]);
+    c.env("REDIS_URL", &good);
+    expect(run_cmd(c, b""), 0);
+    let mut c = command(&["check", "nope", "x"]);
+    c.env("REDIS_URL", &good);
+    expect(run_cmd(c, b""), 2);
+    // Through --redis, good and bad.
+    expect(rb(&good, &["filter", "f"]), 0);
+    expect(rb(&good, &["drop", "f"]), 2);
+    expect(rb(&good, &["bogus-subcommand"]), 2);
+    expect(rb(&wrong, &["status"]), 3);
+    expect(rb(&wrong, &["check", "f", "x"]), 3);
+    expect(rb(&none, &["status"]), 3);
+    expect(rb(&none, &["check", "f", "x"]), 3);
+    expect(rb(&refused, &["status"]), 3);
+    let mut c = command(&["status"]);
+    c.env("REDIS_URL", format!("ftp://:{PW}@h/"));
+    expect(run_cmd(c, b""), 2);
+
+    for out in &outputs {
+        assert!(!out.contains(PW), "password leaked: {out}");
+    }
+    let joined = outputs.join("\n");
+    assert!(joined.contains("redis://***@127.0.0.1"), "{joined}");
+    server.stop();
+}
