@@ -17,3 +17,9 @@ fi
 # `--all-targets` does not run doctests, hence the second run.
 cargo test ${locked[@]+"${locked[@]}"} --all-targets "$@"
 cargo test ${locked[@]+"${locked[@]}"} --doc "$@"
+
+# The examples assert their own claims: run each as a smoke test.
+for example in demo monthly_recrawl capacity_growth cron_rotation async_crawler; do
+    echo "==> example $example"
+    cargo run ${locked[@]+"${locked[@]}"} --quiet --example "$example" >/dev/null
+done
