@@ -48,6 +48,7 @@ impl BloomFilter {
             sizing: None,
             max_bits: DEFAULT_MAX_BITS,
             max_block_bits: DEFAULT_MAX_BLOCK_BITS,
+            backend: crate::Backend::Bitmap,
         }
     }
 
@@ -96,9 +97,16 @@ pub struct BloomBuilder {
     sizing: Option<Sizing>,
     max_bits: u64,
     max_block_bits: u64,
+    backend: crate::Backend,
 }
 
 impl BloomBuilder {
+    /// Where the generation is kept (default [`Backend::Bitmap`](crate::Backend::Bitmap)).
+    pub fn backend(mut self, backend: crate::Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+
     /// Items the filter is sized for (n). Use with [`error_rate`](Self::error_rate).
     pub fn capacity(mut self, capacity: u64) -> Self {
         let error_rate = match self.sizing {
@@ -189,8 +197,12 @@ impl BloomBuilder {
         };
         Ok(BloomSpec {
             name,
-            layout: Layout::split(params, self.max_block_bits),
-            params: stored,
+            layout: self.backend.layout(params, self.max_block_bits),
+            params: {
+                let mut stored = stored;
+                stored.push(("backend", self.backend.as_str().to_string()));
+                stored
+            },
             capacity,
         })
     }

@@ -144,7 +144,11 @@ impl FillMachine {
             let mut budget = 0u64;
             for (g, role) in crate::engine::roles(&meta)? {
                 let gen = &meta.gens[g];
-                if role == crate::engine::Role::Query && cache.get(&meta, gen.seq).is_none() {
+                // A RedisBloom generation's bits are the module's business.
+                if role == crate::engine::Role::Query
+                    && !gen.layout.scheme.is_module()
+                    && cache.get(&meta, gen.seq).is_none()
+                {
                     budget += gen.layout.bytes();
                     if cache.fits(budget) {
                         todo.push(gen.clone());

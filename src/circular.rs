@@ -156,6 +156,7 @@ impl CircularFilter {
             max_bits: DEFAULT_MAX_BITS,
             max_block_bits: DEFAULT_MAX_BLOCK_BITS,
             clock: Arc::new(ServerClock),
+            backend: crate::Backend::Bitmap,
         }
     }
 
@@ -269,6 +270,7 @@ pub struct CircularBuilder {
     max_bits: u64,
     max_block_bits: u64,
     clock: Arc<dyn Clock>,
+    backend: crate::Backend,
 }
 
 impl CircularBuilder {
@@ -315,6 +317,12 @@ impl CircularBuilder {
         self.max_block_bits = bits;
         self
     }
+    /// Where the generations are kept (default
+    /// [`Backend::Bitmap`](crate::Backend::Bitmap)).
+    pub fn backend(mut self, backend: crate::Backend) -> Self {
+        self.backend = backend;
+        self
+    }
     /// Where `now` comes from (default: the Redis server's clock).
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
@@ -346,7 +354,7 @@ impl CircularBuilder {
         };
         let (gen_capacity, gen_rate) = generation_sizing(self.mode, n, self.capacity, p)?;
         let params = BloomParams::for_capacity_within(gen_capacity, gen_rate, self.max_bits)?;
-        let layout = Layout::split(params, self.max_block_bits);
+        let layout = self.backend.layout(params, self.max_block_bits);
         let stored = vec![
             ("generations", n.to_string()),
             ("mode", self.mode.as_str().to_string()),
@@ -357,6 +365,7 @@ impl CircularBuilder {
                 schedule.map(|s| s.to_string()).unwrap_or_default(),
             ),
             ("lazy", if self.lazy { "1" } else { "0" }.to_string()),
+            ("backend", self.backend.as_str().to_string()),
             ("max_bits", self.max_bits.to_string()),
             (
                 "max_block_bits",
@@ -636,10 +645,17 @@ impl RotateMachine {
         let mut req = Request::new();
         req.script(&scripts::ROTATE, cmd);
         // Only the generation that starts taking writes now is allocated
-        // ahead: after missed runs the others fill lazily.
-        let blocks = self
-            .core
-            .blocks_of(&meta, &[(meta.next_seq, newest.layout)]);
+        // ahead: after missed runs the others fill lazily. A RedisBloom
+        // generation must exist before use, so all of them are reserved.
+        let ahead = if newest.layout.scheme.is_module() {
+            u64::from(k)
+        } else {
+            1
+        };
+        let gens: Vec<(u64, Layout, u64)> = (0..ahead)
+            .map(|i| (meta.next_seq + i, newest.layout, newest.capacity))
+            .collect();
+        let blocks = self.core.blocks_of(&meta, &gens);
         let mut pre = Box::new(PreallocMachine::new(self.core.clone(), blocks));
         match pre.step(None)? {
             Poll::Send(r) => {

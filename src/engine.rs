@@ -15,14 +15,26 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Limits of one script call: arguments and items. Bigger inputs are cut
-/// into several calls, pipelined in one round trip.
-const MAX_ARGS_PER_CALL: usize = 60_000;
-const MAX_ITEMS_PER_CALL: usize = 2_000;
+/// into several calls, pipelined in one round trip; small calls keep any one
+/// script short (a few milliseconds), so other clients are not held up.
+const MAX_ARGS_PER_CALL: usize = 16_000;
+const MAX_ITEMS_PER_CALL: usize = 500;
 /// Items per round trip, so a huge input does not build a huge request.
 const MAX_ITEMS_PER_ROUND: usize = 100_000;
 /// Consecutive reloads without progress before giving up with
 /// [`Error::Contention`].
 pub(crate) const DEFAULT_MAX_RETRIES: u32 = 32;
+
+/// How a block is allocated ahead of need: zero bytes up to its size, or
+/// (a RedisBloom generation) `BF.RESERVE`.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Alloc {
+    Bytes(u64),
+    Module { error_rate: f64, capacity: u64 },
+}
+
+/// A block to allocate: key, how, and its generation's seq.
+pub(crate) type Block = (String, Alloc, u64);
 
 /// A filter handle's shared state: its key names and its view of the
 /// metadata. Cloning is cheap; clones share the view, so one reload serves
@@ -65,11 +77,19 @@ impl Core {
     }
 
     /// Block keys and sizes of the given generations (by layout).
-    pub fn blocks_of(&self, meta: &Meta, gens: &[(u64, Layout)]) -> Vec<(String, u64, u64)> {
+    pub fn blocks_of(&self, meta: &Meta, gens: &[(u64, Layout, u64)]) -> Vec<Block> {
         gens.iter()
-            .flat_map(|(seq, layout)| {
-                let bytes = layout.block_bits().div_ceil(8);
-                (0..layout.blocks).map(move |b| (self.keys.block(&meta.uid, *seq, b), bytes, *seq))
+            .flat_map(|(seq, layout, capacity)| {
+                let alloc = if layout.scheme.is_module() {
+                    Alloc::Module {
+                        error_rate: layout.error_rate_at(*capacity),
+                        capacity: *capacity,
+                    }
+                } else {
+                    Alloc::Bytes(layout.block_bits().div_ceil(8))
+                };
+                (0..layout.blocks)
+                    .map(move |b| (self.keys.block(&meta.uid, *seq, b), alloc.clone(), *seq))
             })
             .collect()
     }
@@ -286,11 +306,15 @@ impl Growth {
 
 /// The generation that will be added next, if the kind adds any: its keys
 /// may exist ahead of need.
-pub(crate) fn pending_generation(meta: &Meta) -> Option<(u64, Layout)> {
+pub(crate) fn pending_generation(meta: &Meta) -> Option<(u64, Layout, u64)> {
     match growth(meta) {
-        Ok(Growth::Next { seq, layout, .. }) => Some((seq, layout)),
+        Ok(Growth::Next {
+            seq,
+            layout,
+            capacity,
+        }) => Some((seq, layout, capacity)),
         _ => match meta.kind {
-            Kind::Circular => Some((meta.next_seq, meta.newest().layout)),
+            Kind::Circular => Some((meta.next_seq, meta.newest().layout, meta.newest().capacity)),
             _ => None,
         },
     }
@@ -768,7 +792,7 @@ impl DataMachine {
     /// Blocks of the next generation to allocate now, when the newest one
     /// has passed `PREALLOC_AT` of its capacity and this process has not
     /// done so yet.
-    fn prealloc_plan(&self) -> Vec<(String, u64, u64)> {
+    fn prealloc_plan(&self) -> Vec<Block> {
         let Some(fill) = self.fill else {
             return Vec::new();
         };
@@ -777,8 +801,8 @@ impl DataMachine {
             return Vec::new();
         }
         match pending_generation(&meta) {
-            Some((seq, layout)) if self.core.claim_prealloc(seq) => {
-                self.core.blocks_of(&meta, &[(seq, layout)])
+            Some((seq, layout, capacity)) if self.core.claim_prealloc(seq) => {
+                self.core.blocks_of(&meta, &[(seq, layout, capacity)])
             }
             _ => Vec::new(),
         }
@@ -807,7 +831,10 @@ impl DataMachine {
         let growth_arg = growth.arg();
         let per_item: usize = roles
             .iter()
-            .map(|(g, _)| 1 + meta.gens[*g].layout.hashes as usize)
+            .map(|(g, _)| match meta.gens[*g].layout.scheme.is_module() {
+                true => 1,
+                false => 1 + meta.gens[*g].layout.hashes as usize,
+            })
             .sum();
         let per_call = (MAX_ARGS_PER_CALL / per_item.max(1)).clamp(1, MAX_ITEMS_PER_CALL);
 
@@ -844,6 +871,17 @@ impl DataMachine {
                 .arg(roles.len());
             for (g, role) in &roles {
                 let gen = &meta.gens[*g];
+                if gen.layout.scheme.is_module() {
+                    // A RedisBloom generation takes the items themselves.
+                    cmd.arg(role.code().to_uppercase())
+                        .arg(gen.seq)
+                        .arg(0)
+                        .arg(1);
+                    for &i in chunk {
+                        cmd.arg(self.items.get(i).map(Vec::as_slice).unwrap_or_default());
+                    }
+                    continue;
+                }
                 cmd.arg(role.code())
                     .arg(gen.seq)
                     .arg(gen.layout.hashes)
@@ -911,6 +949,11 @@ impl DataMachine {
     }
 
     fn fail(&mut self, e: Error) -> Result<Poll<DataOutput>> {
+        if is_module_missing(&e) {
+            return Err(Error::ModuleMissing {
+                name: self.core.name().to_string(),
+            });
+        }
         if is_wrongtype(&e) {
             let meta = self.core.view();
             let mut keys = vec![(self.core.keys.meta().to_string(), "hash")];
@@ -929,7 +972,7 @@ impl DataMachine {
 }
 
 /// Per-item answers, and blocks to allocate ahead of need.
-pub(crate) type DataOutput = (Vec<bool>, Vec<(String, u64, u64)>);
+pub(crate) type DataOutput = (Vec<bool>, Vec<Block>);
 
 impl Machine for DataMachine {
     type Output = DataOutput;
@@ -1300,8 +1343,22 @@ impl GuardedMachine {
         let mut cmd = self.script.invoke(&keys);
         cmd.arg(&meta.uid).arg(meta.epoch);
         if std::ptr::eq(self.script, &scripts::CLEAR) {
+            cmd.arg(meta.gens.len());
             for g in &meta.gens {
                 cmd.arg(g.seq);
+            }
+            for g in &meta.gens {
+                for _ in 0..g.layout.blocks {
+                    if g.layout.scheme.is_module() {
+                        cmd.arg(format!(
+                            "{}|{}",
+                            crate::metadata::fmt_f64(g.layout.error_rate_at(g.capacity)),
+                            g.capacity
+                        ));
+                    } else {
+                        cmd.arg("");
+                    }
+                }
             }
         }
         let mut req = Request::new();
@@ -1351,9 +1408,13 @@ impl Machine for GuardedMachine {
 // ---------------------------------------------------------------------------
 // Opening handles, shared by every kind
 
-fn initial_blocks(core: &Core) -> Vec<(String, u64, u64)> {
+fn initial_blocks(core: &Core) -> Vec<Block> {
     let meta = core.view();
-    let gens: Vec<(u64, Layout)> = meta.gens.iter().map(|g| (g.seq, g.layout)).collect();
+    let gens: Vec<(u64, Layout, u64)> = meta
+        .gens
+        .iter()
+        .map(|g| (g.seq, g.layout, g.capacity))
+        .collect();
     core.blocks_of(&meta, &gens)
 }
 
@@ -1366,6 +1427,7 @@ pub(crate) fn open<C: redis::ConnectionLike + ?Sized>(
     let keys = Keys::new(crate::FilterName::new(name)?);
     let meta = crate::exec::run(conn, LoadMachine::new(keys.clone()))?;
     meta.check_kind(kind)?;
+    crate::exec::run(conn, ModuleMachine::probe(&keys, &meta))?;
     Ok(Core::new(keys, meta, Vec::new()))
 }
 
@@ -1378,6 +1440,7 @@ pub(crate) async fn open_async<C: redis::aio::ConnectionLike + Send>(
     let keys = Keys::new(crate::FilterName::new(name)?);
     let meta = crate::exec::run_async(conn, LoadMachine::new(keys.clone())).await?;
     meta.check_kind(kind)?;
+    crate::exec::run_async(conn, ModuleMachine::probe(&keys, &meta)).await?;
     Ok(Core::new(keys, meta, Vec::new()))
 }
 
@@ -1389,7 +1452,14 @@ pub(crate) fn create<C: redis::ConnectionLike + ?Sized>(
     bp: Blueprint,
 ) -> Result<(Core, Opened)> {
     let expect = bp.params.clone();
+    let reserve = ModuleMachine::reserve(&keys, &bp);
+    crate::exec::run(conn, reserve.clone())?;
     let (meta, how) = crate::exec::run(conn, CreateMachine::new(keys.clone(), bp))?;
+    if how == Opened::Existing {
+        // Someone else created it: the generations reserved for this
+        // attempt's instance id are not part of it.
+        crate::exec::run(conn, reserve.undo())?;
+    }
     let core = Core::new(keys, meta, expect);
     if how == Opened::Created {
         // Best effort, like every allocation ahead of need.
@@ -1408,7 +1478,12 @@ pub(crate) async fn create_async<C: redis::aio::ConnectionLike + Send>(
     bp: Blueprint,
 ) -> Result<(Core, Opened)> {
     let expect = bp.params.clone();
+    let reserve = ModuleMachine::reserve(&keys, &bp);
+    crate::exec::run_async(conn, reserve.clone()).await?;
     let (meta, how) = crate::exec::run_async(conn, CreateMachine::new(keys.clone(), bp)).await?;
+    if how == Opened::Existing {
+        crate::exec::run_async(conn, reserve.undo()).await?;
+    }
     let core = Core::new(keys, meta, expect);
     if how == Opened::Created {
         let _ = crate::exec::run_async(
@@ -1421,6 +1496,122 @@ pub(crate) async fn create_async<C: redis::aio::ConnectionLike + Send>(
 }
 
 // ---------------------------------------------------------------------------
+// RedisBloom generations: reserving them, and checking the module is there
+
+/// Whether an error says the server does not know the BF.* commands.
+pub(crate) fn is_module_missing(e: &Error) -> bool {
+    matches!(e, Error::Redis(r) if {
+        let t = r.inner().to_string().to_ascii_lowercase();
+        t.contains("unknown command") && t.contains("bf.")
+    })
+}
+
+/// Reserves the RedisBloom generations of a blueprint before its filter is
+/// created (a module generation must exist before any write, or BF.INSERT
+/// NOCREATE refuses it), or probes that the module is loaded. Sends nothing
+/// for a bitmap filter.
+#[derive(Clone)]
+pub(crate) struct ModuleMachine {
+    name: String,
+    cmds: Vec<redis::Cmd>,
+    keys: Vec<String>,
+    sent: bool,
+}
+
+impl ModuleMachine {
+    pub fn reserve(keys: &Keys, bp: &Blueprint) -> ModuleMachine {
+        let mut cmds = Vec::new();
+        let mut reserved = Vec::new();
+        for (seq, (layout, capacity)) in bp.gens.iter().enumerate() {
+            if layout.scheme.is_module() {
+                let key = keys.block(&bp.uid, seq as u64, 0);
+                let mut cmd = redis::cmd("BF.RESERVE");
+                cmd.arg(&key)
+                    .arg(crate::metadata::fmt_f64(layout.error_rate_at(*capacity)))
+                    .arg(*capacity)
+                    .arg("NONSCALING");
+                cmds.push(cmd);
+                reserved.push(key);
+            }
+        }
+        ModuleMachine {
+            name: keys.name().to_string(),
+            cmds,
+            keys: reserved,
+            sent: false,
+        }
+    }
+
+    pub fn probe(keys: &Keys, meta: &Meta) -> ModuleMachine {
+        let cmds = meta
+            .gens
+            .iter()
+            .find(|g| g.layout.scheme.is_module())
+            .map(|g| {
+                let mut cmd = redis::cmd("BF.EXISTS");
+                cmd.arg(keys.block(&meta.uid, g.seq, 0)).arg("");
+                vec![cmd]
+            })
+            .unwrap_or_default();
+        ModuleMachine {
+            name: keys.name().to_string(),
+            cmds,
+            keys: Vec::new(),
+            sent: false,
+        }
+    }
+
+    /// Deletes what `reserve` reserved.
+    pub fn undo(&self) -> ModuleMachine {
+        let cmds = if self.keys.is_empty() {
+            Vec::new()
+        } else {
+            let mut cmd = redis::cmd("UNLINK");
+            for k in &self.keys {
+                cmd.arg(k);
+            }
+            vec![cmd]
+        };
+        ModuleMachine {
+            name: self.name.clone(),
+            cmds,
+            keys: Vec::new(),
+            sent: false,
+        }
+    }
+}
+
+impl Machine for ModuleMachine {
+    type Output = ();
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<()>> {
+        if !self.sent {
+            self.sent = true;
+            if self.cmds.is_empty() {
+                return Ok(Poll::Ready(()));
+            }
+            let mut req = Request::new();
+            for c in self.cmds.drain(..) {
+                req.push(c, None);
+            }
+            return Ok(Poll::Send(req));
+        }
+        for r in replies.unwrap_or_default() {
+            if let Err(e) = r {
+                let e: Error = e.into();
+                if is_module_missing(&e) {
+                    return Err(Error::ModuleMissing {
+                        name: self.name.clone(),
+                    });
+                }
+                return Err(e);
+            }
+        }
+        Ok(Poll::Ready(()))
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Allocating generations ahead of need
 
 /// Grows blocks to their full size, one call per round trip, so Redis never
@@ -1429,11 +1620,11 @@ pub(crate) async fn create_async<C: redis::aio::ConnectionLike + Send>(
 /// exists is skipped.
 pub(crate) struct PreallocMachine {
     core: Core,
-    blocks: std::vec::IntoIter<(String, u64, u64)>,
+    blocks: std::vec::IntoIter<Block>,
 }
 
 impl PreallocMachine {
-    pub fn new(core: Core, blocks: Vec<(String, u64, u64)>) -> PreallocMachine {
+    pub fn new(core: Core, blocks: Vec<Block>) -> PreallocMachine {
         PreallocMachine {
             core,
             blocks: blocks.into_iter(),
@@ -1449,12 +1640,22 @@ impl Machine for PreallocMachine {
             // The filter moved on (dropped, re-created, or rotated past).
             return Ok(Poll::Ready(()));
         }
-        let Some((key, bytes, seq)) = self.blocks.next() else {
+        let Some((key, alloc, seq)) = self.blocks.next() else {
             return Ok(Poll::Ready(()));
         };
         let meta = self.core.view();
         let mut cmd = scripts::PREALLOC.invoke(&[self.core.keys.meta(), key.as_str()]);
-        cmd.arg(&meta.uid).arg(seq).arg(bytes);
+        cmd.arg(&meta.uid).arg(seq);
+        match alloc {
+            Alloc::Bytes(bytes) => cmd.arg(bytes),
+            Alloc::Module {
+                error_rate,
+                capacity,
+            } => cmd
+                .arg("bf")
+                .arg(crate::metadata::fmt_f64(error_rate))
+                .arg(capacity),
+        };
         let mut req = Request::new();
         req.script(&scripts::PREALLOC, cmd);
         Ok(Poll::Send(req))

@@ -137,6 +137,14 @@ pub enum Error {
         limit: String,
     },
 
+    /// The filter keeps its generations in RedisBloom keys, but the server
+    /// has no RedisBloom (or compatible bloom) module.
+    #[error("filter {name:?} uses the RedisBloom backend, but the server has no bloom module (BF.* commands): load redisbloom.so, or use the bitmap backend")]
+    ModuleMissing {
+        /// The filter's name.
+        name: String,
+    },
+
     /// An error from Redis or the connection to it.
     #[error("redis: {0}")]
     Redis(#[source] RedisError),

@@ -21,6 +21,11 @@ pub enum Scheme {
     /// 5, 7, 11, 13, 31, 37, 61, blocks of 2^31 bits chosen by the first two
     /// hex digits modulo the block count. Read-only.
     Seed000,
+    /// A non-scaling RedisBloom filter (`BF.RESERVE ... NONSCALING`) in one
+    /// key, which hashes the items itself; needs the RedisBloom module (or
+    /// Valkey's bloom module). `bits`/`hashes` record rotabloom's sizing of
+    /// the same capacity and rate, for estimates.
+    RedisBloom,
 }
 
 /// Seed 000's seeds.
@@ -33,6 +38,7 @@ impl Scheme {
             Scheme::Md5Edh => "md5-edh",
             Scheme::ScrapyRedisBloomfilter => "scrapy-redis-bloomfilter",
             Scheme::Seed000 => "seed000",
+            Scheme::RedisBloom => "redisbloom",
         }
     }
 
@@ -41,18 +47,76 @@ impl Scheme {
             "md5-edh" => Some(Scheme::Md5Edh),
             "scrapy-redis-bloomfilter" => Some(Scheme::ScrapyRedisBloomfilter),
             "seed000" => Some(Scheme::Seed000),
+            "redisbloom" => Some(Scheme::RedisBloom),
             _ => None,
         }
     }
 
     /// Whether positions need the item's own bytes, not just its MD5.
     pub(crate) fn needs_item(self) -> bool {
-        self == Scheme::ScrapyRedisBloomfilter
+        matches!(self, Scheme::ScrapyRedisBloomfilter | Scheme::RedisBloom)
     }
 
     /// Whether rotabloom may write with this scheme (legacy ones are frozen).
     pub fn writable(self) -> bool {
-        self == Scheme::Md5Edh
+        matches!(self, Scheme::Md5Edh | Scheme::RedisBloom)
+    }
+
+    /// Whether the generation is a RedisBloom key rather than a bitmap.
+    pub fn is_module(self) -> bool {
+        self == Scheme::RedisBloom
+    }
+}
+
+/// Where a filter keeps its generations, chosen at creation and recorded
+/// in the metadata (`backend`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// Redis strings used as bitmaps (format version 1); needs nothing but
+    /// Redis.
+    #[default]
+    Bitmap,
+    /// One non-scaling RedisBloom key per generation (`BF.RESERVE ...
+    /// NONSCALING`, `BF.INSERT`, `BF.MEXISTS`); needs the RedisBloom module
+    /// or Valkey's bloom module. rotabloom still does the rotation, both
+    /// circular modes and the metadata.
+    RedisBloom,
+}
+
+impl Backend {
+    /// The name stored in the metadata.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Bitmap => "bitmap",
+            Backend::RedisBloom => "redisbloom",
+        }
+    }
+
+    /// The layout of a generation of `params` on this backend.
+    pub(crate) fn layout(self, params: crate::params::BloomParams, max_block_bits: u64) -> Layout {
+        match self {
+            Backend::Bitmap => Layout::split(params, max_block_bits),
+            Backend::RedisBloom => Layout {
+                bits: params.bits(),
+                hashes: params.hashes(),
+                blocks: 1,
+                scheme: Scheme::RedisBloom,
+            },
+        }
+    }
+}
+
+impl std::str::FromStr for Backend {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> crate::Result<Backend> {
+        match s {
+            "bitmap" => Ok(Backend::Bitmap),
+            "redisbloom" | "bf" => Ok(Backend::RedisBloom),
+            _ => Err(crate::Error::InvalidParameter {
+                name: "backend",
+                reason: format!("{s:?} is not bitmap or redisbloom"),
+            }),
+        }
     }
 }
 
@@ -138,7 +202,15 @@ impl Layout {
                     .collect();
                 (block, ItemPositions::List(list.into_iter()))
             }
+            // The module places the item itself.
+            Scheme::RedisBloom => (0, ItemPositions::List(Vec::new().into_iter())),
         }
+    }
+
+    /// The false-positive rate the generation was sized for at `capacity`
+    /// (what `BF.RESERVE` is given for a module generation).
+    pub fn error_rate_at(&self, capacity: u64) -> f64 {
+        crate::params::false_positive_rate(self.bits, self.hashes, capacity)
     }
 
     /// Bytes of memory when every block is full-sized.

@@ -85,6 +85,41 @@ impl InfoMachine {
     }
 }
 
+/// (Size in bytes, number of items inserted) from a BF.INFO reply.
+fn bf_info(v: &Value) -> (u64, u64) {
+    let pairs: Vec<(String, u64)> = match v {
+        Value::Array(a) => a
+            .chunks(2)
+            .filter_map(|p| match p {
+                [Value::SimpleString(k), Value::Int(n)] => Some((k.clone(), *n as u64)),
+                [Value::BulkString(k), Value::Int(n)] => {
+                    Some((String::from_utf8_lossy(k).into_owned(), *n as u64))
+                }
+                _ => None,
+            })
+            .collect(),
+        Value::Map(m) => m
+            .iter()
+            .filter_map(|(k, n)| match (k, n) {
+                (Value::SimpleString(k), Value::Int(n)) => Some((k.clone(), *n as u64)),
+                (Value::BulkString(k), Value::Int(n)) => {
+                    Some((String::from_utf8_lossy(k).into_owned(), *n as u64))
+                }
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let get = |name: &str| {
+        pairs
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, n)| *n)
+            .unwrap_or(0)
+    };
+    (get("Size"), get("Number of items inserted"))
+}
+
 fn int(r: redis::RedisResult<Value>) -> Result<u64> {
     match r? {
         Value::Int(i) => Ok(u64::try_from(i).unwrap_or(0)),
@@ -107,9 +142,16 @@ impl Machine for InfoMachine {
                 let meta = decode_meta(self.core.name(), take_one(replies)?)?;
                 self.core.accept(meta.clone())?;
                 let mut req = Request::new();
-                for key in self.core.all_block_keys(&meta) {
-                    req.push(redis::cmd("BITCOUNT").arg(&key).clone(), None);
-                    req.push(redis::cmd("STRLEN").arg(&key).clone(), None);
+                for g in &meta.gens {
+                    for b in 0..g.layout.blocks {
+                        let key = self.core.keys.block(&meta.uid, g.seq, b);
+                        if g.layout.scheme.is_module() {
+                            req.push(redis::cmd("BF.INFO").arg(&key).clone(), None);
+                        } else {
+                            req.push(redis::cmd("BITCOUNT").arg(&key).clone(), None);
+                            req.push(redis::cmd("STRLEN").arg(&key).clone(), None);
+                        }
+                    }
                 }
                 self.state = State::Bits(meta);
                 Ok(Poll::Send(req))
@@ -122,7 +164,18 @@ impl Machine for InfoMachine {
                 for (i, g) in meta.gens.iter().enumerate() {
                     let mut set_bits = 0;
                     let mut memory_bytes = 0;
-                    for _ in 0..g.layout.blocks {
+                    if g.layout.scheme.is_module() {
+                        let v = replies
+                            .next()
+                            .ok_or_else(|| Error::UnexpectedReply("BF.INFO missing".into()))??;
+                        let (size, items) = bf_info(&v);
+                        memory_bytes = size;
+                        // No bitmap to count: estimate the bits set from the items.
+                        let m = g.layout.bits as f64;
+                        let k = f64::from(g.layout.hashes);
+                        set_bits = (m * (1.0 - (-k * items as f64 / m).exp())) as u64;
+                    }
+                    for _ in 0..g.layout.blocks * u32::from(!g.layout.scheme.is_module()) {
                         let b = replies
                             .next()
                             .ok_or_else(|| Error::UnexpectedReply("BITCOUNT missing".into()))?;

