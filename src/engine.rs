@@ -396,6 +396,9 @@ pub(crate) struct DataMachine {
     tx_ok: bool,
 }
 
+/// Batches smaller than this take the scripted path.
+const FAST_MIN_ITEMS: usize = 16;
+
 /// Fill ratio of the newest generation at which the next one is allocated.
 const PREALLOC_AT: f64 = 0.5;
 
@@ -440,7 +443,9 @@ impl DataMachine {
     /// writes of filters without a capacity limit whose check-and-insert
     /// needs no second write after the decision.
     fn fast(&self, meta: &Meta) -> Result<bool> {
-        if !self.tx_ok {
+        // A handful of items: one script call is one round trip, where the
+        // transaction needs two (its counts follow it).
+        if !self.tx_ok || self.pending.len() < FAST_MIN_ITEMS {
             return Ok(false);
         }
         Ok(match (self.op, meta.kind) {

@@ -658,8 +658,16 @@ impl Machine for ConvertMachine {
                 let meta =
                     engine::decode_meta(self.keys.name().as_str(), engine::take_one(replies)?)?;
                 if meta.kind == Kind::Expanding {
-                    // Already converted (by this or another process).
-                    meta.check_params(&self.params)?;
+                    // Already converted (by this or another process): the
+                    // parameters this builder controls must agree.
+                    let b = &self.builder;
+                    meta.check_params(&[
+                        ("growth", fmt_f64(b.growth)),
+                        ("tightening", fmt_f64(b.tightening)),
+                        ("max_generations", b.max_generations.to_string()),
+                        ("max_bytes", b.max_bytes.to_string()),
+                        ("max_bits", b.max_bits.to_string()),
+                    ])?;
                     return Ok(Poll::Ready(meta));
                 }
                 meta.check_kind(Kind::Bloom)?;

@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! rotabloom:{NAME}:meta                     metadata hash
-//! rotabloom:{NAME}:fence                    string "UID:EPOCH", changed by every structural change
+//! rotabloom:{NAME}:fence                    string "UID:EPOCH:CLEARED", changed by every structural change and clear
 //! rotabloom:{NAME}:gen:UID-SEQ:BLOCK        bitmap of one block of one generation
 //! ```
 
@@ -116,9 +116,9 @@ impl Keys {
         &self.meta
     }
 
-    /// The fence: a string `UID:EPOCH` that every structural change
-    /// (create, expand, rotate, convert, drop) rewrites, so a transaction
-    /// that `WATCH`es it is aborted by any of them.
+    /// The fence: a string `UID:EPOCH:CLEARED` that every structural change
+    /// (create, expand, rotate, convert, drop) and every clear rewrites, so
+    /// a transaction that `WATCH`es it is aborted by any of them.
     pub fn fence(&self) -> String {
         format!("{KEY_PREFIX}:{{{}}}:fence", self.name)
     }

@@ -108,6 +108,9 @@ impl Schedule {
             }
             _ => {}
         }
+        // The text form keeps whole seconds; so does the schedule, or a
+        // stored schedule would not be the one created.
+        let origin = origin.with_nanosecond(0).unwrap_or(origin);
         Ok(Schedule {
             every,
             offset,
@@ -147,7 +150,18 @@ impl Schedule {
         };
         let epoch_day = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
         match self.every {
-            Every::Interval(d) => self.origin + d * clamp_i32(k),
+            Every::Interval(d) => {
+                // In seconds and i64: a 1 s interval from 1970 passes 2^31
+                // periods in 2038.
+                let secs = d.num_seconds().saturating_mul(k);
+                Duration::try_seconds(secs)
+                    .and_then(|off| self.origin.checked_add_signed(off))
+                    .unwrap_or(if k < 0 {
+                        DateTime::<Utc>::MIN_UTC
+                    } else {
+                        DateTime::<Utc>::MAX_UTC
+                    })
+            }
             Every::Hourly { minute } => {
                 let base = local_midnight(epoch_day, NaiveTime::MIN);
                 base + Duration::hours(k) + Duration::minutes(i64::from(minute))
@@ -193,10 +207,6 @@ impl Schedule {
             }
         }
     }
-}
-
-fn clamp_i32(k: i64) -> i32 {
-    k.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
 }
 
 fn last_day(y: i32, m: u32) -> u32 {
@@ -485,6 +495,13 @@ mod tests {
         assert_eq!(s.next_at(utc(2026, 1, 1, 0, 0)), utc(2026, 1, 1, 1, 0));
         assert_eq!(s.next_at(utc(2026, 1, 1, 1, 0)), utc(2026, 1, 1, 7, 0));
         assert_eq!(s.period(utc(2026, 1, 1, 0, 59)), -1);
+        // Past 2^31 periods (a 1 s interval from 1970 in 2038).
+        let s: Schedule = "1s".parse().unwrap();
+        check_consistent(&s, utc(2040, 6, 1, 12, 0));
+        assert!(s.period(utc(2040, 6, 1, 12, 0)) > i64::from(i32::MAX));
+        // Fractions of a second in an origin are dropped, as in the text form.
+        let s: Schedule = "1h from 2026-01-01T00:00:00.75Z".parse().unwrap();
+        assert_eq!(s.to_string().parse::<Schedule>().unwrap(), s);
         for s in ["weekly:fri@23:59", "hourly:59", "7d", "30d", "45s"] {
             let s: Schedule = s.parse().unwrap();
             for d in 0..300 {

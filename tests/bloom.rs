@@ -430,3 +430,36 @@ fn multi_block_generations_work_end_to_end() {
         info.memory_bytes <= info.generations[0].bits / 8 + u64::from(info.generations[0].blocks)
     );
 }
+
+#[test]
+fn a_filter_without_a_fence_gets_one_and_keeps_working() {
+    // Filters written before the fence existed (or whose fence was lost)
+    // must not be locked out of the transaction path.
+    let server = RedisServer::start();
+    let mut conn = server.connection();
+    let f = filter(&mut conn, "nofence", 10_000, 0.01);
+    let _: () = redis::cmd("DEL")
+        .arg("rotabloom:{nofence}:fence")
+        .query(&mut conn)
+        .unwrap();
+    let items: Vec<String> = (0..200).map(|i| format!("n{i}")).collect();
+    assert!(f
+        .check_and_insert_many(&mut conn, &items)
+        .unwrap()
+        .iter()
+        .all(|&b| b));
+    assert!(f
+        .contains_many(&mut conn, &items)
+        .unwrap()
+        .iter()
+        .all(|&b| b));
+    let fence: String = redis::cmd("GET")
+        .arg("rotabloom:{nofence}:fence")
+        .query(&mut conn)
+        .unwrap();
+    assert!(fence.ends_with(":0:0"), "{fence}");
+    // A dropped filter's fence is not resurrected by a stale handle.
+    f.drop(&mut conn).unwrap();
+    assert!(f.insert_many(&mut conn, &items).is_err());
+    assert!(suite::keys_of(&mut conn, "nofence").is_empty());
+}

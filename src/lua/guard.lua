@@ -2,8 +2,9 @@
 -- (WATCH fence; EVAL guard; MULTI; writes...; EXEC). If the caller's view
 -- is current and no lazy rotation is due it changes nothing and the
 -- transaction runs; otherwise it rewrites the fence unchanged, which aborts
--- the transaction (WATCH sees any write), and says why. It never creates a
--- key: a missing fence is written and deleted again.
+-- the transaction (WATCH sees any write), and says why. It creates no key
+-- but the fence of a filter that exists: a missing fence is written and
+-- deleted again, or, when the metadata matches the caller's view, created.
 -- KEYS[1]: fence; KEYS[2]: metadata hash. ARGV: 'UID:EPOCH:CLEARED', now in
 -- ms or ''.
 -- Returns 'OK', 'STALE' or 'DUE'.
@@ -26,8 +27,15 @@ if verdict ~= 'OK' then
   if f then
     redis.call('SET', KEYS[1], f)
   else
-    redis.call('SET', KEYS[1], '')
-    redis.call('DEL', KEYS[1])
+    local m = redis.call('HMGET', KEYS[2], 'uid', 'epoch', 'cleared')
+    if m[1] and ARGV[1] == m[1] .. ':' .. m[2] .. ':' .. (m[3] or '0') then
+      -- A filter written before the fence existed: give it one (this
+      -- write still aborts this transaction; the retry passes).
+      redis.call('SET', KEYS[1], ARGV[1])
+    else
+      redis.call('SET', KEYS[1], '')
+      redis.call('DEL', KEYS[1])
+    end
   end
 end
 return verdict
