@@ -18,9 +18,12 @@
 //!   `contains` of the same items, then (after another reset)
 //!   `check_and_insert` of them. Connections are opened and the scripts
 //!   loaded (a warm-up `contains` of other items) before the clock starts.
-//! * Runs are interleaved (run 1 of everything, then run 2, ...) so slow
-//!   drift of the machine spreads over all rows; each row reports the median
-//!   of the runs and their min/max.
+//! * Runs are interleaved (run 1 of everything, then run 2, ...), and rows
+//!   that are compared (same batch size, API and batches in flight) are
+//!   measured back to back, so drift of the machine hits them alike; each
+//!   row reports the median of the runs and their min/max.
+//! * Each operation is capped in time (`--op-seconds`): batches are handed
+//!   out in order until the items run out or the cap passes.
 //! * "x2" rows keep two batches in flight: two blocking connections on two
 //!   threads (sync), or two tasks sharing one multiplexed connection (async),
 //!   each taking every other batch.
@@ -66,7 +69,7 @@ other arguments are ignored then. `cargo bench` passes --bench itself.
   --seed-items N          items per run of the seeds' package
   --op-seconds S          time cap of one timed operation: a run stops taking
                           new batches after S seconds and counts what it did
-                          (default 10; 0.08 with --quick)
+                          (default 10; 0.06 with --quick)
   --only a,b,...          only these targets (names as in the table)
   --no-x2                 skip the two-batches-in-flight rows
 
@@ -125,7 +128,7 @@ fn parse_args() -> Result<Cfg, String> {
         runs: 3,
         latency_calls: if quick { 3_000 } else { 10_000 },
         seed_items: if quick { 500 } else { 20_000 },
-        op_seconds: if quick { 0.08 } else { 10.0 },
+        op_seconds: if quick { 0.06 } else { 10.0 },
         capacity: 10_000_000,
         p: 0.001,
         // n0, then 2 n0, 4 n0, 8 n0 filled: four expansions either way.
@@ -561,13 +564,52 @@ struct Timed {
     done: usize,
     /// Positive answers among them.
     positives: usize,
+    /// Server CPU seconds (INFO cpu, user + sys) per elapsed second: near 1
+    /// means the single-threaded server was the bottleneck.
+    server_busy: f64,
+    /// Client CPU seconds (the threads doing the work) per elapsed second.
+    client_busy: f64,
+}
+
+/// CPU time of the calling thread so far, in seconds (Linux
+/// `/proc/thread-self/schedstat`, nanoseconds); 0 where unavailable.
+fn thread_cpu() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0.0, |ns| ns as f64 / 1e9)
+}
+
+/// The server's CPU seconds so far (user + sys, all its threads).
+fn server_cpu(conn: &mut Connection) -> R<f64> {
+    let info: String = redis::cmd("INFO").arg("cpu").query(conn).map_err(e)?;
+    let f = |k: &str| info_field(&info, k).parse::<f64>().unwrap_or(0.0);
+    Ok(f("used_cpu_user") + f("used_cpu_sys"))
 }
 
 /// Times `op` over `items` in batches, with `inflight` batches in flight,
 /// stopping early after `ctx.cfg.op_seconds`. Connections are made and
 /// warmed up (a `contains` of other items) before the clock starts.
-#[allow(clippy::too_many_arguments)]
 fn timed(
+    ctx: &Ctx,
+    h: &Handle,
+    api: Api,
+    op: Op,
+    items: &[String],
+    batch: usize,
+    inflight: usize,
+) -> R<Timed> {
+    let mut probe = ctx.client1.get_connection().map_err(e)?;
+    let cpu0 = server_cpu(&mut probe)?;
+    let mut t = timed_inner(ctx, h, api, op, items, batch, inflight)?;
+    let cpu1 = server_cpu(&mut probe)?;
+    // The warm-up and the two INFO calls fall outside `secs` but inside
+    // the CPU delta; they are tiny next to the timed work.
+    t.server_busy = (cpu1 - cpu0) / t.secs.max(1e-9);
+    Ok(t)
+}
+
+fn timed_inner(
     ctx: &Ctx,
     h: &Handle,
     api: Api,
@@ -591,26 +633,28 @@ fn timed(
                     .iter_mut()
                     .map(|c| {
                         let (barrier, work) = (&barrier, &work);
-                        s.spawn(move || -> R<(usize, usize)> {
+                        s.spawn(move || -> R<(usize, usize, f64)> {
                             barrier.wait();
+                            let cpu0 = thread_cpu();
                             let (mut done, mut pos) = (0, 0);
                             while let Some(chunk) = work.take() {
                                 pos += h.sync(c, op, chunk)?;
                                 done += chunk.len();
                             }
-                            Ok((done, pos))
+                            Ok((done, pos, thread_cpu() - cpu0))
                         })
                     })
                     .collect();
                 barrier.wait();
                 let t0 = Instant::now();
-                let (mut done, mut positives) = (0, 0);
+                let (mut done, mut positives, mut cpu) = (0, 0, 0.0);
                 let mut first_err = None;
                 for w in workers {
                     match w.join() {
-                        Ok(Ok((d, p))) => {
+                        Ok(Ok((d, p, c))) => {
                             done += d;
                             positives += p;
+                            cpu += c;
                         }
                         Ok(Err(er)) => {
                             first_err.get_or_insert(er);
@@ -627,6 +671,8 @@ fn timed(
                         secs,
                         done,
                         positives,
+                        server_busy: 0.0,
+                        client_busy: cpu / secs.max(1e-9),
                     }),
                 }
             })
@@ -650,6 +696,7 @@ fn timed(
                     Ok((done, pos))
                 }
                 let work = Work::new(items, batch, cap);
+                let cpu0 = thread_cpu();
                 let t0 = Instant::now();
                 let (done, positives) = if inflight == 1 {
                     worker(h, conn, op, &work).await?
@@ -661,10 +708,13 @@ fn timed(
                     let (a, b) = (a?, b?);
                     (a.0 + b.0, a.1 + b.1)
                 };
+                let secs = t0.elapsed().as_secs_f64();
                 Ok(Timed {
-                    secs: t0.elapsed().as_secs_f64(),
+                    secs,
                     done,
                     positives,
+                    server_busy: 0.0,
+                    client_busy: (thread_cpu() - cpu0) / secs.max(1e-9),
                 })
             })
         }
@@ -683,6 +733,10 @@ struct Row {
     items: usize,
     /// Items processed, per run.
     done: Vec<usize>,
+    /// Server CPU share, per run.
+    busy: Vec<f64>,
+    /// Client CPU share, per run.
+    cbusy: Vec<f64>,
     rates: Vec<f64>,
     positives: Vec<usize>,
     error: Option<String>,
@@ -780,8 +834,16 @@ fn throughput(ctx: &mut Ctx, targets: &[Target]) -> Vec<Row> {
     let runs = ctx.cfg.runs;
     for run in 0..runs {
         let start = Instant::now();
-        for (ti, t) in targets.iter().enumerate() {
-            for (gi, g) in gs.iter().enumerate() {
+        // Rows that are compared (same group, different targets) are
+        // measured back to back, so a change in the machine's load hits them
+        // alike; odd runs go through the targets in reverse order.
+        let mut order: Vec<usize> = (0..targets.len()).collect();
+        if run % 2 == 1 {
+            order.reverse();
+        }
+        for (gi, g) in gs.iter().enumerate() {
+            for &ti in &order {
+                let t = &targets[ti];
                 let n = if g.batch == 1 {
                     ctx.cfg.items_single
                 } else {
@@ -797,6 +859,8 @@ fn throughput(ctx: &mut Ctx, targets: &[Target]) -> Vec<Row> {
                         inflight: g.inflight,
                         items: n,
                         done: Vec::new(),
+                        busy: Vec::new(),
+                        cbusy: Vec::new(),
                         rates: Vec::new(),
                         positives: Vec::new(),
                         error: None,
@@ -806,6 +870,8 @@ fn throughput(ctx: &mut Ctx, targets: &[Target]) -> Vec<Row> {
                             if let Some((_, r)) = v.iter().find(|(o, _)| *o == op) {
                                 row.rates.push(r.done as f64 / r.secs);
                                 row.done.push(r.done);
+                                row.busy.push(r.server_busy);
+                                row.cbusy.push(r.client_busy);
                                 row.positives.push(r.positives);
                             }
                         }
@@ -825,9 +891,11 @@ fn throughput(ctx: &mut Ctx, targets: &[Target]) -> Vec<Row> {
                 }
             }
             eprintln!(
-                "  run {}/{runs}: {} done ({:.0}s into the run)",
+                "  run {}/{runs}: batch {} {} x{} done ({:.0}s into the run)",
                 run + 1,
-                t.name,
+                g.batch,
+                g.api.name(),
+                g.inflight,
                 start.elapsed().as_secs_f64()
             );
         }
@@ -943,13 +1011,21 @@ fn bits_per_item(ctx: &mut Ctx, targets: &[Target]) -> Vec<Value> {
                         size += num("Size");
                         cap += num("Capacity");
                     }
-                    push(
-                        &t.name,
-                        size * 8.0,
-                        cap,
-                        size,
-                        "BF.INFO Size (bytes, with headers) x 8 / Capacity".into(),
-                    );
+                    let (cap, note) = match t.spec {
+                        Spec::RbWindow { n, mode } => (
+                            (per_period(&ctx.cfg, n) * u64::from(n)) as f64,
+                            format!(
+                                "BF.INFO Size (bytes, with headers) x 8 / the window's items ({} per period x {n}); {}",
+                                per_period(&ctx.cfg, n),
+                                match mode {
+                                    Mode::InsertNewestQueryAll => "keys at p' = 1-(1-p)^(1/N)",
+                                    Mode::InsertAllQueryOldest => "every key holds the whole window at p",
+                                }
+                            ),
+                        ),
+                        _ => (cap, "BF.INFO Size (bytes, with headers) x 8 / Capacity".into()),
+                    };
+                    push(&t.name, size * 8.0, cap, size, note);
                 }
             }
             Ok(())
@@ -1121,6 +1197,51 @@ fn info_field(info: &str, field: &str) -> String {
         .unwrap_or_default()
 }
 
+/// A reply as JSON (for MODULE LIST): strings, numbers, arrays, maps.
+fn value_json(v: &redis::Value) -> Value {
+    use redis::Value as V;
+    match v {
+        V::BulkString(b) => json!(String::from_utf8_lossy(b)),
+        V::SimpleString(t) => json!(t),
+        V::Int(i) => json!(i),
+        V::Double(d) => json!(d),
+        V::Okay => json!("OK"),
+        V::Array(a) | V::Set(a) => {
+            // RESP2 flat field/value lists (MODULE LIST entries) as objects.
+            let keyed = a.len() % 2 == 0
+                && a.iter()
+                    .step_by(2)
+                    .all(|k| matches!(k, V::BulkString(_) | V::SimpleString(_)));
+            if keyed && !a.is_empty() {
+                let mut m = serde_json::Map::new();
+                for kv in a.chunks(2) {
+                    let k = match value_json(&kv[0]) {
+                        Value::String(k) => k,
+                        other => other.to_string(),
+                    };
+                    m.insert(k, value_json(&kv[1]));
+                }
+                Value::Object(m)
+            } else {
+                Value::Array(a.iter().map(value_json).collect())
+            }
+        }
+        V::Map(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| {
+                    let k = match value_json(k) {
+                        Value::String(k) => k,
+                        other => other.to_string(),
+                    };
+                    (k, value_json(v))
+                })
+                .collect(),
+        ),
+        V::Nil => Value::Null,
+        other => json!(format!("{other:?}")),
+    }
+}
+
 /// The 1, 5 and 15 minute load averages: other work on the machine makes
 /// the numbers noisy.
 fn loadavg() -> String {
@@ -1290,7 +1411,7 @@ fn real_main(cfg: Cfg) -> R<()> {
         "cpus_allowed": status_field(&server_pid, "Cpus_allowed_list"),
         "module": module,
         "module_error": module_error,
-        "modules_loaded": format!("{modules:?}"),
+        "modules_loaded": modules.iter().map(value_json).collect::<Vec<_>>(),
     });
     let raw_layout = BloomFilter::builder("bloom")
         .capacity(cfg.capacity)
@@ -1428,13 +1549,24 @@ fn real_main(cfg: Cfg) -> R<()> {
     );
     let _ = writeln!(
         out,
-        "items = median items processed per run; * = the {}s cap per operation stopped some run before all {} ({} for batches of 1) items",
+        "items = median items processed per run; * = the {}s cap per operation stopped some run before all {} ({} for batches of 1) items; srv / cli = CPU time of the server / of the client's working threads, over elapsed time (medians): near 100% that side is the bottleneck",
         ctx.cfg.op_seconds, ctx.cfg.items, ctx.cfg.items_single
     );
     let _ = writeln!(
         out,
-        "{:<33} {:<9} {:>5} {:<5} {:>3} {:>8} {:>9} {:>19} {:>8} {:>8}  check",
-        "target", "op", "batch", "api", "in", "items", "items/s", "[min..max]", "vs raw", "vs RB"
+        "{:<33} {:<9} {:>5} {:<5} {:>3} {:>8} {:>9} {:>19} {:>8} {:>8} {:>5} {:>5}  check",
+        "target",
+        "op",
+        "batch",
+        "api",
+        "in",
+        "items",
+        "items/s",
+        "[min..max]",
+        "vs raw",
+        "vs RB",
+        "srv",
+        "cli"
     );
     let mut row_json = Vec::new();
     let mut last_target = String::new();
@@ -1452,7 +1584,7 @@ fn real_main(cfg: Cfg) -> R<()> {
         let capped = r.done.iter().any(|&d| d < r.items);
         let _ = writeln!(
             out,
-            "{:<33} {:<9} {:>5} {:<5} {:>3} {:>8} {:>9} {:>19} {:>8} {:>8}  {}",
+            "{:<33} {:<9} {:>5} {:<5} {:>3} {:>8} {:>9} {:>19} {:>8} {:>8} {:>5} {:>5}  {}",
             r.target,
             r.op.short(),
             r.batch,
@@ -1463,6 +1595,8 @@ fn real_main(cfg: Cfg) -> R<()> {
             format!("[{}..{}]", si(s.min), si(s.max)),
             ratio(vr),
             ratio(vb),
+            format!("{:.0}%", Summary::of(&r.busy).median * 100.0),
+            format!("{:.0}%", Summary::of(&r.cbusy).median * 100.0),
             check.as_deref().unwrap_or("ok")
         );
         row_json.push(json!({
@@ -1474,6 +1608,8 @@ fn real_main(cfg: Cfg) -> R<()> {
             "items_offered": r.items,
             "items_done": r.done,
             "items_per_s": s.json(),
+            "server_cpu_share": Summary::of(&r.busy).json(),
+            "client_cpu_share": Summary::of(&r.cbusy).json(),
             "positives": r.positives,
             "vs_raw_bitfield": vr,
             "vs_redisbloom": vb,
@@ -1666,7 +1802,7 @@ fn real_main(cfg: Cfg) -> R<()> {
         };
         let _ = writeln!(
             out,
-            "  {:<4} {:<62} {:>9}  (goal {})",
+            "  {:<4} {:<68} {:>9}  (goal {})",
             verdict,
             c["target"].as_str().unwrap_or("?"),
             shown,

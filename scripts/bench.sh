@@ -5,9 +5,9 @@
 #
 # Full mode (up to 1,000,000 items per run, 10 s cap per operation, 3 runs)
 # takes about 1.5 hours at the library's current speed, less as it gets
-# faster; --quick (0.08 s cap) takes about 2 minutes after the build. Results: a table on
-# stdout and JSON in target/bench/results.json (or --out PATH). The method and
-# the latest numbers are in docs/BENCHMARKS.md.
+# faster; --quick (0.06 s cap) takes under 2 minutes with the build.
+# Results: a table on stdout and JSON in target/bench/results.json (or --out
+# PATH). The method and the latest numbers are in docs/BENCHMARKS.md.
 #
 # What it sets up, on a fresh Debian/Ubuntu machine:
 #   * redis-server and redis-cli (scripts/ensure-redis.sh; Debian's package);

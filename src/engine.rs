@@ -739,6 +739,11 @@ impl DataMachine {
             )));
         }
         let meta = self.core.view();
+        let deciders: Vec<usize> = roles(&meta)?
+            .into_iter()
+            .filter(|(_, r)| *r == Role::Decide)
+            .map(|(g, _)| g)
+            .collect();
         let mut yes = vec![false; round.len()];
         let mut decided_zero = vec![false; round.len()];
         let mut added: Vec<(u64, u64)> = Vec::new();
@@ -753,10 +758,7 @@ impl DataMachine {
                 if part.set {
                     if !f {
                         n_new += 1;
-                        if roles(&meta)?
-                            .iter()
-                            .any(|(g, r)| *g == part.gen && *r == Role::Decide)
-                        {
+                        if deciders.contains(&part.gen) {
                             decided_zero[pos] = true;
                         }
                     }
