@@ -362,7 +362,15 @@ enum DataState {
     /// read (not in a transaction: they cannot change under the same fence).
     FastRead(Vec<usize>, Vec<crate::txn::Part>, Vec<bool>),
     /// Fast path: the guarded transaction; `present` is per round item.
-    FastTx(Vec<usize>, Vec<crate::txn::Part>, Vec<bool>),
+    FastTx(
+        Vec<usize>,
+        Vec<(std::ops::Range<usize>, Vec<crate::txn::Part>)>,
+        Vec<bool>,
+    ),
+    /// Fast path: counts committed, then the guard's verdict acted on.
+    CommitVerdict(crate::txn::Verdict),
+    /// Fast path: counts committed, then an error reported.
+    CommitThen(Box<Error>),
     /// Fast path: the counts of the last transaction.
     Commit,
 }
@@ -395,6 +403,9 @@ pub(crate) struct DataMachine {
     /// blocking cluster connection cannot pipeline a transaction).
     tx_ok: bool,
 }
+
+/// Items per guarded transaction of the fast path.
+const SUBTX_ITEMS: usize = MAX_ITEMS_PER_ROUND;
 
 /// Batches smaller than this take the scripted path.
 const FAST_MIN_ITEMS: usize = 16;
@@ -512,91 +523,64 @@ impl DataMachine {
             .collect())
     }
 
-    /// The guarded transaction over `round`, writing (or reading) the
-    /// generations of `which` role.
+    /// The guarded transactions over `round`: one per `SUBTX_ITEMS` items,
+    /// pipelined in one round trip, so that the server runs the first while
+    /// the next arrive and its replies flow back while it runs the rest, as
+    /// with plain pipelining (a single transaction would queue everything
+    /// until EXEC). Each is guarded on its own and decides its own items.
     fn fast_tx(&mut self, meta: &Meta, round: Vec<usize>, present: Vec<bool>) -> Result<Request> {
         let roles = self.server_roles(meta)?;
+        let now = self.now_arg();
         let mut req = Request::new();
-        req.push(
-            redis::cmd("WATCH").arg(self.core.keys.fence()).clone(),
-            None,
-        );
-        req.push(crate::txn::guard(&self.core, meta, &self.now_arg()), None);
-        req.push(redis::cmd("MULTI"), None);
-        let mut parts = Vec::new();
-        match self.op {
-            DataOp::Has => {
-                for (g, role) in &roles {
-                    if *role != Role::Write {
-                        crate::txn::bitfields(
-                            &self.core,
-                            meta,
-                            *g,
-                            false,
-                            &round,
-                            &self.hashes,
-                            &self.items,
-                            &mut req,
-                            &mut parts,
-                        );
+        let mut subs = Vec::new();
+        for start in (0..round.len()).step_by(SUBTX_ITEMS) {
+            let end = (start + SUBTX_ITEMS).min(round.len());
+            req.push(
+                redis::cmd("WATCH").arg(self.core.keys.fence()).clone(),
+                None,
+            );
+            req.push(crate::txn::guard(&self.core, meta, &now), None);
+            req.push(redis::cmd("MULTI"), None);
+            // The items this transaction writes or reads, and where they
+            // sit in the round.
+            let positions: Vec<usize> = match self.op {
+                DataOp::CheckAdd => (start..end).filter(|&p| !present[p]).collect(),
+                _ => (start..end).collect(),
+            };
+            let ids: Vec<usize> = positions.iter().map(|&p| round[p]).collect();
+            let mut parts = Vec::new();
+            for (g, role) in &roles {
+                let (take, set) = match (self.op, role) {
+                    (DataOp::Has, Role::Write) => (false, false),
+                    (DataOp::Has, _) => (true, false),
+                    (DataOp::Add, Role::Query) => (false, true),
+                    (DataOp::Add, _) => (true, true),
+                    (DataOp::CheckAdd, Role::Decide) => (true, true),
+                    (DataOp::CheckAdd, _) => (false, true),
+                };
+                if take && !ids.is_empty() {
+                    let mut sub = Vec::new();
+                    crate::txn::bitfields(
+                        &self.core,
+                        meta,
+                        *g,
+                        set,
+                        &ids,
+                        &self.hashes,
+                        &self.items,
+                        &mut req,
+                        &mut sub,
+                    );
+                    for mut part in sub {
+                        part.items = part.items.iter().map(|&c| positions[c]).collect();
+                        parts.push(part);
                     }
                 }
             }
-            DataOp::Add => {
-                for (g, role) in &roles {
-                    if *role != Role::Query {
-                        crate::txn::bitfields(
-                            &self.core,
-                            meta,
-                            *g,
-                            true,
-                            &round,
-                            &self.hashes,
-                            &self.items,
-                            &mut req,
-                            &mut parts,
-                        );
-                    }
-                }
-            }
-            DataOp::CheckAdd => {
-                let cand: Vec<usize> = round
-                    .iter()
-                    .zip(&present)
-                    .filter(|(_, p)| !**p)
-                    .map(|(&i, _)| i)
-                    .collect();
-                for (g, role) in &roles {
-                    if *role == Role::Decide {
-                        let mut sub = Vec::new();
-                        crate::txn::bitfields(
-                            &self.core,
-                            meta,
-                            *g,
-                            true,
-                            &cand,
-                            &self.hashes,
-                            &self.items,
-                            &mut req,
-                            &mut sub,
-                        );
-                        // Map candidate positions back to round positions.
-                        let back: Vec<usize> = round
-                            .iter()
-                            .enumerate()
-                            .filter(|(p, _)| !present[*p])
-                            .map(|(p, _)| p)
-                            .collect();
-                        for mut part in sub {
-                            part.items = part.items.iter().map(|&c| back[c]).collect();
-                            parts.push(part);
-                        }
-                    }
-                }
-            }
+            req.push(redis::cmd("EXEC"), None);
+            subs.push((start..end, parts));
         }
-        req.push(redis::cmd("EXEC"), None);
-        self.state = DataState::FastTx(round, parts, present);
+        self.state = DataState::FastTx(round, subs, present);
         Ok(req)
     }
 
@@ -705,94 +689,141 @@ impl DataMachine {
     fn on_fast_tx(
         &mut self,
         round: Vec<usize>,
-        parts: Vec<crate::txn::Part>,
+        subs: Vec<(std::ops::Range<usize>, Vec<crate::txn::Part>)>,
         present: Vec<bool>,
         replies: Replies,
     ) -> Result<Poll<DataOutput>> {
-        let v = crate::txn::verdict(replies.get(1).unwrap_or(&Ok(Value::Nil)))?;
-        let exec = replies.into_iter().last().unwrap_or(Ok(Value::Nil));
-        let results = match exec {
-            Ok(Value::Array(results)) if v == crate::txn::Verdict::Ok => results,
-            Ok(Value::Nil) | Ok(Value::Array(_)) => {
-                if v != crate::txn::Verdict::Ok {
-                    return self.after_verdict(v);
-                }
-                // Aborted by another client's guard: same view, try again.
-                self.stalls += 1;
-                if self.stalls > self.core.max_retries * 4 {
-                    return Err(Error::Contention {
-                        name: self.core.name().to_string(),
-                        retries: self.stalls,
-                    });
-                }
-                let meta = self.core.view();
-                return Ok(Poll::Send(self.fast_round(&meta, round)?));
-            }
-            Ok(other) => return Err(unexpected("EXEC", &other)),
-            Err(e) => return self.fail(e.into()),
-        };
-        if results.len() != parts.len() {
-            return Err(Error::UnexpectedReply(format!(
-                "EXEC: {} results for {} commands",
-                results.len(),
-                parts.len()
-            )));
-        }
         let meta = self.core.view();
         let deciders: Vec<usize> = roles(&meta)?
             .into_iter()
             .filter(|(_, r)| *r == Role::Decide)
             .map(|(g, _)| g)
             .collect();
-        let mut yes = vec![false; round.len()];
-        let mut decided_zero = vec![false; round.len()];
+        let mut replies = replies.into_iter();
         let mut added: Vec<(u64, u64)> = Vec::new();
-        for (part, reply) in parts.iter().zip(results) {
-            if let Value::ServerError(e) = reply {
-                return self.fail(redis::RedisError::from(e).into());
+        let mut done = Vec::new();
+        let mut verdict = crate::txn::Verdict::Ok;
+        let mut first_err = None;
+        for (range, parts) in subs {
+            // WATCH, guard, MULTI, one QUEUED per part, EXEC.
+            let _watch = replies.next();
+            let v = crate::txn::verdict(&replies.next().unwrap_or(Ok(Value::Nil)))?;
+            for _ in 0..parts.len() + 1 {
+                replies.next();
             }
-            let full = crate::txn::all_ones(part, &reply)?;
-            let seq = meta.gens[part.gen].seq;
-            let mut n_new = 0u64;
-            for (&pos, f) in part.items.iter().zip(full) {
-                if part.set {
-                    if !f {
-                        n_new += 1;
-                        if deciders.contains(&part.gen) {
-                            decided_zero[pos] = true;
-                        }
+            let exec = replies.next().unwrap_or(Ok(Value::Nil));
+            let results = match exec {
+                Ok(Value::Array(results)) if v == crate::txn::Verdict::Ok => results,
+                Ok(Value::Nil) | Ok(Value::Array(_)) => {
+                    // Aborted: by our guard (the view is stale, or a lazy
+                    // rotation is due) or by another client's.
+                    if v != crate::txn::Verdict::Ok {
+                        verdict = v;
                     }
-                } else if f {
-                    yes[pos] = true;
+                    continue;
                 }
-            }
-            if part.set && n_new > 0 {
-                match added.iter_mut().find(|(s, _)| *s == seq) {
-                    Some(e) => e.1 += n_new,
-                    None => added.push((seq, n_new)),
+                Ok(other) => return Err(unexpected("EXEC", &other)),
+                Err(e) => {
+                    first_err.get_or_insert(Error::from(e));
+                    continue;
                 }
-            }
-        }
-        for (pos, &i) in round.iter().enumerate() {
-            self.out[i] = match self.op {
-                DataOp::Has => yes[pos] || present[pos],
-                DataOp::Add => decided_zero[pos],
-                DataOp::CheckAdd => !present[pos] && decided_zero[pos],
             };
+            if results.len() != parts.len() {
+                return Err(Error::UnexpectedReply(format!(
+                    "EXEC: {} results for {} commands",
+                    results.len(),
+                    parts.len()
+                )));
+            }
+            let mut yes = vec![false; range.len()];
+            let mut zero = vec![false; range.len()];
+            for (part, reply) in parts.iter().zip(results) {
+                if let Value::ServerError(e) = reply {
+                    first_err.get_or_insert(redis::RedisError::from(e).into());
+                    continue;
+                }
+                let full = crate::txn::all_ones(part, &reply)?;
+                let mut n_new = 0u64;
+                for (&pos, f) in part.items.iter().zip(full) {
+                    if part.set {
+                        if !f {
+                            n_new += 1;
+                            if deciders.contains(&part.gen) {
+                                zero[pos - range.start] = true;
+                            }
+                        }
+                    } else if f {
+                        yes[pos - range.start] = true;
+                    }
+                }
+                if part.set && n_new > 0 {
+                    let seq = meta.gens[part.gen].seq;
+                    match added.iter_mut().find(|(s, _)| *s == seq) {
+                        Some(e) => e.1 += n_new,
+                        None => added.push((seq, n_new)),
+                    }
+                }
+            }
+            for pos in range.clone() {
+                let r = pos - range.start;
+                self.out[round[pos]] = match self.op {
+                    DataOp::Has => yes[r] || present[pos],
+                    DataOp::Add => zero[r],
+                    DataOp::CheckAdd => !present[pos] && zero[r],
+                };
+                done.push(round[pos]);
+            }
         }
-        self.progress = true;
-        self.stalls = 0;
-        let done: std::collections::HashSet<usize> = round.into_iter().collect();
-        self.pending.retain(|i| !done.contains(i));
-        if let Some((cmd, script)) = crate::txn::commit(&self.core, &meta, &added) {
+        if !done.is_empty() {
+            self.progress = true;
+            self.stalls = 0;
+            done.sort_unstable();
+            self.pending.retain(|i| done.binary_search(i).is_err());
+        }
+        // Counts first: they belong to bits already set.
+        let commit = crate::txn::commit(&self.core, &meta, &added);
+        if let Some(e) = first_err {
+            if let Some((cmd, script)) = commit {
+                let mut req = Request::new();
+                req.script(script, cmd);
+                self.state = DataState::CommitThen(Box::new(e));
+                return Ok(Poll::Send(req));
+            }
+            return self.fail(e);
+        }
+        if let Some((cmd, script)) = commit {
             let mut req = Request::new();
             req.script(script, cmd);
-            self.state = DataState::Commit;
+            self.state = if verdict == crate::txn::Verdict::Ok {
+                DataState::Commit
+            } else {
+                DataState::CommitVerdict(verdict)
+            };
             return Ok(Poll::Send(req));
+        }
+        self.next_after(verdict)
+    }
+
+    /// What follows a round: another round, a reload, a rotation, or done.
+    fn next_after(&mut self, verdict: crate::txn::Verdict) -> Result<Poll<DataOutput>> {
+        if verdict != crate::txn::Verdict::Ok {
+            return self.after_verdict(verdict);
         }
         if self.pending.is_empty() {
             return Ok(self.finish());
         }
+        if !self.progress {
+            // Every transaction was aborted by other clients' guards: the
+            // view is current, so just try again, within limits.
+            self.stalls += 1;
+            if self.stalls > self.core.max_retries * 4 {
+                return Err(Error::Contention {
+                    name: self.core.name().to_string(),
+                    retries: self.stalls,
+                });
+            }
+        }
+        self.progress = false;
         Ok(Poll::Send(self.build()?))
     }
 
@@ -1075,16 +1106,21 @@ impl Machine for DataMachine {
             DataState::FastRead(round, parts, local) => {
                 self.on_fast_read(round, parts, local, replies.unwrap_or_default())
             }
-            DataState::FastTx(round, parts, present) => {
-                self.on_fast_tx(round, parts, present, replies.unwrap_or_default())
+            DataState::FastTx(round, subs, present) => {
+                self.on_fast_tx(round, subs, present, replies.unwrap_or_default())
+            }
+            DataState::CommitVerdict(v) => {
+                take_one(replies)??;
+                self.next_after(v)
+            }
+            DataState::CommitThen(e) => {
+                take_one(replies)??;
+                self.fail(*e)
             }
             DataState::Commit => {
                 // A failed count update loses no item; it is reported.
                 take_one(replies)??;
-                if self.pending.is_empty() {
-                    return Ok(self.finish());
-                }
-                Ok(Poll::Send(self.build()?))
+                self.next_after(crate::txn::Verdict::Ok)
             }
             DataState::Rotate(mut m) => match m.step(replies)? {
                 Poll::Send(req) => {
