@@ -37,6 +37,7 @@ pub struct BloomFilter {
 
 impl_filter_ops!(
     BloomFilter,
+    Kind::Bloom,
     "# let mut conn = redis::Client::open(\"redis://127.0.0.1/\")?.get_connection()?;\nlet f = rotabloom::BloomFilter::builder(\"crawl\").capacity(1_000_000).error_rate(0.01).create_or_open(&mut conn)?;"
 );
 
@@ -50,26 +51,6 @@ impl BloomFilter {
             max_block_bits: DEFAULT_MAX_BLOCK_BITS,
             backend: crate::Backend::Bitmap,
         }
-    }
-
-    /// Opens an existing filter, whatever its parameters.
-    pub fn open<C: redis::ConnectionLike + ?Sized>(
-        conn: &mut C,
-        name: &str,
-    ) -> Result<BloomFilter> {
-        Ok(BloomFilter {
-            core: engine::open(conn, name, Kind::Bloom)?,
-        })
-    }
-
-    /// Async [`open`](Self::open).
-    pub async fn open_async<C: redis::aio::ConnectionLike + Send>(
-        conn: &mut C,
-        name: &str,
-    ) -> Result<BloomFilter> {
-        Ok(BloomFilter {
-            core: engine::open_async(conn, name, Kind::Bloom).await?,
-        })
     }
 
     /// The filter's shape, as last read from Redis.

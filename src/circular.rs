@@ -139,6 +139,7 @@ pub struct CircularFilter {
 
 impl_filter_ops!(
     CircularFilter,
+    Kind::Circular,
     "# let mut conn = redis::Client::open(\"redis://127.0.0.1/\")?.get_connection()?;\nlet f = rotabloom::CircularFilter::builder(\"recrawl\").generations(4).capacity(1_000_000).schedule(\"7d\").create_or_open(&mut conn)?;"
 );
 
@@ -158,26 +159,6 @@ impl CircularFilter {
             clock: Arc::new(ServerClock),
             backend: crate::Backend::Bitmap,
         }
-    }
-
-    /// Opens an existing circular filter (server clock).
-    pub fn open<C: redis::ConnectionLike + ?Sized>(
-        conn: &mut C,
-        name: &str,
-    ) -> Result<CircularFilter> {
-        Ok(CircularFilter {
-            core: engine::open(conn, name, Kind::Circular)?,
-        })
-    }
-
-    /// Async [`open`](Self::open).
-    pub async fn open_async<C: redis::aio::ConnectionLike + Send>(
-        conn: &mut C,
-        name: &str,
-    ) -> Result<CircularFilter> {
-        Ok(CircularFilter {
-            core: engine::open_async(conn, name, Kind::Circular).await?,
-        })
     }
 
     /// The same filter, reading `now` from `clock` (for tests, backfills,

@@ -1051,20 +1051,7 @@ impl Machine for DataMachine {
                     self.pending.retain(|i| done.binary_search(i).is_err());
                 }
                 if rotate {
-                    let mut m = Box::new(crate::circular::RotateMachine::if_due(
-                        self.core.clone(),
-                        None,
-                    ));
-                    return match m.step(None)? {
-                        Poll::Send(req) => {
-                            self.state = DataState::Rotate(m);
-                            Ok(Poll::Send(req))
-                        }
-                        Poll::Ready(_) => {
-                            self.state = DataState::Reload;
-                            Ok(Poll::Send(hgetall(&self.core.keys)))
-                        }
-                    };
+                    return self.after_verdict(crate::txn::Verdict::Due);
                 }
                 if reload {
                     self.state = DataState::Reload;

@@ -52,6 +52,7 @@ pub struct ExpandingFilter {
 
 impl_filter_ops!(
     ExpandingFilter,
+    Kind::Expanding,
     "# let mut conn = redis::Client::open(\"redis://127.0.0.1/\")?.get_connection()?;\nlet f = rotabloom::ExpandingFilter::builder(\"crawl\").capacity(1_000_000).error_rate(0.01).create_or_open(&mut conn)?;"
 );
 
@@ -69,26 +70,6 @@ impl ExpandingFilter {
             max_bits: DEFAULT_MAX_BITS,
             max_block_bits: DEFAULT_MAX_BLOCK_BITS,
         }
-    }
-
-    /// Opens an existing expanding filter.
-    pub fn open<C: redis::ConnectionLike + ?Sized>(
-        conn: &mut C,
-        name: &str,
-    ) -> Result<ExpandingFilter> {
-        Ok(ExpandingFilter {
-            core: engine::open(conn, name, Kind::Expanding)?,
-        })
-    }
-
-    /// Async [`open`](Self::open).
-    pub async fn open_async<C: redis::aio::ConnectionLike + Send>(
-        conn: &mut C,
-        name: &str,
-    ) -> Result<ExpandingFilter> {
-        Ok(ExpandingFilter {
-            core: engine::open_async(conn, name, Kind::Expanding).await?,
-        })
     }
 
     /// Generations, as last read from Redis (oldest first).

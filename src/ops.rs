@@ -4,8 +4,24 @@
 //! run the shared state machines.
 
 macro_rules! impl_filter_ops {
-    ($ty:ident, $example:literal) => {
+    ($ty:ident, $kind:expr, $example:literal) => {
         impl $ty {
+            /// Opens an existing filter of this kind, whatever its
+            /// parameters; a filter of another kind is
+            /// [`Error::KindMismatch`]($crate::Error::KindMismatch).
+            pub fn open<C: redis::ConnectionLike + ?Sized>(conn: &mut C, name: &str) -> $crate::Result<Self> {
+                Ok(Self {
+                    core: $crate::engine::open(conn, name, $kind)?,
+                })
+            }
+
+            /// Async [`open`](Self::open).
+            pub async fn open_async<C: redis::aio::ConnectionLike + Send>(conn: &mut C, name: &str) -> $crate::Result<Self> {
+                Ok(Self {
+                    core: $crate::engine::open_async(conn, name, $kind).await?,
+                })
+            }
+
             /// The filter's name.
             pub fn name(&self) -> &str {
                 self.core.name()

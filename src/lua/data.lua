@@ -43,10 +43,11 @@ local n = tonumber(ARGV[4])
 local expand = ARGV[5]
 local groups = {}
 local a, kix = 8, 3
--- Filters written before the fence existed get one on first use.
-if redis.call('EXISTS', KEYS[2]) == 0 then
+-- Filters written before the fence existed get one on first write.
+if op ~= 'has' and redis.call('EXISTS', KEYS[2]) == 0 then
   redis.call('SET', KEYS[2], ARGV[2] .. ':' .. ARGV[3] .. ':' .. (redis.call('HGET', meta, 'cleared') or '0'))
 end
+
 for g = 1, tonumber(ARGV[7]) do
   local k = tonumber(ARGV[a + 2])
   local role = ARGV[a]
