@@ -63,7 +63,7 @@ impl ErrorRate {
 /// // 10 million items at 0.1 %: about 17 MiB and 10 hash functions.
 /// let p = BloomParams::for_capacity(10_000_000, 0.001).unwrap();
 /// assert_eq!(p.hashes(), 10);
-/// assert_eq!(p.bits(), 143_775_876);
+/// assert_eq!(p.bits(), 143_776_394);
 /// assert!((p.false_positive_rate(10_000_000) - 0.001).abs() < 0.0001);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -80,7 +80,10 @@ impl BloomParams {
     };
 
     /// The optimal shape for `capacity` items at false-positive rate
-    /// `error_rate`, with the default size limit ([`DEFAULT_MAX_BITS`]).
+    /// `error_rate`, with the default size limit ([`DEFAULT_MAX_BITS`]):
+    /// `m = ceil(-n ln p / (ln 2)^2)` and `k = round(m/n ln 2)`, then `m`
+    /// raised (by well under 1 %) where the rounding of `k` would leave the
+    /// expected rate at capacity above `p`.
     pub fn for_capacity(capacity: u64, error_rate: f64) -> Result<BloomParams> {
         Self::for_capacity_within(capacity, error_rate, DEFAULT_MAX_BITS)
     }
@@ -95,6 +98,17 @@ impl BloomParams {
         let p = ErrorRate::new(error_rate)?;
         let m = optimal_bits(capacity, p.get())?;
         let k = optimal_hashes(m, capacity)?;
+        // k is rounded to a whole number, which can leave the rate at
+        // capacity a little above p (for p = 0.01, k = 7 gives 1.0034 %):
+        // take the bits that bring it back to p for that k,
+        // m = -k n / ln(1 - p^(1/k)), a few hundredths of a percent more.
+        let exact =
+            -(f64::from(k)) * capacity as f64 / (1.0 - p.get().powf(1.0 / f64::from(k))).ln();
+        let m = if exact.is_finite() && exact < u64::MAX as f64 {
+            m.max(exact.ceil() as u64)
+        } else {
+            m
+        };
         Self::from_bits_hashes_within(m, k, max_bits)
     }
 
@@ -298,6 +312,25 @@ mod tests {
         // Bits per item within 1 % of the optimum (no power-of-two rounding).
         let per_item = p.bits() as f64 / 1e8;
         assert!(per_item / optimal_bits_per_item(0.001) < 1.01);
+        assert_eq!(
+            BloomParams::for_capacity(1_000_000, 0.01).unwrap().bits(),
+            9_592_955
+        );
+        // And the expected rate at capacity never above the target, for
+        // any rounding of k.
+        for &rate in &[0.1, 0.05, 0.01, 0.005, 0.001, 1e-4, 1e-6] {
+            for &n in &[100u64, 12_345, 1_000_000] {
+                let p = BloomParams::for_capacity(n, rate).unwrap();
+                assert!(
+                    p.false_positive_rate(n) <= rate * (1.0 + 1e-9),
+                    "{rate} {n}"
+                );
+                assert!(
+                    p.bits() as f64 / n as f64 / optimal_bits_per_item(rate) < 1.01,
+                    "{rate} {n}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -444,7 +444,22 @@ fn false_positive_rate_at_full_load_in_both_modes() {
         }
         let rate = fp as f64 / probes as f64;
         eprintln!("{mode}: N = {n}, {per_period} items per period, measured false-positive rate at full load {rate} (target {p})");
-        assert!(rate <= p * 1.1, "{mode}: {rate}");
+        // The filter's own rate at full load, from its set bits (the
+        // fraction of ones to the k-th power, combined over the
+        // generations a query reads), meets the target: that is the sizing.
+        let own = f.info(&mut conn).unwrap().false_positive_rate;
+        eprintln!("{mode}: rate from the set bits at full load {own:.6}");
+        assert!(
+            own <= p,
+            "{mode}: the filter's rate {own} is above the target {p}"
+        );
+        // The measurement agrees with it within sampling noise (3 standard
+        // deviations of a million probes: 0.0003 at p = 0.01).
+        let sigma = (p * (1.0 - p) / probes as f64).sqrt();
+        assert!(
+            rate <= p + 3.0 * sigma,
+            "{mode}: measured {rate} above the target {p}"
+        );
     }
 }
 
