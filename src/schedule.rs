@@ -234,7 +234,8 @@ fn split_offset(s: &str) -> Result<(&str, FixedOffset)> {
     if let Some(rest) = s.strip_suffix('Z') {
         return Ok((rest, utc));
     }
-    if s.len() > 6 {
+    // Only ASCII can be an offset; a split inside a character would panic.
+    if s.len() > 6 && s.is_char_boundary(s.len() - 6) {
         let (head, tail) = s.split_at(s.len() - 6);
         let b = tail.as_bytes();
         if (b[0] == b'+' || b[0] == b'-') && b[3] == b':' {
@@ -441,6 +442,45 @@ mod tests {
             "daily@03:00+99:00",
         ] {
             assert!(text.parse::<Schedule>().is_err(), "{text:?} parsed");
+        }
+    }
+
+    #[test]
+    fn no_input_makes_the_parser_panic() {
+        // Every string of up to 4 pieces from a small alphabet of valid and
+        // hostile fragments, including multi-byte characters at the places
+        // the parser splits.
+        let pieces = [
+            "",
+            "daily",
+            "@",
+            "03:00",
+            "+08:00",
+            "-05:30",
+            "Z",
+            "é",
+            "日",
+            ":",
+            "monthly",
+            "weekly",
+            "mon",
+            "31",
+            "6h",
+            " from ",
+            "2026-01-01T00:00:00Z",
+            "99",
+            "h",
+            "d",
+        ];
+        for a in pieces {
+            for b in pieces {
+                for c in pieces {
+                    for d in ["", "é", "+08:00", "日本"] {
+                        let text = format!("{a}{b}{c}{d}");
+                        let _ = text.parse::<Schedule>();
+                    }
+                }
+            }
         }
     }
 
