@@ -114,6 +114,11 @@ fn a_base_filter_becomes_generation_zero_in_place() {
 
 /// A venv with the seeds' real package, made once per target directory.
 fn legacy_python() -> PathBuf {
+    static PYTHON: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PYTHON.get_or_init(provision_python).clone()
+}
+
+fn provision_python() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("legacy-venv");
     let python = dir.join("bin/python");
     let marker = dir.join(".installed");

@@ -16,6 +16,13 @@ use std::sync::{Arc, Barrier};
 /// The module: `ROTABLOOM_REDISBLOOM` if set, else from a venv made once
 /// per target directory (as scripts/bench.sh does).
 fn module() -> String {
+    // The tests of this file run in parallel: one of them provisions, the
+    // others wait for it.
+    static MODULE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MODULE.get_or_init(provision).clone()
+}
+
+fn provision() -> String {
     if let Ok(p) = std::env::var("ROTABLOOM_REDISBLOOM") {
         return p;
     }
