@@ -463,3 +463,32 @@ fn a_filter_without_a_fence_gets_one_and_keeps_working() {
     assert!(f.insert_many(&mut conn, &items).is_err());
     assert!(suite::keys_of(&mut conn, "nofence").is_empty());
 }
+
+#[test]
+fn handles_are_cheap_send_sync_clones_and_their_futures_are_send() {
+    fn handle<T: Clone + Send + Sync + 'static>() {}
+    handle::<BloomFilter>();
+    handle::<rotabloom::ExpandingFilter>();
+    handle::<rotabloom::CircularFilter>();
+    fn send<T: Send>(_: &T) {}
+    // The async operations can run on a multi-threaded executor (tokio::spawn).
+    let server = RedisServer::start();
+    let mut conn = server.connection();
+    let f = filter(&mut conn, "send", 1000, 0.01);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = server.client();
+    let joined = rt.block_on(async move {
+        let mut mux = client.get_multiplexed_async_connection().await.unwrap();
+        let task = tokio::spawn(async move {
+            let fut = f.check_and_insert_many_async(&mut mux, ["a", "b", "a"]);
+            send(&fut);
+            fut.await
+        });
+        task.await.unwrap().unwrap()
+    });
+    assert_eq!(joined, vec![true, true, false]);
+}
