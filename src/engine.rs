@@ -402,6 +402,8 @@ pub(crate) struct DataMachine {
     /// Whether the connection can run the guarded-transaction path (the
     /// blocking cluster connection cannot pipeline a transaction).
     tx_ok: bool,
+    /// Items per round; halved after a round without progress.
+    round_limit: usize,
 }
 
 /// Items per guarded transaction of the fast path.
@@ -447,6 +449,7 @@ impl DataMachine {
             progress: false,
             fill: None,
             tx_ok: false,
+            round_limit: MAX_ITEMS_PER_ROUND,
         }
     }
 
@@ -483,8 +486,16 @@ impl DataMachine {
         self.pending
             .iter()
             .copied()
-            .take(MAX_ITEMS_PER_ROUND)
+            .take(self.round_limit)
             .collect()
+    }
+
+    /// A round that made no progress (the filter changed under it, or
+    /// other clients' guards aborted it) is retried smaller: a round short
+    /// enough to finish between two changes of a busy filter always makes
+    /// progress.
+    fn shrink(&mut self) {
+        self.round_limit = (self.round_limit / 2).max(FAST_MIN_ITEMS);
     }
 
     /// Query-only generations mirrored in memory.
@@ -814,7 +825,8 @@ impl DataMachine {
         }
         if !self.progress {
             // Every transaction was aborted by other clients' guards: the
-            // view is current, so just try again, within limits.
+            // view is current, so just try again, smaller, within limits.
+            self.shrink();
             self.stalls += 1;
             if self.stalls > self.core.max_retries * 4 {
                 return Err(Error::Contention {
@@ -894,7 +906,7 @@ impl DataMachine {
             .pending
             .iter()
             .copied()
-            .take(MAX_ITEMS_PER_ROUND)
+            .take(self.round_limit)
             .collect();
         let mut req = Request::new();
         let mut chunks = Vec::new();
@@ -1072,6 +1084,7 @@ impl Machine for DataMachine {
                     self.stalls = 0;
                     self.progress = false;
                 } else {
+                    self.shrink();
                     self.stalls += 1;
                     if self.stalls > self.core.max_retries {
                         return Err(Error::Contention {
