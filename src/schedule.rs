@@ -7,8 +7,7 @@
 
 use crate::error::{Error, Result};
 use chrono::{
-    DateTime, Datelike, Duration, FixedOffset, NaiveDate, NaiveTime, Offset, TimeZone, Timelike,
-    Utc, Weekday,
+    DateTime, Datelike, Duration, FixedOffset, NaiveDate, NaiveTime, Offset, Timelike, Utc, Weekday,
 };
 use std::fmt;
 use std::str::FromStr;
@@ -123,98 +122,178 @@ impl Schedule {
         self.every
     }
 
-    /// The period `now` falls in.
+    /// The period `now` falls in: the `k` with
+    /// `boundary(k) <= now < boundary(k + 1)`, where a boundary too early to
+    /// be represented counts as before every instant and one too late as
+    /// after every instant. Defined for every `now` chrono can represent.
     pub fn period(&self, now: DateTime<Utc>) -> i64 {
-        // Estimate, then correct: boundaries are monotonic in k, and the
-        // estimate is within one or two periods of the answer.
-        let mut k = self.estimate(now);
-        while self.boundary(k) > now {
-            k -= 1;
+        // Whether period `k` has begun at `now`. Monotonic in `k`: false
+        // from some `k` on, true below it.
+        let begun = |k: i64| match self.checked_boundary(k) {
+            Some(b) => b <= now,
+            None => k < 0,
+        };
+        // Start from an estimate (exact or one or two periods off), gallop
+        // outwards until the answer is bracketed, then bisect: a handful of
+        // boundaries in the usual case, about 130 at worst.
+        let guess = self.estimate(now);
+        let (mut lo, mut hi) = if begun(guess) {
+            (guess, guess.saturating_add(1))
+        } else {
+            (guess.saturating_sub(1), guess)
+        };
+        let mut step: i64 = 1;
+        while begun(hi) {
+            if hi == i64::MAX {
+                return hi;
+            }
+            lo = hi;
+            hi = hi.saturating_add(step);
+            step = step.saturating_mul(2);
         }
-        while self.boundary(k + 1) <= now {
-            k += 1;
+        while !begun(lo) {
+            if lo == i64::MIN {
+                return lo;
+            }
+            hi = lo;
+            lo = lo.saturating_sub(step);
+            step = step.saturating_mul(2);
         }
-        k
+        // begun(lo) and !begun(hi), so lo < hi.
+        while lo.abs_diff(hi) > 1 {
+            let mid = lo.midpoint(hi);
+            if begun(mid) {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
-    /// When period `k` starts.
+    /// When period `k` starts, saturated: [`DateTime::<Utc>::MIN_UTC`] for a
+    /// boundary too early to be represented, [`DateTime::<Utc>::MAX_UTC`]
+    /// for one too late (see [`checked_boundary`](Schedule::checked_boundary)).
+    /// Never panics, whatever `k`.
     pub fn boundary(&self, k: i64) -> DateTime<Utc> {
-        let local_midnight = |date: NaiveDate, at: NaiveTime| -> DateTime<Utc> {
-            let naive = date.and_time(at);
-            // A fixed offset has no gaps or folds, so this is always single.
-            self.offset
-                .from_local_datetime(&naive)
-                .single()
-                .map(|d| d.with_timezone(&Utc))
-                .unwrap_or_else(|| Utc.from_utc_datetime(&naive))
-        };
-        let epoch_day = NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default();
+        self.checked_boundary(k).unwrap_or(if k < 0 {
+            DateTime::<Utc>::MIN_UTC
+        } else {
+            DateTime::<Utc>::MAX_UTC
+        })
+    }
+
+    /// When period `k` starts, or `None` when that instant (or, for a
+    /// calendar schedule, the local date and time that define it) lies
+    /// outside the range chrono can represent. Never panics, whatever `k`;
+    /// strictly increasing in `k` where it returns `Some`, and `Some` for a
+    /// contiguous range of `k` that includes 0.
+    ///
+    /// Period numbers stored in Redis may be anything; this is the total
+    /// form to use on them.
+    ///
+    /// ```
+    /// use rotabloom::Schedule;
+    /// use chrono::{DateTime, TimeZone, Utc};
+    /// let s: Schedule = "monthly:1@00:00".parse().unwrap();
+    /// // Period 673 is February 2026 (months since January 1970).
+    /// assert_eq!(
+    ///     s.checked_boundary(673),
+    ///     Some(Utc.with_ymd_and_hms(2026, 2, 1, 0, 0, 0).unwrap())
+    /// );
+    /// // Far beyond the year 262142: not representable.
+    /// assert_eq!(s.checked_boundary(i64::MAX), None);
+    /// assert_eq!(s.checked_boundary(i64::MIN), None);
+    /// // boundary() saturates instead.
+    /// assert_eq!(s.boundary(i64::MAX), DateTime::<Utc>::MAX_UTC);
+    /// assert_eq!(s.boundary(i64::MIN), DateTime::<Utc>::MIN_UTC);
+    /// ```
+    pub fn checked_boundary(&self, k: i64) -> Option<DateTime<Utc>> {
+        let epoch_day = UNIX.date_naive();
         match self.every {
             Every::Interval(d) => {
                 // In seconds and i64: a 1 s interval from 1970 passes 2^31
                 // periods in 2038.
-                let secs = d.num_seconds().saturating_mul(k);
-                Duration::try_seconds(secs)
-                    .and_then(|off| self.origin.checked_add_signed(off))
-                    .unwrap_or(if k < 0 {
-                        DateTime::<Utc>::MIN_UTC
-                    } else {
-                        DateTime::<Utc>::MAX_UTC
-                    })
+                let secs = d.num_seconds().checked_mul(k)?;
+                self.origin.checked_add_signed(Duration::try_seconds(secs)?)
             }
             Every::Hourly { minute } => {
-                let base = local_midnight(epoch_day, NaiveTime::MIN);
-                base + Duration::hours(k) + Duration::minutes(i64::from(minute))
+                // One sum in seconds, so that only the result has to be
+                // representable.
+                let secs = k
+                    .checked_mul(3600)?
+                    .checked_add(i64::from(minute).checked_mul(60)?)?;
+                self.local(epoch_day, NaiveTime::MIN)?
+                    .checked_add_signed(Duration::try_seconds(secs)?)
             }
-            Every::Daily { at } => local_midnight(epoch_day + Duration::days(k), at),
+            Every::Daily { at } => {
+                self.local(epoch_day.checked_add_signed(Duration::try_days(k)?)?, at)
+            }
             Every::Weekly { day, at } => {
                 // Week 0 starts on the first `day` on or after 1970-01-01.
-                let first = (7 + day.num_days_from_monday() as i64
-                    - epoch_day.weekday().num_days_from_monday() as i64)
-                    % 7;
-                local_midnight(epoch_day + Duration::days(first + 7 * k), at)
+                let first = epoch_day
+                    .iter_days()
+                    .take(7)
+                    .position(|d| d.weekday() == day)?;
+                let days = k.checked_mul(7)?.checked_add(i64::try_from(first).ok()?)?;
+                self.local(epoch_day.checked_add_signed(Duration::try_days(days)?)?, at)
             }
             Every::Monthly { day, at } => {
-                let months = 1970 * 12 + k;
-                let (y, m) = (
-                    months.div_euclid(12) as i32,
-                    months.rem_euclid(12) as u32 + 1,
-                );
-                let last = last_day(y, m);
-                let date = NaiveDate::from_ymd_opt(y, m, day.min(last)).unwrap_or(epoch_day);
-                local_midnight(date, at)
+                let months = k.checked_add(1970 * 12)?;
+                let y = i32::try_from(months.div_euclid(12)).ok()?;
+                let m = u32::try_from(months.rem_euclid(12)).ok()?.checked_add(1)?;
+                let date = NaiveDate::from_ymd_opt(y, m, day.min(last_day(y, m)?))?;
+                self.local(date, at)
             }
         }
     }
 
-    /// When the period after the one `now` is in starts.
-    pub fn next_at(&self, now: DateTime<Utc>) -> DateTime<Utc> {
-        self.boundary(self.period(now) + 1)
+    /// The instant the local wall clock shows `date` at `at`, if it can be
+    /// represented. A fixed offset has no gaps or folds.
+    fn local(&self, date: NaiveDate, at: NaiveTime) -> Option<DateTime<Utc>> {
+        date.and_time(at)
+            .checked_sub_offset(self.offset)
+            .map(|naive| naive.and_utc())
     }
 
+    /// When the period after the one `now` is in starts
+    /// ([`DateTime::<Utc>::MAX_UTC`] if that cannot be represented).
+    pub fn next_at(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        self.period(now)
+            .checked_add(1)
+            .map_or(DateTime::<Utc>::MAX_UTC, |k| self.boundary(k))
+    }
+
+    /// A period number near the answer of `period(now)`; `period` corrects it.
     fn estimate(&self, now: DateTime<Utc>) -> i64 {
-        let local = now + Duration::seconds(i64::from(self.offset.local_minus_utc()));
-        let secs = (local - UNIX).num_seconds();
+        let secs = now
+            .timestamp()
+            .saturating_add(i64::from(self.offset.local_minus_utc()));
         match self.every {
-            Every::Interval(d) => (now - self.origin)
+            Every::Interval(d) => now
+                .signed_duration_since(self.origin)
                 .num_seconds()
                 .div_euclid(d.num_seconds().max(1)),
             Every::Hourly { .. } => secs.div_euclid(3600),
             Every::Daily { .. } => secs.div_euclid(86_400),
             Every::Weekly { .. } => secs.div_euclid(7 * 86_400),
             Every::Monthly { .. } => {
-                (i64::from(local.year()) - 1970) * 12 + i64::from(local.month0())
+                // Within a day of `now` if the local time is out of range.
+                let local = DateTime::from_timestamp(secs, 0).unwrap_or(now);
+                i64::from(local.year())
+                    .saturating_sub(1970)
+                    .saturating_mul(12)
+                    .saturating_add(i64::from(local.month0()))
             }
         }
     }
 }
 
-fn last_day(y: i32, m: u32) -> u32 {
-    let (ny, nm) = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
-    NaiveDate::from_ymd_opt(ny, nm, 1)
-        .and_then(|d| d.pred_opt())
-        .map(|d| d.day())
-        .unwrap_or(28)
+/// The last day of month `m` of year `y`, if that month is representable.
+fn last_day(y: i32, m: u32) -> Option<u32> {
+    (28..=31)
+        .rev()
+        .find(|&d| NaiveDate::from_ymd_opt(y, m, d).is_some())
 }
 
 fn parse_time(s: &str) -> Result<NaiveTime> {
@@ -382,6 +461,7 @@ fn utc_offset() -> FixedOffset {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::TimeZone;
 
     fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(y, mo, d, h, mi, 0).unwrap()
@@ -546,6 +626,169 @@ mod tests {
             let s: Schedule = s.parse().unwrap();
             for d in 0..300 {
                 check_consistent(&s, utc(2025, 12, 25, 0, 0) + Duration::minutes(997 * d));
+            }
+        }
+    }
+
+    /// Every kind of schedule, with extreme offsets and origins.
+    fn every_kind() -> Vec<Schedule> {
+        let mut all: Vec<Schedule> = [
+            "1s",
+            "45s",
+            "90m",
+            "6h",
+            "30d",
+            "3660d",
+            "6h from 2026-01-01T01:00:00Z",
+            "hourly:0",
+            "hourly:59+23:59",
+            "hourly:15-23:59",
+            "daily@00:00",
+            "daily@23:59:59+23:59",
+            "daily@00:00-23:59",
+            "weekly:mon@03:00",
+            "weekly:thu@00:00+23:59",
+            "weekly:sun@23:59:59-23:59",
+            "monthly:1@00:00",
+            "monthly:31@23:59:59+23:59",
+            "monthly:29@00:00-23:59",
+            "monthly:15@12:00+05:30",
+        ]
+        .iter()
+        .map(|t| t.parse().unwrap())
+        .collect();
+        let utc = utc_offset();
+        for (secs, origin) in [
+            (1, DateTime::<Utc>::MIN_UTC),
+            (1, DateTime::<Utc>::MAX_UTC),
+            (3660 * 86_400, DateTime::<Utc>::MIN_UTC),
+            (3660 * 86_400, DateTime::<Utc>::MAX_UTC),
+        ] {
+            all.push(
+                Schedule::with(Every::Interval(Duration::seconds(secs)), utc, origin).unwrap(),
+            );
+        }
+        all
+    }
+
+    const EXTREME_KS: [i64; 21] = [
+        i64::MIN,
+        i64::MIN + 1,
+        i64::MIN / 2,
+        -(1 << 40),
+        -(1 << 31) - 1,
+        -(1 << 31),
+        -1_000_000,
+        -24_000,
+        -1,
+        0,
+        1,
+        24_000,
+        1_000_000,
+        1 << 31,
+        (1 << 31) + 1,
+        1 << 32,
+        1 << 40,
+        1 << 62,
+        i64::MAX / 2,
+        i64::MAX - 1,
+        i64::MAX,
+    ];
+
+    #[test]
+    fn no_period_number_makes_boundary_panic() {
+        let (min, max) = (DateTime::<Utc>::MIN_UTC, DateTime::<Utc>::MAX_UTC);
+        for s in every_kind() {
+            // The table, plus the numbers around the ends of the range.
+            let mut ks = EXTREME_KS.to_vec();
+            for edge in [s.period(min), s.period(max)] {
+                ks.extend((-3..=3).map(|d| edge.saturating_add(d)));
+            }
+            ks.sort_unstable();
+            ks.dedup();
+            assert!(s.checked_boundary(0).is_some(), "{s}: period 0");
+            let mut last: Option<DateTime<Utc>> = None;
+            let mut ended = false;
+            for k in ks {
+                let checked = s.checked_boundary(k);
+                let saturated = s.boundary(k);
+                match checked {
+                    Some(b) => {
+                        assert_eq!(saturated, b, "{s}: boundary({k})");
+                        assert!(!ended, "{s}: Some at {k} after None above 0");
+                        if let Some(prev) = last {
+                            assert!(prev < b, "{s}: not increasing at {k}: {prev} then {b}");
+                        }
+                        last = Some(b);
+                    }
+                    None if k < 0 => {
+                        assert_eq!(saturated, min, "{s}: boundary({k})");
+                        assert!(last.is_none(), "{s}: None at {k} after Some");
+                    }
+                    None => {
+                        assert_eq!(saturated, max, "{s}: boundary({k})");
+                        ended = true;
+                    }
+                }
+            }
+            assert!(ended, "{s}: i64::MAX has a boundary");
+        }
+    }
+
+    #[test]
+    fn period_is_total_at_extreme_instants() {
+        let (min, max) = (DateTime::<Utc>::MIN_UTC, DateTime::<Utc>::MAX_UTC);
+        let nows = [
+            min,
+            min + Duration::nanoseconds(1),
+            min + Duration::seconds(1),
+            min + Duration::days(2),
+            UNIX - Duration::nanoseconds(1),
+            UNIX,
+            utc(2026, 11, 22, 12, 0),
+            max - Duration::days(2),
+            max - Duration::seconds(1),
+            max - Duration::nanoseconds(1),
+            max,
+        ];
+        for s in every_kind() {
+            let mut prev = i64::MIN;
+            for now in nows {
+                let k = s.period(now);
+                assert!(k >= prev, "{s}: period({now}) = {k} went back");
+                prev = k;
+                // boundary(k) <= now < boundary(k + 1), an unrepresentable
+                // boundary counting as before (below 0) or after (above 0).
+                match s.checked_boundary(k) {
+                    Some(b) => assert!(b <= now, "{s}: period({now}) = {k} starts at {b}"),
+                    None => assert!(k < 0, "{s}: period({now}) = {k} has no start"),
+                }
+                let next = k.checked_add(1).and_then(|k1| s.checked_boundary(k1));
+                match next {
+                    Some(b) => assert!(now < b, "{s}: period({now}) = {k} ends at {b}"),
+                    None => assert!(k >= 0, "{s}: period({now}) = {k} has no end"),
+                }
+                assert_eq!(s.next_at(now), next.unwrap_or(max), "{s}: next_at({now})");
+            }
+        }
+    }
+
+    #[test]
+    fn period_is_consistent_across_the_whole_range() {
+        // Instants spread over all of chrono's range, where the estimate is
+        // furthest from anything the other tests use.
+        let lo = DateTime::<Utc>::MIN_UTC.timestamp();
+        let hi = DateTime::<Utc>::MAX_UTC.timestamp();
+        let step = (hi - lo) / 997;
+        for s in every_kind() {
+            for i in 1..997 {
+                let now = DateTime::from_timestamp(lo + i * step + i, 0).unwrap();
+                let k = s.period(now);
+                let (a, b) = (s.checked_boundary(k), s.checked_boundary(k + 1));
+                assert!(
+                    a.is_some_and(|a| a <= now) && b.is_some_and(|b| now < b),
+                    "{s} at {now}: {a:?} {b:?}"
+                );
             }
         }
     }
