@@ -1,12 +1,16 @@
-//! The base filter: one generation in Redis.
+//! The base filter: one generation in Redis. Its policy: that generation
+//! decides and takes every write; capacity is advisory.
 
-use crate::engine::{self, Blueprint, Core, Opened};
+use crate::engine::{create, Core};
 use crate::error::Result;
-use crate::generation::Layout;
+use crate::generation::{Backend, Layout, Scheme};
 use crate::keys::{FilterName, Keys};
-use crate::metadata::{fmt_f64, Kind};
+use crate::metadata::{field, fmt_f64, Common, Fields, Kind};
 use crate::ops::impl_filter_ops;
 use crate::params::{BloomParams, DEFAULT_MAX_BITS, DEFAULT_MAX_BLOCK_BITS};
+use crate::proto::create::{Blueprint, Opened};
+use crate::view::{Accept, Codec, Policy, Role, View};
+use std::sync::Arc;
 
 /// A Bloom filter kept in Redis: one generation of `m` bits, shared by every
 /// process that opens it by name.
@@ -37,7 +41,7 @@ pub struct BloomFilter {
 
 impl_filter_ops!(
     BloomFilter,
-    Kind::Bloom,
+    Accept::One(CODEC),
     "# let mut conn = redis::Client::open(\"redis://127.0.0.1/\")?.get_connection()?;\nlet f = rotabloom::BloomFilter::builder(\"crawl\").capacity(1_000_000).error_rate(0.01).create_or_open(&mut conn)?;"
 );
 
@@ -49,7 +53,7 @@ impl BloomFilter {
             sizing: None,
             max_bits: DEFAULT_MAX_BITS,
             max_block_bits: DEFAULT_MAX_BLOCK_BITS,
-            backend: crate::Backend::Bitmap,
+            backend: Backend::Bitmap,
         }
     }
 
@@ -62,11 +66,105 @@ impl BloomFilter {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Sizing {
     Capacity { capacity: u64, error_rate: f64 },
     Explicit { bits: u64, hashes: u32 },
 }
+
+/// A bloom filter's parameters: how it was sized, where it lives.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct BloomPolicy {
+    sizing: Sizing,
+    backend: Backend,
+}
+
+impl Policy for BloomPolicy {
+    fn kind(&self) -> Kind {
+        Kind::Bloom
+    }
+
+    fn params(&self) -> Vec<(&'static str, String)> {
+        let mut p = match self.sizing {
+            Sizing::Capacity {
+                capacity,
+                error_rate,
+            } => vec![
+                (field::SIZING, "capacity".to_string()),
+                (field::CAPACITY, capacity.to_string()),
+                (field::ERROR_RATE, fmt_f64(error_rate)),
+            ],
+            Sizing::Explicit { bits, hashes } => vec![
+                (field::SIZING, "explicit".to_string()),
+                (field::BITS, bits.to_string()),
+                (field::HASHES, hashes.to_string()),
+            ],
+        };
+        p.push((field::BACKEND, self.backend.as_str().to_string()));
+        p
+    }
+
+    fn roles(&self, _: &Common) -> Vec<Role> {
+        vec![Role::Decide]
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// The backend field (absent: bitmap, as written before it existed), and
+/// the generations' schemes it implies.
+pub(crate) fn backend_of(f: &Fields, c: &Common) -> Result<Backend> {
+    let backend = match f.opt_str(field::BACKEND)? {
+        None => Backend::Bitmap,
+        Some(_) => f.parsed::<Backend>(field::BACKEND)?,
+    };
+    let scheme = match backend {
+        Backend::Bitmap => Scheme::Md5Edh,
+        Backend::RedisBloom => Scheme::RedisBloom,
+    };
+    View::check_schemes(f, c, |_, g| g.layout.scheme == scheme)?;
+    Ok(backend)
+}
+
+fn decode(f: &Fields, c: &Common) -> Result<Arc<dyn Policy>> {
+    if c.gens.len() != 1 {
+        return Err(f.corrupt(
+            field::GENS,
+            format!(
+                "a bloom filter lists exactly one generation, not {}",
+                c.gens.len()
+            ),
+        ));
+    }
+    let sizing = match f.str(field::SIZING)? {
+        "capacity" => Sizing::Capacity {
+            capacity: f.u64_in(field::CAPACITY, 1, u64::MAX)?,
+            error_rate: f.rate(field::ERROR_RATE)?,
+        },
+        "explicit" => Sizing::Explicit {
+            bits: f.u64_in(field::BITS, crate::MIN_BITS, u64::MAX)?,
+            hashes: f.u64_in(field::HASHES, 1, u64::from(crate::MAX_HASHES))? as u32,
+        },
+        other => {
+            return Err(f.corrupt(
+                field::SIZING,
+                format!("{other:.40?} is not capacity or explicit"),
+            ))
+        }
+    };
+    Ok(Arc::new(BloomPolicy {
+        sizing,
+        backend: backend_of(f, c)?,
+    }))
+}
+
+/// How bloom filters are read from their metadata.
+pub(crate) const CODEC: Codec = Codec {
+    kind: Kind::Bloom,
+    decode,
+};
 
 /// Describes a [`BloomFilter`]; nothing is checked until
 /// [`spec`](Self::spec) or `create_or_open`, which report bad values as
@@ -83,7 +181,7 @@ pub struct BloomBuilder {
 
 impl BloomBuilder {
     /// Where the generation is kept (default [`Backend::Bitmap`](crate::Backend::Bitmap)).
-    pub fn backend(mut self, backend: crate::Backend) -> Self {
+    pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
         self
     }
@@ -139,51 +237,35 @@ impl BloomBuilder {
     /// Validates the description.
     pub fn spec(&self) -> Result<BloomSpec> {
         let name = FilterName::new(&self.name)?;
-        let sizing = self.sizing.clone().unwrap_or(Sizing::Capacity {
+        let sizing = self.sizing.unwrap_or(Sizing::Capacity {
             capacity: 0,
             error_rate: 0.01,
         });
-        let (params, stored, capacity) = match sizing {
+        let (params, capacity) = match sizing {
             Sizing::Capacity {
                 capacity,
                 error_rate,
-            } => {
-                let p = BloomParams::for_capacity_within(capacity, error_rate, self.max_bits)?;
-                (
-                    p,
-                    vec![
-                        ("sizing", "capacity".to_string()),
-                        ("capacity", capacity.to_string()),
-                        ("error_rate", fmt_f64(error_rate)),
-                    ],
-                    capacity,
-                )
-            }
+            } => (
+                BloomParams::for_capacity_within(capacity, error_rate, self.max_bits)?,
+                capacity,
+            ),
             Sizing::Explicit { bits, hashes } => {
                 let p = BloomParams::from_bits_hashes_within(bits, hashes, self.max_bits)?;
                 // The load at which k is optimal for m.
                 let cap = ((bits as f64) * std::f64::consts::LN_2 / f64::from(hashes))
                     .floor()
                     .max(1.0) as u64;
-                (
-                    p,
-                    vec![
-                        ("sizing", "explicit".to_string()),
-                        ("bits", bits.to_string()),
-                        ("hashes", hashes.to_string()),
-                    ],
-                    cap,
-                )
+                (p, cap)
             }
+        };
+        let policy = BloomPolicy {
+            sizing,
+            backend: self.backend,
         };
         Ok(BloomSpec {
             name,
             layout: self.backend.layout(params, self.max_block_bits),
-            params: {
-                let mut stored = stored;
-                stored.push(("backend", self.backend.as_str().to_string()));
-                stored
-            },
+            params: policy.params(),
             capacity,
         })
     }
@@ -225,15 +307,18 @@ impl BloomSpec {
         self.layout
     }
 
-    fn blueprint(&self) -> Blueprint {
-        Blueprint {
+    fn machine(&self) -> impl crate::exec::Machine<Output = (BloomFilter, Opened)> + Send {
+        use crate::engine::chain::MachineExt;
+        let bp = Blueprint {
             uid: crate::uid::new_uid(),
             adopt: Vec::new(),
             kind: Kind::Bloom,
             params: self.params.clone(),
             extra: Vec::new(),
             gens: vec![(self.layout, self.capacity)],
-        }
+        };
+        create::create_or_open(Keys::new(self.name.clone()), Accept::One(CODEC), bp)
+            .map(|(core, how)| Ok((BloomFilter { core }, how)))
     }
 
     /// Creates or opens; also says which happened.
@@ -241,8 +326,7 @@ impl BloomSpec {
         &self,
         conn: &mut C,
     ) -> Result<(BloomFilter, Opened)> {
-        let (core, how) = engine::create(conn, Keys::new(self.name.clone()), self.blueprint())?;
-        Ok((BloomFilter { core }, how))
+        crate::exec::run(conn, self.machine())
     }
 
     /// Async [`create_or_open`](Self::create_or_open).
@@ -250,8 +334,6 @@ impl BloomSpec {
         &self,
         conn: &mut C,
     ) -> Result<(BloomFilter, Opened)> {
-        let (core, how) =
-            engine::create_async(conn, Keys::new(self.name.clone()), self.blueprint()).await?;
-        Ok((BloomFilter { core }, how))
+        crate::exec::run_async(conn, self.machine()).await
     }
 }

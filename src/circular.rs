@@ -19,19 +19,20 @@
 //! when `rotate_if_due` is called (cron) or, with lazy rotation, on the
 //! first operation after the boundary; until then the window stays open.
 
+use crate::bloom::backend_of;
 use crate::clock::{Clock, ServerClock};
-use crate::engine::{
-    self, decode_meta, hgetall, take_one, Blueprint, Core, Opened, PreallocMachine,
-};
+use crate::engine::chain::MachineExt;
+use crate::engine::roll::{Decide, DueRotation, Now, RollMachine, Rotation, Step};
+use crate::engine::{create, Core};
 use crate::error::{Error, Result};
-use crate::exec::{Machine, Poll, Replies, Request};
-use crate::generation::Layout;
+use crate::generation::{Backend, Layout};
 use crate::keys::{FilterName, Keys};
-use crate::metadata::{fmt_f64, Kind, Meta};
+use crate::metadata::{field, fmt_f64, Common, Fields, Kind};
 use crate::ops::impl_filter_ops;
 use crate::params::{BloomParams, ErrorRate, DEFAULT_MAX_BITS, DEFAULT_MAX_BLOCK_BITS};
+use crate::proto::create::{Blueprint, Opened};
 use crate::schedule::Schedule;
-use crate::scripts;
+use crate::view::{Accept, Codec, Due, NewGen, Policy, Role, Roll, View};
 use chrono::{DateTime, TimeZone, Utc};
 use std::fmt;
 use std::str::FromStr;
@@ -61,10 +62,6 @@ impl Mode {
             Mode::InsertAllQueryOldest => "insert-all-query-oldest",
         }
     }
-
-    pub(crate) fn from_meta(meta: &Meta) -> Result<Mode> {
-        meta.param::<Mode>("mode")
-    }
 }
 
 impl fmt::Display for Mode {
@@ -85,33 +82,6 @@ impl FromStr for Mode {
             }),
         }
     }
-}
-
-/// What a call to `rotate` or `rotate_if_due` did. Not rotating is an
-/// expected outcome, not an error.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rotation {
-    /// This call rotated `rotations` times (more than once after missed
-    /// runs, at most N).
-    Rotated {
-        /// Rotations performed.
-        rotations: u32,
-        /// The epoch (rotations so far) afterwards.
-        epoch: u64,
-        /// When the next scheduled rotation is due, if there is a schedule.
-        next_at: Option<DateTime<Utc>>,
-    },
-    /// The current period's rotation is done (by this or another process).
-    NotDue {
-        /// When the next one is due.
-        next_at: DateTime<Utc>,
-    },
-    /// A manual rotation lost the race: another process changed the filter
-    /// since this handle last saw it, and the handle now holds that state.
-    Superseded {
-        /// The epoch now.
-        epoch: u64,
-    },
 }
 
 /// A Bloom filter over a sliding window of N generations.
@@ -139,7 +109,7 @@ pub struct CircularFilter {
 
 impl_filter_ops!(
     CircularFilter,
-    Kind::Circular,
+    Accept::One(CODEC),
     "# let mut conn = redis::Client::open(\"redis://127.0.0.1/\")?.get_connection()?;\nlet f = rotabloom::CircularFilter::builder(\"recrawl\").generations(4).capacity(1_000_000).schedule(\"7d\").create_or_open(&mut conn)?;"
 );
 
@@ -157,7 +127,7 @@ impl CircularFilter {
             max_bits: DEFAULT_MAX_BITS,
             max_block_bits: DEFAULT_MAX_BLOCK_BITS,
             clock: Arc::new(ServerClock),
-            backend: crate::Backend::Bitmap,
+            backend: Backend::Bitmap,
         }
     }
 
@@ -168,9 +138,18 @@ impl CircularFilter {
         self
     }
 
+    fn policy(&self) -> Option<CircularPolicy> {
+        self.core
+            .view()
+            .policy
+            .as_any()
+            .downcast_ref::<CircularPolicy>()
+            .cloned()
+    }
+
     /// The rotation schedule, if the filter has one.
     pub fn schedule(&self) -> Option<Schedule> {
-        schedule_of(&self.core.view()).ok().flatten()
+        self.policy().and_then(|p| p.schedule)
     }
 
     /// Rotations so far, as last read from Redis.
@@ -180,7 +159,9 @@ impl CircularFilter {
 
     /// When the next scheduled rotation is due, as last read from Redis.
     pub fn next_rotation_at(&self) -> Option<DateTime<Utc>> {
-        due_at(&self.core.view())
+        self.policy()
+            .and_then(|p| p.state)
+            .and_then(|s| Utc.timestamp_millis_opt(s.due_at).single())
     }
 
     /// Rotates once now, if the filter has not changed since this handle
@@ -188,7 +169,7 @@ impl CircularFilter {
     /// with the same view, one rotates and the others get
     /// [`Rotation::Superseded`]. Leaves the schedule alone.
     pub fn rotate<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Result<Rotation> {
-        crate::exec::run(conn, RotateMachine::manual(self.core.clone()))
+        crate::exec::run(conn, self.manual())
     }
 
     /// Async [`rotate`](Self::rotate).
@@ -196,7 +177,7 @@ impl CircularFilter {
         &self,
         conn: &mut C,
     ) -> Result<Rotation> {
-        crate::exec::run_async(conn, RotateMachine::manual(self.core.clone())).await
+        crate::exec::run_async(conn, self.manual()).await
     }
 
     /// Performs exactly the rotations owed by the schedule at the clock's
@@ -207,7 +188,7 @@ impl CircularFilter {
         &self,
         conn: &mut C,
     ) -> Result<Rotation> {
-        crate::exec::run(conn, RotateMachine::if_due(self.core.clone(), None))
+        crate::exec::run(conn, self.due(None))
     }
 
     /// Async [`rotate_if_due`](Self::rotate_if_due).
@@ -215,7 +196,7 @@ impl CircularFilter {
         &self,
         conn: &mut C,
     ) -> Result<Rotation> {
-        crate::exec::run_async(conn, RotateMachine::if_due(self.core.clone(), None)).await
+        crate::exec::run_async(conn, self.due(None)).await
     }
 
     /// [`rotate_if_due`](Self::rotate_if_due) at an explicit `now`.
@@ -224,7 +205,7 @@ impl CircularFilter {
         conn: &mut C,
         now: DateTime<Utc>,
     ) -> Result<Rotation> {
-        crate::exec::run(conn, RotateMachine::if_due(self.core.clone(), Some(now)))
+        crate::exec::run(conn, self.due(Some(now)))
     }
 
     /// Async [`rotate_if_due_at`](Self::rotate_if_due_at).
@@ -233,7 +214,71 @@ impl CircularFilter {
         conn: &mut C,
         now: DateTime<Utc>,
     ) -> Result<Rotation> {
-        crate::exec::run_async(conn, RotateMachine::if_due(self.core.clone(), Some(now))).await
+        crate::exec::run_async(conn, self.due(Some(now))).await
+    }
+
+    fn manual(&self) -> RollMachine<ManualRotation> {
+        let epoch_seen = self.core.view().epoch;
+        RollMachine::new(self.core.clone(), ManualRotation { epoch_seen })
+    }
+
+    fn due(&self, now: Option<DateTime<Utc>>) -> RollMachine<DueRotation> {
+        RollMachine::with_view(self.core.clone(), self.core.view(), DueRotation::new(), now)
+    }
+}
+
+/// A manual rotation: drop the oldest generation, append a copy of the
+/// newest's shape.
+struct ManualRotation {
+    epoch_seen: u64,
+}
+
+impl Decide for ManualRotation {
+    type Output = Rotation;
+
+    fn decide(&mut self, view: &View, _: Option<DateTime<Utc>>) -> Result<Step<Rotation>> {
+        Ok(Step::Roll(rotation(view, 1, Vec::new(), Vec::new())))
+    }
+
+    fn settle(&mut self, view: &View, rolled: bool) -> Result<Option<Rotation>> {
+        Ok(match rolled {
+            true => Some(Rotation::Rotated {
+                rotations: 1,
+                epoch: view.epoch,
+                next_at: None,
+            }),
+            // Another process changed the filter first; a handle whose
+            // view was old in a way that left the epoch tries again.
+            false if view.epoch != self.epoch_seen => {
+                Some(Rotation::Superseded { epoch: view.epoch })
+            }
+            false => None,
+        })
+    }
+}
+
+/// `k` rotations: the `k` oldest generations go, `k` new ones of the
+/// newest's shape come. Only the first new one is allocated ahead (after
+/// missed runs the others fill lazily).
+fn rotation(
+    c: &Common,
+    k: u32,
+    expect: Vec<(&'static str, String)>,
+    set: Vec<(&'static str, String)>,
+) -> Roll {
+    let newest = c.newest();
+    Roll {
+        drop: k as usize,
+        add: (0..u64::from(k))
+            .map(|i| NewGen {
+                seq: c.next_seq.saturating_add(i),
+                layout: newest.layout,
+                capacity: newest.capacity,
+            })
+            .collect(),
+        expect,
+        set,
+        allocate: 1,
     }
 }
 
@@ -251,7 +296,7 @@ pub struct CircularBuilder {
     max_bits: u64,
     max_block_bits: u64,
     clock: Arc<dyn Clock>,
-    backend: crate::Backend,
+    backend: Backend,
 }
 
 impl CircularBuilder {
@@ -300,7 +345,7 @@ impl CircularBuilder {
     }
     /// Where the generations are kept (default
     /// [`Backend::Bitmap`](crate::Backend::Bitmap)).
-    pub fn backend(mut self, backend: crate::Backend) -> Self {
+    pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
         self
     }
@@ -336,28 +381,21 @@ impl CircularBuilder {
         let (gen_capacity, gen_rate) = generation_sizing(self.mode, n, self.capacity, p)?;
         let params = BloomParams::for_capacity_within(gen_capacity, gen_rate, self.max_bits)?;
         let layout = self.backend.layout(params, self.max_block_bits);
-        let stored = vec![
-            ("generations", n.to_string()),
-            ("mode", self.mode.as_str().to_string()),
-            ("capacity", self.capacity.to_string()),
-            ("error_rate", fmt_f64(p)),
-            (
-                "schedule",
-                schedule.map(|s| s.to_string()).unwrap_or_default(),
-            ),
-            ("lazy", if self.lazy { "1" } else { "0" }.to_string()),
-            ("backend", self.backend.as_str().to_string()),
-            ("max_bits", self.max_bits.to_string()),
-            (
-                "max_block_bits",
-                self.max_block_bits
-                    .clamp(8, crate::MAX_BLOCK_BITS)
-                    .to_string(),
-            ),
-        ];
+        let policy = CircularPolicy {
+            n,
+            mode: self.mode,
+            capacity: self.capacity,
+            error_rate: p,
+            schedule,
+            lazy: self.lazy,
+            state: None,
+            max_bits: self.max_bits,
+            max_block_bits: self.max_block_bits.clamp(8, crate::MAX_BLOCK_BITS),
+            backend: self.backend,
+        };
         Ok(CircularSpec {
             name,
-            params: stored,
+            params: policy.params(),
             layout,
             gen_capacity,
             n,
@@ -425,31 +463,48 @@ pub struct CircularSpec {
 }
 
 impl CircularSpec {
-    fn blueprint(&self, now: DateTime<Utc>) -> Blueprint {
+    fn blueprint(&self, now: DateTime<Utc>) -> Result<Blueprint> {
         let extra = match self.schedule {
             Some(s) => {
-                let p = s.period(now);
-                vec![
-                    ("period".to_string(), p.to_string()),
-                    (
-                        "due_at".to_string(),
-                        s.boundary(p + 1).timestamp_millis().to_string(),
-                    ),
-                ]
+                let state = ScheduleState::at(&s, s.period(now)).ok_or_else(|| {
+                    Error::InvalidParameter {
+                        name: "schedule",
+                        reason: format!(
+                            "its next boundary after {now} is not a representable time"
+                        ),
+                    }
+                })?;
+                state.fields()
             }
             None => vec![
-                ("period".to_string(), String::new()),
-                ("due_at".to_string(), String::new()),
+                (field::PERIOD, String::new()),
+                (field::DUE_AT, String::new()),
             ],
         };
-        Blueprint {
+        Ok(Blueprint {
             uid: crate::uid::new_uid(),
             adopt: Vec::new(),
             kind: Kind::Circular,
             params: self.params.clone(),
             extra,
             gens: vec![(self.layout, self.gen_capacity); self.n as usize],
-        }
+        })
+    }
+
+    fn machine(&self) -> impl crate::exec::Machine<Output = (CircularFilter, Opened)> + Send {
+        let spec = self.clone();
+        Now::new(self.clock.clone()).then(move |now| {
+            let bp = spec.blueprint(now)?;
+            let clock = spec.clock.clone();
+            Ok(
+                create::create_or_open(Keys::new(spec.name.clone()), Accept::One(CODEC), bp).map(
+                    move |(mut core, how)| {
+                        core.clock = clock;
+                        Ok((CircularFilter { core }, how))
+                    },
+                ),
+            )
+        })
     }
 
     /// Creates or opens; also says which happened.
@@ -457,14 +512,7 @@ impl CircularSpec {
         &self,
         conn: &mut C,
     ) -> Result<(CircularFilter, Opened)> {
-        let now = match self.clock.now() {
-            Some(t) => t,
-            None => crate::exec::run(conn, TimeMachine::default())?,
-        };
-        let (mut core, how) =
-            engine::create(conn, Keys::new(self.name.clone()), self.blueprint(now))?;
-        core.clock = self.clock.clone();
-        Ok((CircularFilter { core }, how))
+        crate::exec::run(conn, self.machine())
     }
 
     /// Async [`create_or_open`](Self::create_or_open).
@@ -472,258 +520,201 @@ impl CircularSpec {
         &self,
         conn: &mut C,
     ) -> Result<(CircularFilter, Opened)> {
-        let now = match self.clock.now() {
-            Some(t) => t,
-            None => crate::exec::run_async(conn, TimeMachine::default()).await?,
-        };
-        let (mut core, how) =
-            engine::create_async(conn, Keys::new(self.name.clone()), self.blueprint(now)).await?;
-        core.clock = self.clock.clone();
-        Ok((CircularFilter { core }, how))
+        crate::exec::run_async(conn, self.machine()).await
     }
 }
 
-fn schedule_of(meta: &Meta) -> Result<Option<Schedule>> {
-    match meta.fields.get("schedule").map(String::as_str) {
-        None | Some("") => Ok(None),
-        Some(s) => s.parse().map(Some).map_err(|_| Error::CorruptMetadata {
-            name: meta.name.clone(),
-            field: "schedule".into(),
-            reason: format!("{s:?} is not a schedule"),
-        }),
+/// Where a schedule stands: the period of the last scheduled rotation (or
+/// of the creation) and when the next one is due, in ms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ScheduleState {
+    period: i64,
+    due_at: i64,
+}
+
+impl ScheduleState {
+    /// The state in period `p`; `None` when the next boundary is not a
+    /// representable time.
+    fn at(s: &Schedule, p: i64) -> Option<ScheduleState> {
+        let next = s.checked_boundary(p.checked_add(1)?)?;
+        Some(ScheduleState {
+            period: p,
+            due_at: next.timestamp_millis(),
+        })
+    }
+
+    fn fields(&self) -> Vec<(&'static str, String)> {
+        vec![
+            (field::PERIOD, self.period.to_string()),
+            (field::DUE_AT, self.due_at.to_string()),
+        ]
     }
 }
 
-fn due_at(meta: &Meta) -> Option<DateTime<Utc>> {
-    let ms: i64 = meta.fields.get("due_at")?.parse().ok()?;
-    Utc.timestamp_millis_opt(ms).single()
+/// A circular filter's parameters and schedule state.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct CircularPolicy {
+    n: u32,
+    mode: Mode,
+    capacity: u64,
+    error_rate: f64,
+    schedule: Option<Schedule>,
+    lazy: bool,
+    /// With a schedule: where it stands.
+    state: Option<ScheduleState>,
+    max_bits: u64,
+    max_block_bits: u64,
+    backend: Backend,
 }
 
-/// Reads the Redis server's clock (`TIME`).
-#[derive(Default)]
-pub(crate) struct TimeMachine {
-    sent: bool,
-}
-
-impl Machine for TimeMachine {
-    type Output = DateTime<Utc>;
-
-    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<DateTime<Utc>>> {
-        if !self.sent {
-            self.sent = true;
-            return Ok(Poll::Send(Request::new().cmd(redis::cmd("TIME"))));
-        }
-        let v = take_one(replies)??;
-        let (secs, micros): (i64, i64) =
-            redis::from_redis_value(v).map_err(|e| Error::UnexpectedReply(format!("TIME: {e}")))?;
-        Utc.timestamp_opt(secs, (micros.clamp(0, 999_999) * 1000) as u32)
-            .single()
-            .map(Poll::Ready)
-            .ok_or_else(|| Error::UnexpectedReply("TIME out of range".into()))
-    }
-}
-
-enum RotateState {
-    Start,
-    Time,
-    Prealloc(Box<PreallocMachine>, Request, u32),
-    Sent(u32),
-    Reload(Option<u32>),
-}
-
-/// Rotations: manual (compare-and-set on the epoch) or scheduled
-/// (compare-and-set on the epoch and the period).
-pub(crate) struct RotateMachine {
-    core: Core,
-    scheduled: bool,
-    now: Option<DateTime<Utc>>,
-    state: RotateState,
-    stalls: u32,
-    epoch_seen: u64,
-}
-
-impl RotateMachine {
-    pub(crate) fn manual(core: Core) -> RotateMachine {
-        let epoch_seen = core.view().epoch;
-        RotateMachine {
-            core,
-            scheduled: false,
-            now: None,
-            state: RotateState::Start,
-            stalls: 0,
-            epoch_seen,
-        }
+impl Policy for CircularPolicy {
+    fn kind(&self) -> Kind {
+        Kind::Circular
     }
 
-    pub(crate) fn if_due(core: Core, now: Option<DateTime<Utc>>) -> RotateMachine {
-        let epoch_seen = core.view().epoch;
-        RotateMachine {
-            core,
-            scheduled: true,
-            now,
-            state: RotateState::Start,
-            stalls: 0,
-            epoch_seen,
-        }
-    }
-
-    /// From the current view and `now`, either the answer or the rotation
-    /// to attempt (after allocating the first new generation's blocks).
-    fn decide(&mut self) -> Result<Poll<Rotation>> {
-        let meta = self.core.view();
-        let n = meta.gens.len() as u32;
-        let (k, period, due) = if self.scheduled {
-            let Some(schedule) = schedule_of(&meta)? else {
-                return Err(Error::InvalidParameter {
-                    name: "schedule",
-                    reason: format!("filter {:?} has no schedule; use rotate()", meta.name),
-                });
-            };
-            let now = self
-                .now
-                .ok_or_else(|| Error::UnexpectedReply("no time".into()))?;
-            let p = schedule.period(now);
-            let last: i64 = meta.param("period")?;
-            if p <= last {
-                return Ok(Poll::Ready(Rotation::NotDue {
-                    next_at: schedule.boundary(last.max(p) + 1),
-                }));
-            }
-            let owed = u32::try_from(p - last).unwrap_or(u32::MAX).min(n);
+    fn params(&self) -> Vec<(&'static str, String)> {
+        vec![
+            (field::GENERATIONS, self.n.to_string()),
+            (field::MODE, self.mode.as_str().to_string()),
+            (field::CAPACITY, self.capacity.to_string()),
+            (field::ERROR_RATE, fmt_f64(self.error_rate)),
             (
+                field::SCHEDULE,
+                self.schedule.map(|s| s.to_string()).unwrap_or_default(),
+            ),
+            (field::LAZY, if self.lazy { "1" } else { "0" }.to_string()),
+            (field::BACKEND, self.backend.as_str().to_string()),
+            (field::MAX_BITS, self.max_bits.to_string()),
+            (field::MAX_BLOCK_BITS, self.max_block_bits.to_string()),
+        ]
+    }
+
+    fn roles(&self, c: &Common) -> Vec<Role> {
+        let n = c.gens.len();
+        match self.mode {
+            Mode::InsertNewestQueryAll => (0..n)
+                .map(|i| {
+                    if i + 1 == n {
+                        Role::Decide
+                    } else {
+                        Role::Query
+                    }
+                })
+                .collect(),
+            Mode::InsertAllQueryOldest => (0..n)
+                .map(|i| if i == 0 { Role::Decide } else { Role::Write })
+                .collect(),
+        }
+    }
+
+    fn pending(&self, c: &Common, _: &crate::view::Growth) -> Option<NewGen> {
+        rotation(c, 1, Vec::new(), Vec::new()).add.first().copied()
+    }
+
+    fn lazy_due_at(&self) -> Option<i64> {
+        self.state.filter(|_| self.lazy).map(|s| s.due_at)
+    }
+
+    fn due(&self, c: &Common, now: DateTime<Utc>) -> Result<Due> {
+        let (Some(schedule), Some(state)) = (self.schedule, self.state) else {
+            return Ok(Due::Unscheduled);
+        };
+        let p = schedule.period(now);
+        let unrepresentable = || Error::InvalidParameter {
+            name: "now",
+            reason: format!("{now} is too far from the schedule's periods"),
+        };
+        if p <= state.period {
+            let next = ScheduleState::at(&schedule, state.period).ok_or_else(unrepresentable)?;
+            return Ok(Due::NotDue {
+                next_at: Utc
+                    .timestamp_millis_opt(next.due_at)
+                    .single()
+                    .ok_or_else(unrepresentable)?,
+            });
+        }
+        let owed = u32::try_from(p.saturating_sub(state.period))
+            .unwrap_or(u32::MAX)
+            .min(self.n);
+        let next = ScheduleState::at(&schedule, p).ok_or_else(unrepresentable)?;
+        let next_at = Utc
+            .timestamp_millis_opt(next.due_at)
+            .single()
+            .ok_or_else(unrepresentable)?;
+        Ok(Due::Owed {
+            roll: rotation(
+                c,
                 owed,
-                Some((last, p)),
-                schedule.boundary(p + 1).timestamp_millis().to_string(),
-            )
-        } else {
-            (1, None, String::new())
-        };
-        let newest = meta.newest();
-        let oldest = &meta.gens[..k as usize];
-        let mut keys = vec![self.core.keys.meta().to_string(), self.core.keys.fence()];
-        for g in oldest {
-            keys.extend((0..g.layout.blocks).map(|b| self.core.keys.block(&meta.uid, g.seq, b)));
-        }
-        let mut cmd = scripts::ROTATE.invoke(&keys);
-        cmd.arg(&meta.uid).arg(meta.epoch);
-        match period {
-            Some((last, p)) => cmd.arg(last).arg(p),
-            None => cmd.arg("").arg(""),
-        };
-        cmd.arg(&due).arg(k);
-        for i in 0..u64::from(k) {
-            let l = newest.layout;
-            cmd.arg(format!(
-                "{}|{}|{}|{}|{}|{}",
-                meta.next_seq + i,
-                l.bits,
-                l.hashes,
-                l.blocks,
-                newest.capacity,
-                l.scheme.as_str()
-            ));
-        }
-        let mut req = Request::new();
-        req.script(&scripts::ROTATE, cmd);
-        // Only the generation that starts taking writes now is allocated
-        // ahead: after missed runs the others fill lazily. A RedisBloom
-        // generation must exist before use, so all of them are reserved.
-        let ahead = if newest.layout.scheme.is_module() {
-            u64::from(k)
-        } else {
-            1
-        };
-        let gens: Vec<(u64, Layout, u64)> = (0..ahead)
-            .map(|i| (meta.next_seq + i, newest.layout, newest.capacity))
-            .collect();
-        let blocks = self.core.blocks_of(&meta, &gens);
-        let mut pre = Box::new(PreallocMachine::new(self.core.clone(), blocks));
-        match pre.step(None)? {
-            Poll::Send(r) => {
-                self.state = RotateState::Prealloc(pre, req, k);
-                Ok(Poll::Send(r))
-            }
-            Poll::Ready(()) => {
-                self.state = RotateState::Sent(k);
-                Ok(Poll::Send(req))
-            }
-        }
+                vec![(field::PERIOD, state.period.to_string())],
+                next.fields(),
+            ),
+            rotations: owed,
+            next_at,
+        })
     }
 
-    fn reload(&mut self, rotated: Option<u32>) -> Result<Poll<Rotation>> {
-        self.state = RotateState::Reload(rotated);
-        Ok(Poll::Send(hgetall(&self.core.keys)))
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 
-impl Machine for RotateMachine {
-    type Output = Rotation;
-
-    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<Rotation>> {
-        match std::mem::replace(&mut self.state, RotateState::Start) {
-            RotateState::Start => {
-                if self.scheduled && self.now.is_none() {
-                    self.now = self.core.clock.now();
-                    if self.now.is_none() {
-                        self.state = RotateState::Time;
-                        return Ok(Poll::Send(Request::new().cmd(redis::cmd("TIME"))));
-                    }
-                }
-                self.decide()
-            }
-            RotateState::Time => {
-                let mut t = TimeMachine { sent: true };
-                match t.step(replies)? {
-                    Poll::Ready(now) => self.now = Some(now),
-                    Poll::Send(_) => return Err(Error::UnexpectedReply("TIME".into())),
-                }
-                self.decide()
-            }
-            RotateState::Prealloc(mut pre, req, k) => match pre.step(replies)? {
-                Poll::Send(r) => {
-                    self.state = RotateState::Prealloc(pre, req, k);
-                    Ok(Poll::Send(r))
-                }
-                Poll::Ready(()) => {
-                    self.state = RotateState::Sent(k);
-                    Ok(Poll::Send(req))
-                }
-            },
-            RotateState::Sent(k) => match take_one(replies)?? {
-                redis::Value::Int(_) => self.reload(Some(k)),
-                _ => {
-                    self.stalls += 1;
-                    if self.stalls > self.core.max_retries {
-                        return Err(Error::Contention {
-                            name: self.core.name().to_string(),
-                            retries: self.stalls,
-                        });
-                    }
-                    self.reload(None)
-                }
-            },
-            RotateState::Reload(rotated) => {
-                let meta = decode_meta(self.core.name(), take_one(replies)?)?;
-                self.core.accept(meta)?;
-                let meta = self.core.view();
-                match rotated {
-                    Some(k) => Ok(Poll::Ready(Rotation::Rotated {
-                        rotations: k,
-                        epoch: meta.epoch,
-                        next_at: if self.scheduled { due_at(&meta) } else { None },
-                    })),
-                    None if !self.scheduled => {
-                        if meta.epoch != self.epoch_seen {
-                            Ok(Poll::Ready(Rotation::Superseded { epoch: meta.epoch }))
-                        } else {
-                            // The filter was re-created or its view was
-                            // old in a way that left the epoch: try again.
-                            self.decide()
-                        }
-                    }
-                    None => self.decide(),
-                }
-            }
-        }
+fn decode(f: &Fields, c: &Common) -> Result<Arc<dyn Policy>> {
+    let n = f.u64_in(field::GENERATIONS, 2, u64::from(MAX_CIRCULAR_GENERATIONS))? as u32;
+    if c.gens.len() != n as usize {
+        return Err(f.corrupt(
+            field::GENS,
+            format!("lists {} generations, but the filter has {n}", c.gens.len()),
+        ));
     }
+    let schedule = match f.str(field::SCHEDULE)? {
+        "" => None,
+        _ => Some(f.parsed::<Schedule>(field::SCHEDULE)?),
+    };
+    let lazy = match f.str(field::LAZY)? {
+        "0" => false,
+        "1" => true,
+        other => return Err(f.corrupt(field::LAZY, format!("{other:.40?} is not 0 or 1"))),
+    };
+    let state = match schedule {
+        None => {
+            if lazy {
+                return Err(f.corrupt(field::LAZY, "lazy rotation without a schedule"));
+            }
+            for fld in [field::PERIOD, field::DUE_AT] {
+                if f.str(fld)? != "" {
+                    return Err(f.corrupt(fld, "set, but the filter has no schedule"));
+                }
+            }
+            None
+        }
+        Some(s) => {
+            let period = f.i64(field::PERIOD)?;
+            let due_at = f.i64(field::DUE_AT)?;
+            ScheduleState::at(&s, period).ok_or_else(|| {
+                f.corrupt(
+                    field::PERIOD,
+                    format!("period {period} has no representable end"),
+                )
+            })?;
+            Some(ScheduleState { period, due_at })
+        }
+    };
+    Ok(Arc::new(CircularPolicy {
+        n,
+        mode: f.parsed(field::MODE)?,
+        capacity: f.u64_in(field::CAPACITY, 1, u64::MAX)?,
+        error_rate: f.rate(field::ERROR_RATE)?,
+        schedule,
+        lazy,
+        state,
+        max_bits: f.u64_in(field::MAX_BITS, crate::MIN_BITS, u64::MAX)?,
+        max_block_bits: f.u64_in(field::MAX_BLOCK_BITS, 8, crate::MAX_BLOCK_BITS)?,
+        backend: backend_of(f, c)?,
+    }))
 }
+
+/// How circular filters are read from their metadata.
+pub(crate) const CODEC: Codec = Codec {
+    kind: Kind::Circular,
+    decode,
+};

@@ -341,7 +341,7 @@ fn kind_keys(kind: Kind) -> &'static [&'static str] {
 /// Parses a kind name (`bloom`, `expanding`, `circular`).
 pub fn parse_kind(s: &str) -> Result<Kind, String> {
     s.parse::<Kind>()
-        .map_err(|()| format!("{s:?} is not a kind (bloom, expanding or circular)"))
+        .map_err(|_| format!("{s:?} is not a kind (bloom, expanding or circular)"))
 }
 
 /// Parses a size in bytes: a plain number, or a number with a unit

@@ -145,6 +145,20 @@ pub enum Error {
         name: String,
     },
 
+    /// The Redis user may not run a command rotabloom needs (ACL), or may
+    /// not touch one of the filter's keys. Nothing was written by the
+    /// command refused.
+    #[error("permission denied by the Redis server: {message}")]
+    PermissionDenied {
+        /// The server's words, naming the command or key.
+        message: String,
+    },
+
+    /// rotabloom broke one of its own invariants: a bug, never a problem
+    /// of the data in Redis.
+    #[error("internal error (a bug in rotabloom, please report it): {0}")]
+    Internal(String),
+
     /// An error from Redis or the connection to it.
     #[error("redis: {0}")]
     Redis(#[source] RedisError),
@@ -175,7 +189,30 @@ impl std::error::Error for RedisError {
 
 impl From<redis::RedisError> for Error {
     fn from(e: redis::RedisError) -> Self {
+        if e.code() == Some("NOPERM") {
+            return Error::PermissionDenied {
+                message: crate::redact::redact_urls(e.detail().unwrap_or("NOPERM")),
+            };
+        }
         Error::Redis(RedisError(e))
+    }
+}
+
+impl Error {
+    /// A script's error reply, for filter `name`: `CORRUPT <field> ...`
+    /// is the scripts' word for a stored value they will not use.
+    pub(crate) fn from_script(name: &str, e: redis::RedisError) -> Error {
+        if e.code() == Some("CORRUPT") {
+            let detail = e.detail().unwrap_or_default();
+            let (field, reason) = detail.split_once(' ').unwrap_or((detail, "malformed"));
+            let reason = reason.split(" script:").next().unwrap_or(reason);
+            return Error::CorruptMetadata {
+                name: name.to_string(),
+                field: field.to_string(),
+                reason: reason.trim().to_string(),
+            };
+        }
+        e.into()
     }
 }
 

@@ -37,6 +37,29 @@ impl Request {
         self.push(cmd, Some(script));
     }
 
+    /// How many commands the request holds.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.scripts.len()
+    }
+
+    /// The arguments of command `i`, as text (tests read requests).
+    #[cfg(test)]
+    pub fn args(&self, i: usize) -> Vec<String> {
+        self.pipe
+            .cmd_iter()
+            .nth(i)
+            .map(|c| {
+                c.args_iter()
+                    .filter_map(|a| match a {
+                        redis::Arg::Simple(b) => Some(String::from_utf8_lossy(b).into_owned()),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The commands whose reply was NOSCRIPT, re-built as EVAL.
     fn retry_noscript(&self, replies: &[RedisResult<Value>]) -> Option<(Vec<usize>, Request)> {
         let mut idx = Vec::new();
@@ -72,6 +95,16 @@ pub(crate) trait Machine {
     /// Told once, before the first step, whether the connection can run a
     /// pipelined `WATCH ... EXEC` transaction.
     fn allow_transactions(&mut self, _yes: bool) {}
+}
+
+impl<M: Machine + ?Sized> Machine for Box<M> {
+    type Output = M::Output;
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<M::Output>> {
+        (**self).step(replies)
+    }
+    fn allow_transactions(&mut self, yes: bool) {
+        (**self).allow_transactions(yes)
+    }
 }
 
 /// How many times one request is re-sent after NOSCRIPT. One is enough
@@ -160,24 +193,17 @@ pub(crate) fn run<M: Machine, C: redis::ConnectionLike + ?Sized>(
     }
 }
 
-/// Whether an async connection type runs a pipelined `WATCH ... MULTI ...
-/// EXEC` on one server connection, in order. The async cluster connection
-/// does not (it routes `MULTI`, which names no key, on its own), and the
-/// trait cannot tell, so only the known single-server types take the
-/// transaction path; every other type takes the scripted path, which is
-/// correct everywhere.
-fn async_transactions<C>() -> bool {
-    let name = std::any::type_name::<C>();
-    (name.contains("MultiplexedConnection") || name.contains("ConnectionManager"))
-        && !name.contains("luster")
-}
-
 /// Runs a machine to completion on an async connection.
 pub(crate) async fn run_async<M: Machine, C: redis::aio::ConnectionLike + Send>(
     conn: &mut C,
     mut m: M,
 ) -> Result<M::Output> {
-    m.allow_transactions(async_transactions::<C>());
+    // Every async connection of the redis crate sends a pipeline in one
+    // piece to one server (the cluster connection routes it by its keys,
+    // which share the filter's slot), so a guarded transaction runs as
+    // written; a handle can still turn the path off explicitly
+    // (`with_transactions(false)`).
+    m.allow_transactions(true);
     let mut replies = None;
     loop {
         match m.step(replies.take())? {

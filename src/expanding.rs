@@ -9,15 +9,23 @@
 //! generations there are. With the default `r = 1/2`, generation `i` gets
 //! `p / 2^(i+1)`.
 
-use crate::engine::{self, Blueprint, Core, Growth, Opened};
+use crate::engine::chain::MachineExt;
+use crate::engine::roll::{Grow, RollMachine};
+use crate::engine::{create, load::LoadMachine, Core};
 use crate::error::{Error, Result};
 use crate::exec::{Machine, Poll, Replies, Request};
-use crate::generation::Layout;
+use crate::generation::{Backend, Layout, Scheme};
 use crate::keys::{FilterName, Keys};
-use crate::metadata::{fmt_f64, Kind, Meta};
+use crate::metadata::{field, fmt_f64, Common, Fields, Kind};
 use crate::ops::impl_filter_ops;
 use crate::params::{BloomParams, ErrorRate, DEFAULT_MAX_BITS, DEFAULT_MAX_BLOCK_BITS};
+use crate::proto::create::{Blueprint, Opened};
+use crate::proto::{load, take_one};
 use crate::scripts;
+use crate::view::{Accept, Codec, Growth, NewGen, Policy, Role, View};
+use std::sync::Arc;
+
+use crate::legacy::Legacy;
 
 /// The most generations a filter may be configured for.
 pub const MAX_GENERATIONS: u32 = 1024;
@@ -52,7 +60,7 @@ pub struct ExpandingFilter {
 
 impl_filter_ops!(
     ExpandingFilter,
-    Kind::Expanding,
+    Accept::One(CODEC),
     "# let mut conn = redis::Client::open(\"redis://127.0.0.1/\")?.get_connection()?;\nlet f = rotabloom::ExpandingFilter::builder(\"crawl\").capacity(1_000_000).error_rate(0.01).create_or_open(&mut conn)?;"
 );
 
@@ -83,7 +91,7 @@ impl ExpandingFilter {
     /// another process changed the filter first (the handle then holds the
     /// new state). Of many concurrent calls with the same view, one expands.
     pub fn expand<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Result<bool> {
-        crate::exec::run(conn, ExpandMachine::new(self.core.clone()))
+        crate::exec::run(conn, RollMachine::new(self.core.clone(), Grow))
     }
 
     /// Async [`expand`](Self::expand).
@@ -91,7 +99,7 @@ impl ExpandingFilter {
         &self,
         conn: &mut C,
     ) -> Result<bool> {
-        crate::exec::run_async(conn, ExpandMachine::new(self.core.clone())).await
+        crate::exec::run_async(conn, RollMachine::new(self.core.clone(), Grow)).await
     }
 }
 
@@ -196,24 +204,20 @@ impl ExpandingBuilder {
                 ),
             );
         }
-        let params = vec![
-            ("capacity", self.capacity.to_string()),
-            ("error_rate", fmt_f64(p)),
-            ("growth", fmt_f64(self.growth)),
-            ("tightening", fmt_f64(self.tightening)),
-            ("max_generations", self.max_generations.to_string()),
-            ("max_bytes", self.max_bytes.to_string()),
-            ("max_bits", self.max_bits.to_string()),
-            (
-                "max_block_bits",
-                self.max_block_bits
-                    .clamp(8, crate::MAX_BLOCK_BITS)
-                    .to_string(),
-            ),
-        ];
+        let policy = ExpandingPolicy {
+            n0: self.capacity,
+            p,
+            s: self.growth,
+            r: self.tightening,
+            max_generations: self.max_generations,
+            max_bytes: self.max_bytes,
+            max_bits: self.max_bits,
+            max_block_bits: self.max_block_bits.clamp(8, crate::MAX_BLOCK_BITS),
+            legacy_gens: 0,
+        };
         Ok(ExpandingSpec {
             name,
-            params,
+            params: policy.params(),
             first: layout,
             capacity: self.capacity,
         })
@@ -264,12 +268,7 @@ impl ExpandingBuilder {
         conn: &mut C,
         legacy: Legacy,
     ) -> Result<ExpandingFilter> {
-        let m = self.adopt_machine(legacy)?;
-        let keys = m.keys.clone();
-        let (meta, _) = crate::exec::run(conn, m)?;
-        Ok(ExpandingFilter {
-            core: Core::new(keys, meta, Vec::new()),
-        })
+        crate::exec::run(conn, self.adopt_machine(legacy)?)
     }
 
     /// Async [`adopt_legacy`](Self::adopt_legacy).
@@ -278,26 +277,28 @@ impl ExpandingBuilder {
         conn: &mut C,
         legacy: Legacy,
     ) -> Result<ExpandingFilter> {
-        let m = self.adopt_machine(legacy)?;
-        let keys = m.keys.clone();
-        let (meta, _) = crate::exec::run_async(conn, m).await?;
-        Ok(ExpandingFilter {
-            core: Core::new(keys, meta, Vec::new()),
-        })
+        crate::exec::run_async(conn, self.adopt_machine(legacy)?).await
     }
 
-    fn adopt_machine(&self, legacy: Legacy) -> Result<AdoptMachine> {
+    fn adopt_machine(
+        &self,
+        legacy: Legacy,
+    ) -> Result<impl Machine<Output = ExpandingFilter> + Send> {
         let mut b = self.clone();
         // The legacy generation does not count against the limit.
         b.max_generations = b.max_generations.saturating_add(1).min(MAX_GENERATIONS);
         let spec = b.spec()?;
-        Ok(AdoptMachine {
-            keys: Keys::new(spec.name.clone()),
-            layout: legacy.layout()?,
-            spec,
-            legacy,
-            state: AdoptState::Idle,
-        })
+        let keys = Keys::new(spec.name.clone());
+        let k = keys.clone();
+        let mut bp = spec.blueprint();
+        bp.params.push((field::LEGACY_GENS, "1".into()));
+        Ok(
+            crate::legacy::adopt(keys, Accept::One(CODEC), bp, legacy)?.map(move |(view, _)| {
+                Ok(ExpandingFilter {
+                    core: Core::new(k, view, Accept::One(CODEC), Vec::new()),
+                })
+            }),
+        )
     }
 
     /// Turns the existing base [`BloomFilter`](crate::BloomFilter) of this
@@ -312,12 +313,7 @@ impl ExpandingBuilder {
         self,
         conn: &mut C,
     ) -> Result<ExpandingFilter> {
-        let m = self.convert_machine()?;
-        let keys = m.keys.clone();
-        let meta = crate::exec::run(conn, m)?;
-        Ok(ExpandingFilter {
-            core: Core::new(keys, meta, Vec::new()),
-        })
+        crate::exec::run(conn, self.convert_machine()?)
     }
 
     /// Async [`convert_bloom`](Self::convert_bloom).
@@ -325,23 +321,28 @@ impl ExpandingBuilder {
         self,
         conn: &mut C,
     ) -> Result<ExpandingFilter> {
-        let m = self.convert_machine()?;
-        let keys = m.keys.clone();
-        let meta = crate::exec::run_async(conn, m).await?;
-        Ok(ExpandingFilter {
-            core: Core::new(keys, meta, Vec::new()),
-        })
+        crate::exec::run_async(conn, self.convert_machine()?).await
     }
 
-    fn convert_machine(&self) -> Result<ConvertMachine> {
+    fn convert_machine(&self) -> Result<impl Machine<Output = ExpandingFilter> + Send> {
+        let keys = Keys::new(FilterName::new(&self.name)?);
+        let k = keys.clone();
         Ok(ConvertMachine {
-            keys: Keys::new(FilterName::new(&self.name)?),
+            keys,
             builder: self.clone(),
-            state: ConvertState::Load,
-            params: Vec::new(),
-        })
+            state: ConvertState::Load(LoadMachine::new(k.clone(), CONVERTIBLE)),
+        }
+        .map(move |view| {
+            Ok(ExpandingFilter {
+                core: Core::new(k, view, Accept::One(CODEC), Vec::new()),
+            })
+        }))
     }
 }
+
+/// What conversion reads: the base filter, or the expanding filter it
+/// already became.
+const CONVERTIBLE: Accept = Accept::Any(&[crate::bloom::CODEC, CODEC]);
 
 /// A validated [`ExpandingBuilder`].
 #[derive(Clone, Debug, PartialEq)]
@@ -364,13 +365,21 @@ impl ExpandingSpec {
         }
     }
 
+    fn machine(&self) -> impl Machine<Output = (ExpandingFilter, Opened)> + Send {
+        create::create_or_open(
+            Keys::new(self.name.clone()),
+            Accept::One(CODEC),
+            self.blueprint(),
+        )
+        .map(|(core, how)| Ok((ExpandingFilter { core }, how)))
+    }
+
     /// Creates or opens; also says which happened.
     pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
         &self,
         conn: &mut C,
     ) -> Result<(ExpandingFilter, Opened)> {
-        let (core, how) = engine::create(conn, Keys::new(self.name.clone()), self.blueprint())?;
-        Ok((ExpandingFilter { core }, how))
+        crate::exec::run(conn, self.machine())
     }
 
     /// Async [`create_or_open`](Self::create_or_open).
@@ -378,244 +387,170 @@ impl ExpandingSpec {
         &self,
         conn: &mut C,
     ) -> Result<(ExpandingFilter, Opened)> {
-        let (core, how) =
-            engine::create_async(conn, Keys::new(self.name.clone()), self.blueprint()).await?;
-        Ok((ExpandingFilter { core }, how))
+        crate::exec::run_async(conn, self.machine()).await
     }
 }
 
-/// The generation to add when the newest fills up, or `Limit` when a limit
-/// forbids it. Pure.
-pub(crate) fn growth(meta: &Meta) -> Result<Growth> {
-    let n0: f64 = meta.param::<u64>("capacity")? as f64;
-    let p: f64 = meta.param("error_rate")?;
-    let s: f64 = meta.param("growth")?;
-    let r: f64 = meta.param("tightening")?;
-    let max_gens: u64 = meta.param("max_generations")?;
-    let max_bytes: u64 = meta.param("max_bytes")?;
-    let max_bits: u64 = meta.param("max_bits")?;
-    let max_block_bits: u64 = meta.param("max_block_bits")?;
-    if meta.gens.len() as u64 >= max_gens {
-        return Ok(Growth::Limit);
-    }
-    // Adopted legacy generations sit outside the error budget: the first
-    // generation rotabloom sizes is index 0.
-    let legacy: usize = meta
-        .fields
-        .get("legacy_gens")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let i = meta.gens.len().saturating_sub(legacy);
-    let cap = (n0 * s.powi(i as i32)).ceil();
-    let rate = p * (1.0 - r) * r.powi(i as i32);
-    if !(cap.is_finite() && cap >= 1.0 && cap < u64::MAX as f64) {
-        return Ok(Growth::Limit);
-    }
-    let Ok(params) = BloomParams::for_capacity_within(cap as u64, rate, max_bits) else {
-        return Ok(Growth::Limit);
-    };
-    let layout = Layout::split(params, max_block_bits);
-    let used: u64 = meta.gens.iter().map(|g| g.layout.bytes()).sum();
-    if max_bytes > 0 && used.saturating_add(layout.bytes()) > max_bytes {
-        return Ok(Growth::Limit);
-    }
-    Ok(Growth::Next {
-        seq: meta.next_seq,
-        layout,
-        capacity: cap as u64,
-    })
+/// An expanding filter's parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct ExpandingPolicy {
+    n0: u64,
+    p: f64,
+    s: f64,
+    r: f64,
+    max_generations: u32,
+    max_bytes: u64,
+    max_bits: u64,
+    max_block_bits: u64,
+    legacy_gens: u32,
 }
 
-/// Human words for the limit an expanding filter reached.
-pub(crate) fn limit_description(meta: &Meta) -> String {
-    let gens = meta.gens.len();
-    let max_gens = meta
-        .fields
-        .get("max_generations")
-        .map(String::as_str)
-        .unwrap_or("?");
-    let max_bytes = meta
-        .fields
-        .get("max_bytes")
-        .map(String::as_str)
-        .unwrap_or("0");
-    format!("{gens} generations (max_generations = {max_gens}, max_bytes = {max_bytes}); the newest is full")
-}
+impl ExpandingPolicy {
+    fn limit(&self, c: &Common) -> String {
+        format!(
+            "{} generations (max_generations = {}, max_bytes = {}); the newest is full",
+            c.gens.len(),
+            self.max_generations,
+            self.max_bytes
+        )
+    }
 
-/// A bitmap written by a legacy Python crawler, adopted as a frozen,
-/// read-only generation read with its own hash scheme (see
-/// `docs/LEGACY.md`). New items go to new-format generations.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Legacy {
-    /// The PyPI package `scrapy-redis-bloomfilter`: one key of `2^bit` bits
-    /// (`BLOOMFILTER_BIT`, default 30) and `hashes` functions
-    /// (`BLOOMFILTER_HASH_NUMBER`, default 6). Its dupefilter hashes request
-    /// fingerprints (40 hex digits): query with those.
-    ScrapyRedisBloomfilter {
-        /// The bitmap's key, e.g. `myspider:bloomfilter`.
-        key: String,
-        /// `BLOOMFILTER_BIT`.
-        bit: u32,
-        /// `BLOOMFILTER_HASH_NUMBER`.
-        hashes: u32,
-    },
-    /// Seed 000's layout: keys `PREFIX0`, `PREFIX1`, ... of 2^31 bits
-    /// (`blockNum` of them), MD5 hex digest, seeds 5, 7, 11, 13, 31, 37, 61.
-    Seed000 {
-        /// The key prefix (`key` in the seed, default `bloomfilter`).
-        prefix: String,
-        /// `blockNum`.
-        blocks: u32,
-    },
-}
-
-impl Legacy {
-    fn layout(&self) -> Result<Layout> {
-        let bad =
-            |name: &'static str, reason: String| Err(Error::InvalidParameter { name, reason });
-        match self {
-            Legacy::ScrapyRedisBloomfilter { bit, hashes, .. } => {
-                if !(3..=32).contains(bit) {
-                    return bad("bit", format!("{bit} is not between 3 and 32"));
-                }
-                if *hashes == 0 || *hashes > crate::MAX_HASHES {
-                    return bad(
-                        "hashes",
-                        format!("{hashes} is not between 1 and {}", crate::MAX_HASHES),
-                    );
-                }
-                Ok(Layout {
-                    bits: 1 << bit,
-                    hashes: *hashes,
-                    blocks: 1,
-                    scheme: crate::Scheme::ScrapyRedisBloomfilter,
-                })
-            }
-            Legacy::Seed000 { blocks, .. } => {
-                if !(1..=256).contains(blocks) {
-                    return bad("blocks", format!("{blocks} is not between 1 and 256"));
-                }
-                Ok(Layout {
-                    bits: u64::from(*blocks) << 31,
-                    hashes: 7,
-                    blocks: *blocks,
-                    scheme: crate::Scheme::Seed000,
-                })
-            }
+    /// The generation to append when the newest fills up, or why none may be.
+    fn next(&self, c: &Common) -> std::result::Result<NewGen, String> {
+        if c.gens.len() >= self.max_generations as usize {
+            return Err(self.limit(c));
         }
-    }
-
-    fn keys(&self) -> Vec<String> {
-        match self {
-            Legacy::ScrapyRedisBloomfilter { key, .. } => vec![key.clone()],
-            Legacy::Seed000 { prefix, blocks } => {
-                (0..*blocks).map(|b| format!("{prefix}{b}")).collect()
-            }
+        // Adopted legacy generations sit outside the error budget: the
+        // first generation rotabloom sizes is index 0.
+        let i = c.gens.len().saturating_sub(self.legacy_gens as usize);
+        let i = i32::try_from(i).unwrap_or(i32::MAX);
+        let cap = (self.n0 as f64 * self.s.powi(i)).ceil();
+        let rate = self.p * (1.0 - self.r) * self.r.powi(i);
+        if !(cap.is_finite() && cap >= 1.0 && cap < u64::MAX as f64) {
+            return Err(self.limit(c));
         }
+        let params =
+            BloomParams::for_capacity_within(cap as u64, rate, self.max_bits).map_err(|e| {
+                format!(
+                    "{}: the next generation cannot be sized ({e})",
+                    self.limit(c)
+                )
+            })?;
+        let layout = Layout::split(params, self.max_block_bits);
+        let used: u64 = c
+            .gens
+            .iter()
+            .map(|g| g.layout.bytes())
+            .fold(0, u64::saturating_add);
+        if self.max_bytes > 0 && used.saturating_add(layout.bytes()) > self.max_bytes {
+            return Err(self.limit(c));
+        }
+        Ok(NewGen {
+            seq: c.next_seq,
+            layout,
+            capacity: cap as u64,
+        })
     }
 }
 
-enum AdoptState {
-    Idle,
-    Probe,
-    Create(Box<engine::CreateMachine>),
-}
+impl Policy for ExpandingPolicy {
+    fn kind(&self) -> Kind {
+        Kind::Expanding
+    }
 
-/// Adoption of a legacy bitmap: measure it, then create the filter moving
-/// the bitmap into place in the same atomic step.
-struct AdoptMachine {
-    keys: Keys,
-    spec: ExpandingSpec,
-    legacy: Legacy,
-    layout: Layout,
-    state: AdoptState,
-}
+    fn params(&self) -> Vec<(&'static str, String)> {
+        let mut p = vec![
+            (field::CAPACITY, self.n0.to_string()),
+            (field::ERROR_RATE, fmt_f64(self.p)),
+            (field::GROWTH, fmt_f64(self.s)),
+            (field::TIGHTENING, fmt_f64(self.r)),
+            (field::MAX_GENERATIONS, self.max_generations.to_string()),
+            (field::MAX_BYTES, self.max_bytes.to_string()),
+            (field::MAX_BITS, self.max_bits.to_string()),
+            (field::MAX_BLOCK_BITS, self.max_block_bits.to_string()),
+        ];
+        if self.legacy_gens > 0 {
+            p.push((field::LEGACY_GENS, self.legacy_gens.to_string()));
+        }
+        p
+    }
 
-impl Machine for AdoptMachine {
-    type Output = (Meta, Opened);
-
-    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<(Meta, Opened)>> {
-        match std::mem::replace(&mut self.state, AdoptState::Idle) {
-            AdoptState::Idle => {
-                let mut req = Request::new();
-                for k in self.legacy.keys() {
-                    req.push(redis::cmd("STRLEN").arg(&k).clone(), None);
-                    req.push(redis::cmd("BITCOUNT").arg(&k).clone(), None);
-                }
-                self.state = AdoptState::Probe;
-                Ok(Poll::Send(req))
-            }
-            AdoptState::Probe => {
-                let mut replies = replies.unwrap_or_default().into_iter();
-                let block_bits = self.layout.block_bits();
-                let mut items = 0f64;
-                let mut sources = Vec::new();
-                for (b, key) in self.legacy.keys().into_iter().enumerate() {
-                    let mut int = |what: &str| -> Result<u64> {
-                        match replies.next() {
-                            Some(Ok(redis::Value::Int(i))) => Ok(u64::try_from(i).unwrap_or(0)),
-                            Some(Err(e)) if engine::is_wrongtype(&e.clone().into()) => {
-                                Err(Error::WrongType {
-                                    key: key.clone(),
-                                    found: "not a string".into(),
-                                    expected: "string",
-                                })
-                            }
-                            Some(Err(e)) => Err(e.into()),
-                            other => Err(Error::UnexpectedReply(format!("{what}: {other:?}"))),
-                        }
-                    };
-                    let len = int("STRLEN")?;
-                    let set = int("BITCOUNT")?;
-                    if len * 8 > block_bits {
-                        return Err(Error::InvalidParameter {
-                            name: "bit",
-                            reason: format!(
-                                "{key:?} holds {len} bytes, more than the {block_bits} bits its parameters allow: \
-                                 check BLOOMFILTER_BIT / the block count"
-                            ),
-                        });
-                    }
-                    items += crate::params::estimate_items(block_bits, self.layout.hashes, set);
-                    sources.push((key, b as u32));
-                }
-                if sources.is_empty() {
-                    return Err(Error::InvalidParameter {
-                        name: "legacy",
-                        reason: "no keys to adopt".into(),
-                    });
-                }
-                let count = if items.is_finite() {
-                    items.ceil() as u64
+    fn roles(&self, c: &Common) -> Vec<Role> {
+        let n = c.gens.len();
+        (0..n)
+            .map(|i| {
+                if i + 1 == n {
+                    Role::Decide
                 } else {
-                    u64::MAX / 2
-                };
-                let mut bp = self.spec.blueprint();
-                bp.params.push(("legacy_gens", "1".into()));
-                bp.gens.insert(0, (self.layout, count.max(1)));
-                bp.adopt = sources;
-                let mut m = Box::new(engine::CreateMachine::new(self.keys.clone(), bp));
-                match m.step(None)? {
-                    Poll::Send(req) => {
-                        self.state = AdoptState::Create(m);
-                        Ok(Poll::Send(req))
-                    }
-                    Poll::Ready(v) => Ok(Poll::Ready(v)),
+                    Role::Query
                 }
-            }
-            AdoptState::Create(mut m) => {
-                let out = m.step(replies)?;
-                if let Poll::Send(_) = out {
-                    self.state = AdoptState::Create(m);
-                }
-                Ok(out)
-            }
-        }
+            })
+            .collect()
+    }
+
+    fn growth(&self, c: &Common) -> Growth {
+        Growth::Capped(self.next(c))
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
+
+fn decode(f: &Fields, c: &Common) -> Result<Arc<dyn Policy>> {
+    let growth = f.f64(field::GROWTH)?;
+    if !(1.0..=16.0).contains(&growth) {
+        return Err(f.corrupt(field::GROWTH, format!("{growth} is not between 1 and 16")));
+    }
+    let legacy_gens = f.opt_u64(field::LEGACY_GENS)?.unwrap_or(0);
+    if legacy_gens > 1 || legacy_gens as usize > c.gens.len() {
+        return Err(f.corrupt(
+            field::LEGACY_GENS,
+            format!(
+                "{legacy_gens} legacy generations cannot be among {}",
+                c.gens.len()
+            ),
+        ));
+    }
+    // A converted RedisBloom base filter keeps its module generation 0.
+    let module = matches!(f.opt_str(field::BACKEND)?, Some("redisbloom"));
+    View::check_schemes(f, c, |i, g| {
+        match (i < legacy_gens as usize, g.layout.scheme) {
+            (true, s) => !s.writable(),
+            (false, Scheme::Md5Edh) => true,
+            (false, Scheme::RedisBloom) => module,
+            (false, _) => false,
+        }
+    })?;
+    if let Some(b) = f.opt_str(field::BACKEND)? {
+        b.parse::<Backend>().map_err(|_| {
+            f.corrupt(
+                field::BACKEND,
+                format!("{b:.40?} is not bitmap or redisbloom"),
+            )
+        })?;
+    }
+    Ok(Arc::new(ExpandingPolicy {
+        n0: f.u64_in(field::CAPACITY, 1, u64::MAX)?,
+        p: f.rate(field::ERROR_RATE)?,
+        s: growth,
+        r: f.rate(field::TIGHTENING)?,
+        max_generations: f.u64_in(field::MAX_GENERATIONS, 1, u64::from(MAX_GENERATIONS))? as u32,
+        max_bytes: f.u64(field::MAX_BYTES)?,
+        max_bits: f.u64_in(field::MAX_BITS, crate::MIN_BITS, u64::MAX)?,
+        max_block_bits: f.u64_in(field::MAX_BLOCK_BITS, 8, crate::MAX_BLOCK_BITS)?,
+        legacy_gens: legacy_gens as u32,
+    }))
+}
+
+/// How expanding filters are read from their metadata.
+pub(crate) const CODEC: Codec = Codec {
+    kind: Kind::Expanding,
+    decode,
+};
 
 enum ConvertState {
-    Load,
+    Load(LoadMachine),
     Convert,
     Reload,
 }
@@ -626,170 +561,87 @@ struct ConvertMachine {
     keys: Keys,
     builder: ExpandingBuilder,
     state: ConvertState,
-    params: Vec<(&'static str, String)>,
 }
 
-impl Machine for ConvertMachine {
-    type Output = Meta;
-
-    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<Meta>> {
-        match self.state {
-            ConvertState::Load if replies.is_none() => Ok(Poll::Send(engine::hgetall(&self.keys))),
-            ConvertState::Load => {
-                let meta =
-                    engine::decode_meta(self.keys.name().as_str(), engine::take_one(replies)?)?;
-                if meta.kind == Kind::Expanding {
-                    // Already converted (by this or another process): the
-                    // parameters this builder controls must agree.
-                    let b = &self.builder;
-                    meta.check_params(&[
-                        ("growth", fmt_f64(b.growth)),
-                        ("tightening", fmt_f64(b.tightening)),
-                        ("max_generations", b.max_generations.to_string()),
-                        ("max_bytes", b.max_bytes.to_string()),
-                        ("max_bits", b.max_bits.to_string()),
-                    ])?;
-                    return Ok(Poll::Ready(meta));
-                }
-                meta.check_kind(Kind::Bloom)?;
-                let g = &meta.gens[0];
-                let r = self.builder.tightening;
-                let p0 = match meta
-                    .fields
-                    .get("error_rate")
-                    .and_then(|v| v.parse::<f64>().ok())
-                {
-                    Some(p) => p,
-                    None => crate::false_positive_rate(g.layout.bits, g.layout.hashes, g.capacity),
-                };
-                let mut b = self.builder.clone();
-                b.capacity = g.capacity;
-                b.error_rate = (p0 / (1.0 - r)).min(0.999_999);
-                b.max_block_bits = g.layout.block_bits().max(8);
-                let spec = b.spec()?;
-                self.params = spec.params.clone();
-                let mut cmd =
-                    scripts::CONVERT.invoke(&[self.keys.meta().to_string(), self.keys.fence()]);
-                cmd.arg(&meta.uid).arg(meta.epoch).arg(Kind::Bloom.as_str());
-                cmd.arg("kind").arg(Kind::Expanding.as_str());
-                for (f, v) in &spec.params {
-                    cmd.arg(*f).arg(v);
-                }
-                let mut req = Request::new();
-                req.script(&scripts::CONVERT, cmd);
-                self.state = ConvertState::Convert;
-                Ok(Poll::Send(req))
-            }
-            ConvertState::Convert => {
-                // Converted by us, or STALE (changed meanwhile): either way
-                // read what is there now and decide from that.
-                engine::take_one(replies)??;
-                self.state = ConvertState::Reload;
-                Ok(Poll::Send(engine::hgetall(&self.keys)))
-            }
-            ConvertState::Reload => {
-                let meta =
-                    engine::decode_meta(self.keys.name().as_str(), engine::take_one(replies)?)?;
-                meta.check_kind(Kind::Expanding)?;
-                Ok(Poll::Ready(meta))
-            }
+impl ConvertMachine {
+    /// The conversion of `view` (a bloom filter), or the expanding filter
+    /// it already is.
+    fn decide(&mut self, view: View) -> Result<Poll<View>> {
+        let b = &self.builder;
+        if view.kind == Kind::Expanding {
+            // Already converted (by this or another process): the
+            // parameters this builder controls must agree.
+            view.check_params(&[
+                (field::GROWTH, fmt_f64(b.growth)),
+                (field::TIGHTENING, fmt_f64(b.tightening)),
+                (field::MAX_GENERATIONS, b.max_generations.to_string()),
+                (field::MAX_BYTES, b.max_bytes.to_string()),
+                (field::MAX_BITS, b.max_bits.to_string()),
+            ])?;
+            return Ok(Poll::Ready(view));
         }
-    }
-}
-
-enum ExpandState {
-    Idle,
-    Prealloc,
-    Sent,
-    Reload,
-}
-
-/// Manual expansion: allocate the next generation, then compare-and-set.
-struct ExpandMachine {
-    core: Core,
-    state: ExpandState,
-    prealloc: Option<engine::PreallocMachine>,
-    expanded: bool,
-}
-
-impl ExpandMachine {
-    fn new(core: Core) -> ExpandMachine {
-        ExpandMachine {
-            core,
-            state: ExpandState::Idle,
-            prealloc: None,
-            expanded: false,
-        }
-    }
-
-    fn cas(&mut self) -> Result<Poll<bool>> {
-        let meta = self.core.view();
-        let Growth::Next {
-            seq,
-            layout,
-            capacity,
-        } = growth(&meta)?
-        else {
-            return Err(Error::LimitReached {
-                name: self.core.name().to_string(),
-                limit: limit_description(&meta),
+        let g = view.newest();
+        let r = b.tightening;
+        let p0 = view
+            .policy
+            .params()
+            .iter()
+            .find(|(k, _)| *k == field::ERROR_RATE)
+            .and_then(|(_, v)| v.parse::<f64>().ok())
+            .unwrap_or_else(|| {
+                crate::false_positive_rate(g.layout.bits, g.layout.hashes, g.capacity)
             });
-        };
-        let mut cmd =
-            scripts::EXPAND.invoke(&[self.core.keys.meta().to_string(), self.core.keys.fence()]);
-        cmd.arg(&meta.uid)
-            .arg(meta.epoch)
-            .arg(seq)
-            .arg(layout.bits)
-            .arg(layout.hashes)
-            .arg(layout.blocks)
-            .arg(capacity)
-            .arg(layout.scheme.as_str());
+        let mut nb = b.clone();
+        nb.capacity = g.capacity;
+        nb.error_rate = (p0 / (1.0 - r)).min(0.999_999);
+        nb.max_block_bits = g.layout.block_bits().max(8);
+        let spec = nb.spec()?;
+        let epoch = view
+            .epoch
+            .checked_add(1)
+            .ok_or_else(|| Error::LimitReached {
+                name: view.name.clone(),
+                limit: "the epoch cannot grow further".into(),
+            })?;
+        let mut cmd = scripts::CONVERT.invoke(&[self.keys.meta().to_string(), self.keys.fence()]);
+        cmd.arg(&view.uid)
+            .arg(view.epoch)
+            .arg(view.cleared)
+            .arg(Kind::Bloom.as_str())
+            .arg(epoch);
+        cmd.arg(field::KIND).arg(Kind::Expanding.as_str());
+        for (f, v) in &spec.params {
+            cmd.arg(*f).arg(v);
+        }
         let mut req = Request::new();
-        req.script(&scripts::EXPAND, cmd);
-        self.state = ExpandState::Sent;
+        req.script(&scripts::CONVERT, cmd);
+        self.state = ConvertState::Convert;
         Ok(Poll::Send(req))
     }
 }
 
-impl Machine for ExpandMachine {
-    type Output = bool;
+impl Machine for ConvertMachine {
+    type Output = View;
 
-    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<bool>> {
-        match std::mem::replace(&mut self.state, ExpandState::Idle) {
-            ExpandState::Idle => {
-                let meta = self.core.view();
-                let blocks = match engine::pending_generation(&meta) {
-                    Some(pending) => self.core.blocks_of(&meta, &[pending]),
-                    None => Vec::new(),
-                };
-                self.prealloc = Some(engine::PreallocMachine::new(self.core.clone(), blocks));
-                self.state = ExpandState::Prealloc;
-                self.step(None)
-            }
-            ExpandState::Prealloc => {
-                let Some(p) = self.prealloc.as_mut() else {
-                    return self.cas();
-                };
-                match p.step(replies)? {
-                    Poll::Send(req) => {
-                        self.state = ExpandState::Prealloc;
-                        Ok(Poll::Send(req))
-                    }
-                    Poll::Ready(()) => self.cas(),
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<View>> {
+        match std::mem::replace(&mut self.state, ConvertState::Reload) {
+            ConvertState::Load(mut m) => match m.step(replies)? {
+                Poll::Send(req) => {
+                    self.state = ConvertState::Load(m);
+                    Ok(Poll::Send(req))
                 }
+                Poll::Ready(view) => self.decide(view),
+            },
+            ConvertState::Convert => {
+                // Converted by us, or STALE (changed meanwhile): either way
+                // read what is there now and decide from that.
+                take_one(replies)?.map_err(|e| Error::from_script(self.keys.name().as_str(), e))?;
+                self.state = ConvertState::Reload;
+                Ok(Poll::Send(load::request(&self.keys)))
             }
-            ExpandState::Sent => {
-                // An integer is the new epoch; STALE means someone else
-                // changed the filter first. Either way the view is reloaded.
-                self.expanded = matches!(engine::take_one(replies)??, redis::Value::Int(_));
-                self.state = ExpandState::Reload;
-                Ok(Poll::Send(engine::hgetall(&self.core.keys)))
-            }
-            ExpandState::Reload => {
-                let meta = engine::decode_meta(self.core.name(), engine::take_one(replies)?)?;
-                self.core.accept(meta)?;
-                Ok(Poll::Ready(self.expanded))
+            ConvertState::Reload => {
+                let view = load::decode(&self.keys, Accept::One(CODEC), take_one(replies)?)?;
+                Ok(Poll::Ready(view))
             }
         }
     }

@@ -2,6 +2,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod any;
 mod bloom;
 mod cache;
 mod circular;
@@ -15,33 +16,40 @@ mod generation;
 mod hashing;
 mod info;
 mod keys;
+mod legacy;
 mod metadata;
 mod ops;
 mod params;
+mod proto;
 mod redact;
 mod schedule;
 mod scripts;
-mod txn;
+#[cfg(test)]
+mod testkit;
 mod uid;
+mod view;
 
+pub use any::AnyFilter;
 pub use bloom::{BloomBuilder, BloomFilter, BloomSpec};
 pub use circular::{
     generation_sizing as circular_generation_sizing, CircularBuilder, CircularFilter, CircularSpec,
-    Mode, Rotation, MAX_CIRCULAR_GENERATIONS,
+    Mode, MAX_CIRCULAR_GENERATIONS,
 };
 pub use clock::{Clock, ManualClock, ServerClock, SystemClock};
-pub use engine::Opened;
+pub use engine::roll::Rotation;
 pub use error::{Error, RedisError, Result};
-pub use expanding::{ExpandingBuilder, ExpandingFilter, ExpandingSpec, Legacy, MAX_GENERATIONS};
+pub use expanding::{ExpandingBuilder, ExpandingFilter, ExpandingSpec, MAX_GENERATIONS};
 pub use generation::{Backend, Generation, ItemPositions, Layout, Scheme};
 pub use hashing::{ItemHash, Positions};
 pub use info::{GenerationInfo, Info};
 pub use keys::{FilterName, Keys, KEY_PREFIX};
+pub use legacy::Legacy;
 pub use metadata::{Kind, FORMAT_VERSION};
 pub use params::{
     current_false_positive_rate, estimate_items, false_positive_rate, optimal_bits,
     optimal_bits_per_item, optimal_hashes, BloomParams, ErrorRate, DEFAULT_MAX_BITS,
     DEFAULT_MAX_BLOCK_BITS, MAX_BLOCK_BITS, MAX_HASHES, MIN_BITS,
 };
+pub use proto::create::Opened;
 pub use redact::redact_urls;
 pub use schedule::{Every, Schedule};

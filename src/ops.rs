@@ -1,25 +1,90 @@
-//! The operations every filter kind offers, written once. Each kind's
-//! handle holds a [`Core`](crate::engine::Core) in a field named `core`; this
-//! macro gives it the sync and async methods, which only hash the items and
-//! run the shared state machines.
+//! The operations every filter kind offers, written once: each is one
+//! machine, and each public method a one-line wrapper that runs it on a
+//! blocking or an async connection.
 
+use crate::engine::alloc::PreallocMachine;
+use crate::engine::chain::{BestEffort, MachineExt, Ready};
+use crate::engine::data::DataMachine;
+use crate::engine::mirror::FillMachine;
+use crate::engine::whole::{Which, WholeMachine};
+use crate::engine::Core;
+use crate::error::Error;
+use crate::exec::Machine;
+pub(crate) use crate::proto::script::DataOp;
+
+/// Mirror fill (when enabled), the data operation, then allocation ahead
+/// of need (best effort: the writes allocate what they need anyway).
+pub(crate) fn data<I>(core: &Core, op: DataOp, items: I) -> impl Machine<Output = Vec<bool>> + Send
+where
+    I: IntoIterator,
+    I::Item: AsRef<[u8]>,
+{
+    let data = DataMachine::new(core.clone(), op, items);
+    let keys = core.keys.clone();
+    FillMachine::new(core.clone()).then(move |()| {
+        Ok(data.then(move |(out, ahead)| {
+            let alloc: Box<dyn Machine<Output = ()> + Send> = match ahead {
+                Some((gen, view)) => {
+                    Box::new(BestEffort(PreallocMachine::new(&keys, &view, &[gen])))
+                }
+                None => Box::new(Ready(Some(()))),
+            };
+            Ok(alloc.map(move |()| Ok(out)))
+        }))
+    })
+}
+
+/// One item's answer.
+pub(crate) fn one(
+    core: &Core,
+    op: DataOp,
+    item: impl AsRef<[u8]>,
+) -> impl Machine<Output = bool> + Send {
+    data(core, op, [item]).map(|out| {
+        out.first()
+            .copied()
+            .ok_or_else(|| Error::Internal("no answer for one item".into()))
+    })
+}
+
+pub(crate) fn count(core: &Core) -> impl Machine<Output = u64> + Send {
+    crate::engine::load::reload(core).map(|v| Ok(v.count()))
+}
+
+pub(crate) fn clear(core: &Core) -> impl Machine<Output = ()> + Send {
+    let name = core.name().to_string();
+    WholeMachine::new(core.clone(), Which::Clear).map(move |there| match there {
+        true => Ok(()),
+        false => Err(Error::NotFound { name }),
+    })
+}
+
+pub(crate) fn drop_filter(core: &Core) -> WholeMachine {
+    WholeMachine::new(core.clone(), Which::Drop)
+}
+
+/// Gives a filter handle type (a struct with a `core: Core` field) every
+/// operation all kinds share.
 macro_rules! impl_filter_ops {
-    ($ty:ident, $kind:expr, $example:literal) => {
+    ($ty:ident, $accept:expr, $example:literal) => {
         impl $ty {
+            /// A handle on the shared state `core`, reading its kinds.
+            #[allow(dead_code)]
+            pub(crate) fn from_core(core: $crate::engine::Core) -> Self {
+                Self { core }
+            }
+
             /// Opens an existing filter of this kind, whatever its
             /// parameters; a filter of another kind is
-            /// [`Error::KindMismatch`]($crate::Error::KindMismatch).
+            /// [`Error::KindMismatch`]($crate::Error::KindMismatch). One round
+            /// trip (two for a RedisBloom filter, whose module is checked).
             pub fn open<C: redis::ConnectionLike + ?Sized>(conn: &mut C, name: &str) -> $crate::Result<Self> {
-                Ok(Self {
-                    core: $crate::engine::open(conn, name, $kind)?,
-                })
+                $crate::exec::run(conn, $crate::engine::load::open(name, $accept)?).map(Self::from_core)
             }
 
             /// Async [`open`](Self::open).
             pub async fn open_async<C: redis::aio::ConnectionLike + Send>(conn: &mut C, name: &str) -> $crate::Result<Self> {
-                Ok(Self {
-                    core: $crate::engine::open_async(conn, name, $kind).await?,
-                })
+                $crate::exec::run_async(conn, $crate::engine::load::open(name, $accept)?).await.map(Self::from_core)
             }
 
             /// The filter's name.
@@ -40,19 +105,30 @@ macro_rules! impl_filter_ops {
                 self
             }
 
+            /// Whether batches may take the guarded-transaction path
+            /// (`WATCH`, `MULTI`, `BITFIELD`, `EXEC`; default true). Turn it
+            /// off for a connection type that does not send a pipeline to
+            /// one server in one piece; every operation then uses the
+            /// atomic script, which is correct everywhere and slower for
+            /// big batches.
+            pub fn with_transactions(mut self, enabled: bool) -> Self {
+                self.core.transactions = enabled;
+                self
+            }
+
             /// Inserts one item. Returns `true` when the write changed the
             /// filter (the item's bits were not all set in the generations
             /// written).
             #[doc = concat!("\n\n```no_run\n", $example, "\nassert!(f.insert(&mut conn, \"http://example.com/\")?);\n# Ok::<(), rotabloom::Error>(())\n```")]
             pub fn insert<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C, item: impl AsRef<[u8]>) -> $crate::Result<bool> {
-                self.run_one(conn, $crate::engine::DataOp::Add, item)
+                $crate::exec::run(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::Add, item))
             }
 
             /// Whether an item may have been inserted (false positives
             /// possible, false negatives never).
             #[doc = concat!("\n\n```no_run\n", $example, "\nlet seen = f.contains(&mut conn, \"http://example.com/\")?;\n# Ok::<(), rotabloom::Error>(())\n```")]
             pub fn contains<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C, item: impl AsRef<[u8]>) -> $crate::Result<bool> {
-                self.run_one(conn, $crate::engine::DataOp::Has, item)
+                $crate::exec::run(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::Has, item))
             }
 
             /// Inserts an item and returns `true` when it was new: the
@@ -61,7 +137,7 @@ macro_rules! impl_filter_ops {
             /// sees `true`.
             #[doc = concat!("\n\n```no_run\n", $example, "\nif f.check_and_insert(&mut conn, \"http://example.com/\")? {\n    // first time: crawl it\n}\n# Ok::<(), rotabloom::Error>(())\n```")]
             pub fn check_and_insert<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C, item: impl AsRef<[u8]>) -> $crate::Result<bool> {
-                self.run_one(conn, $crate::engine::DataOp::CheckAdd, item)
+                $crate::exec::run(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::CheckAdd, item))
             }
 
             /// [`insert`](Self::insert) for a batch: one round trip (very
@@ -72,7 +148,7 @@ macro_rules! impl_filter_ops {
                 I: IntoIterator,
                 I::Item: AsRef<[u8]>,
             {
-                self.run_many(conn, $crate::engine::DataOp::Add, items)
+                $crate::exec::run(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::Add, items))
             }
 
             /// [`contains`](Self::contains) for a batch, results in input order.
@@ -82,7 +158,7 @@ macro_rules! impl_filter_ops {
                 I: IntoIterator,
                 I::Item: AsRef<[u8]>,
             {
-                self.run_many(conn, $crate::engine::DataOp::Has, items)
+                $crate::exec::run(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::Has, items))
             }
 
             /// [`check_and_insert`](Self::check_and_insert) for a batch,
@@ -95,59 +171,46 @@ macro_rules! impl_filter_ops {
                 I: IntoIterator,
                 I::Item: AsRef<[u8]>,
             {
-                self.run_many(conn, $crate::engine::DataOp::CheckAdd, items)
+                $crate::exec::run(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::CheckAdd, items))
             }
 
             /// Distinct insertions over all generations (items whose
             /// insertion set at least one bit; a false positive is not
             /// counted).
             pub fn count<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> $crate::Result<u64> {
-                self.reload(conn).map(|m| m.count())
+                $crate::exec::run(conn, $crate::ops::count(&self.core))
             }
 
             /// Parameters, fill ratio (BITCOUNT), current false-positive
             /// rate and memory of every generation.
             pub fn info<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> $crate::Result<$crate::Info> {
-                $crate::exec::run(conn, $crate::info::InfoMachine::new(self.core.clone()))
+                $crate::exec::run(conn, $crate::engine::info::InfoMachine::new(self.core.clone()))
             }
 
             /// Empties every generation; the filter and its parameters stay.
             pub fn clear<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> $crate::Result<()> {
-                match $crate::exec::run(conn, $crate::engine::GuardedMachine::clear(self.core.clone()))? {
-                    $crate::engine::Guarded::Done => Ok(()),
-                    $crate::engine::Guarded::Gone => Err($crate::Error::NotFound { name: self.name().to_string() }),
-                }
+                $crate::exec::run(conn, $crate::ops::clear(&self.core))
             }
 
             /// Deletes the filter: every generation and the metadata.
             /// Returns `false` when it was already gone.
             pub fn drop<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> $crate::Result<bool> {
-                Ok($crate::exec::run(conn, $crate::engine::GuardedMachine::drop_filter(self.core.clone()))?
-                    == $crate::engine::Guarded::Done)
+                $crate::exec::run(conn, $crate::ops::drop_filter(&self.core))
             }
 
             /// Async [`insert`](Self::insert).
-            pub async fn insert_async<C>(&self, conn: &mut C, item: impl AsRef<[u8]>) -> $crate::Result<bool>
-            where
-                C: redis::aio::ConnectionLike + Send,
-            {
-                self.run_one_async(conn, $crate::engine::DataOp::Add, item).await
+            pub async fn insert_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C, item: impl AsRef<[u8]>) -> $crate::Result<bool> {
+                $crate::exec::run_async(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::Add, item)).await
             }
 
             /// Async [`contains`](Self::contains).
-            pub async fn contains_async<C>(&self, conn: &mut C, item: impl AsRef<[u8]>) -> $crate::Result<bool>
-            where
-                C: redis::aio::ConnectionLike + Send,
-            {
-                self.run_one_async(conn, $crate::engine::DataOp::Has, item).await
+            pub async fn contains_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C, item: impl AsRef<[u8]>) -> $crate::Result<bool> {
+                $crate::exec::run_async(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::Has, item)).await
             }
 
             /// Async [`check_and_insert`](Self::check_and_insert).
-            pub async fn check_and_insert_async<C>(&self, conn: &mut C, item: impl AsRef<[u8]>) -> $crate::Result<bool>
-            where
-                C: redis::aio::ConnectionLike + Send,
-            {
-                self.run_one_async(conn, $crate::engine::DataOp::CheckAdd, item).await
+            pub async fn check_and_insert_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C, item: impl AsRef<[u8]>) -> $crate::Result<bool> {
+                $crate::exec::run_async(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::CheckAdd, item)).await
             }
 
             /// Async [`insert_many`](Self::insert_many).
@@ -157,7 +220,7 @@ macro_rules! impl_filter_ops {
                 I: IntoIterator,
                 I::Item: AsRef<[u8]>,
             {
-                self.run_many_async(conn, $crate::engine::DataOp::Add, items).await
+                $crate::exec::run_async(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::Add, items)).await
             }
 
             /// Async [`contains_many`](Self::contains_many).
@@ -167,7 +230,7 @@ macro_rules! impl_filter_ops {
                 I: IntoIterator,
                 I::Item: AsRef<[u8]>,
             {
-                self.run_many_async(conn, $crate::engine::DataOp::Has, items).await
+                $crate::exec::run_async(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::Has, items)).await
             }
 
             /// Async [`check_and_insert_many`](Self::check_and_insert_many).
@@ -177,89 +240,27 @@ macro_rules! impl_filter_ops {
                 I: IntoIterator,
                 I::Item: AsRef<[u8]>,
             {
-                self.run_many_async(conn, $crate::engine::DataOp::CheckAdd, items).await
+                $crate::exec::run_async(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::CheckAdd, items)).await
             }
 
             /// Async [`count`](Self::count).
             pub async fn count_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C) -> $crate::Result<u64> {
-                self.reload_async(conn).await.map(|m| m.count())
+                $crate::exec::run_async(conn, $crate::ops::count(&self.core)).await
             }
 
             /// Async [`info`](Self::info).
             pub async fn info_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C) -> $crate::Result<$crate::Info> {
-                $crate::exec::run_async(conn, $crate::info::InfoMachine::new(self.core.clone())).await
+                $crate::exec::run_async(conn, $crate::engine::info::InfoMachine::new(self.core.clone())).await
             }
 
             /// Async [`clear`](Self::clear).
             pub async fn clear_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C) -> $crate::Result<()> {
-                match $crate::exec::run_async(conn, $crate::engine::GuardedMachine::clear(self.core.clone())).await? {
-                    $crate::engine::Guarded::Done => Ok(()),
-                    $crate::engine::Guarded::Gone => Err($crate::Error::NotFound { name: self.name().to_string() }),
-                }
+                $crate::exec::run_async(conn, $crate::ops::clear(&self.core)).await
             }
 
             /// Async [`drop`](Self::drop).
             pub async fn drop_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C) -> $crate::Result<bool> {
-                Ok($crate::exec::run_async(conn, $crate::engine::GuardedMachine::drop_filter(self.core.clone())).await?
-                    == $crate::engine::Guarded::Done)
-            }
-
-            fn run_one<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C, op: $crate::engine::DataOp, item: impl AsRef<[u8]>) -> $crate::Result<bool> {
-                Ok(self.run_many(conn, op, [item])?.first().copied().unwrap_or(false))
-            }
-
-            fn run_many<C, I>(&self, conn: &mut C, op: $crate::engine::DataOp, items: I) -> $crate::Result<Vec<bool>>
-            where
-                C: redis::ConnectionLike + ?Sized,
-                I: IntoIterator,
-                I::Item: AsRef<[u8]>,
-            {
-                if self.core.cache.is_some() {
-                    $crate::exec::run(conn, $crate::cache::FillMachine::new(self.core.clone())?)?;
-                }
-                let (out, prealloc) = $crate::exec::run(conn, $crate::engine::DataMachine::new(self.core.clone(), op, items))?;
-                if !prealloc.is_empty() {
-                    // Best effort: the items are in; a failed allocation is
-                    // retried by the next writer that passes the mark.
-                    let _ = $crate::exec::run(conn, $crate::engine::PreallocMachine::new(self.core.clone(), prealloc));
-                }
-                Ok(out)
-            }
-
-            async fn run_one_async<C>(&self, conn: &mut C, op: $crate::engine::DataOp, item: impl AsRef<[u8]>) -> $crate::Result<bool>
-            where
-                C: redis::aio::ConnectionLike + Send,
-            {
-                Ok(self.run_many_async(conn, op, [item]).await?.first().copied().unwrap_or(false))
-            }
-
-            async fn run_many_async<C, I>(&self, conn: &mut C, op: $crate::engine::DataOp, items: I) -> $crate::Result<Vec<bool>>
-            where
-                C: redis::aio::ConnectionLike + Send,
-                I: IntoIterator,
-                I::Item: AsRef<[u8]>,
-            {
-                if self.core.cache.is_some() {
-                    $crate::exec::run_async(conn, $crate::cache::FillMachine::new(self.core.clone())?).await?;
-                }
-                let m = $crate::engine::DataMachine::new(self.core.clone(), op, items);
-                let (out, prealloc) = $crate::exec::run_async(conn, m).await?;
-                if !prealloc.is_empty() {
-                    let _ = $crate::exec::run_async(conn, $crate::engine::PreallocMachine::new(self.core.clone(), prealloc)).await;
-                }
-                Ok(out)
-            }
-
-            fn reload<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> $crate::Result<std::sync::Arc<$crate::metadata::Meta>> {
-                let meta = $crate::exec::run(conn, $crate::engine::LoadMachine::new(self.core.keys.clone()))?;
-                self.core.accept(meta)?;
-                Ok(self.core.view())
-            }
-
-            async fn reload_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C) -> $crate::Result<std::sync::Arc<$crate::metadata::Meta>> {
-                let meta = $crate::exec::run_async(conn, $crate::engine::LoadMachine::new(self.core.keys.clone())).await?;
-                self.core.accept(meta)?;
-                Ok(self.core.view())
+                $crate::exec::run_async(conn, $crate::ops::drop_filter(&self.core)).await
             }
         }
     };

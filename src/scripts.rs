@@ -47,16 +47,30 @@ impl LuaScript {
     }
 }
 
-pub(crate) static DATA: LuaScript = LuaScript::new(include_str!("lua/data.lua"));
+/// The shared prelude prepended to the scripts that change a filter (Redis
+/// has no script libraries before 7.0's functions, which need a deploy step).
+macro_rules! with_prelude {
+    ($file:literal) => {
+        concat!(include_str!("lua/prelude.lua"), include_str!($file))
+    };
+}
+
+pub(crate) static LOAD: LuaScript = LuaScript::new(include_str!("lua/load.lua"));
+pub(crate) static DATA: LuaScript = LuaScript::new(with_prelude!("lua/data.lua"));
 pub(crate) static CREATE: LuaScript = LuaScript::new(include_str!("lua/create.lua"));
-pub(crate) static CLEAR: LuaScript = LuaScript::new(include_str!("lua/clear.lua"));
-pub(crate) static DROP: LuaScript = LuaScript::new(include_str!("lua/drop.lua"));
-pub(crate) static EXPAND: LuaScript = LuaScript::new(include_str!("lua/expand.lua"));
-pub(crate) static ROTATE: LuaScript = LuaScript::new(include_str!("lua/rotate.lua"));
-pub(crate) static CONVERT: LuaScript = LuaScript::new(include_str!("lua/convert.lua"));
+pub(crate) static CLEAR: LuaScript = LuaScript::new(with_prelude!("lua/clear.lua"));
+pub(crate) static DROP: LuaScript = LuaScript::new(with_prelude!("lua/drop.lua"));
+pub(crate) static ROLL: LuaScript = LuaScript::new(with_prelude!("lua/roll.lua"));
+pub(crate) static CONVERT: LuaScript = LuaScript::new(with_prelude!("lua/convert.lua"));
 pub(crate) static GUARD: LuaScript = LuaScript::new(include_str!("lua/guard.lua"));
-pub(crate) static COMMIT: LuaScript = LuaScript::new(include_str!("lua/commit.lua"));
+pub(crate) static COMMIT: LuaScript = LuaScript::new(with_prelude!("lua/commit.lua"));
 pub(crate) static PREALLOC: LuaScript = LuaScript::new(include_str!("lua/prealloc.lua"));
+
+/// Every script, for tests over all of them.
+#[cfg(test)]
+pub(crate) static ALL: [&LuaScript; 10] = [
+    &LOAD, &DATA, &CREATE, &CLEAR, &DROP, &ROLL, &CONVERT, &GUARD, &COMMIT, &PREALLOC,
+];
 
 #[cfg(test)]
 mod tests {

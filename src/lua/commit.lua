@@ -7,6 +7,7 @@ if redis.call('HGET', meta, 'uid') ~= ARGV[1] then return 0 end
 for i = 2, #ARGV, 2 do
   local f = 'gen.' .. ARGV[i] .. '.'
   if redis.call('HEXISTS', meta, f .. 'bits') == 1 then
+    count_of(meta, f .. 'count')
     redis.call('HINCRBY', meta, f .. 'count', ARGV[i + 1])
   end
 end

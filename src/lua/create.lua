@@ -4,8 +4,8 @@
 -- the block keys they become (RENAME: O(1), no copy); KEYS[2+2b]: the fence.
 -- ARGV: b, t, then t field names that get the server's time in
 -- milliseconds, then field/value pairs.
--- Returns {'created', fields...}, {'exists', fields...} (HGETALL, nothing
--- written), {'wrongtype', type} for the metadata key, or
+-- Returns {'created', fields..., fence}, {'exists', fields..., fence}
+-- (HGETALL and GET of the fence; nothing written), {'wrongtype', type} for the metadata key, or
 -- {'badsource', key, type} when a bitmap to adopt is not a string or a
 -- target key is taken. Atomic, so of many concurrent callers exactly one
 -- creates.
@@ -16,7 +16,7 @@ local function typeof(k)
 end
 local ty = typeof(meta)
 if ty == 'hash' then
-  return {'exists', redis.call('HGETALL', meta)}
+  return {'exists', redis.call('HGETALL', meta), redis.call('GET', KEYS[#KEYS])}
 elseif ty ~= 'none' then
   return {'wrongtype', ty}
 end
@@ -41,4 +41,4 @@ for i = t + 3, #ARGV do args[#args + 1] = ARGV[i] end
 redis.call('HSET', meta, unpack(args))
 local h = redis.call('HMGET', meta, 'uid', 'epoch')
 redis.call('SET', KEYS[2 + 2 * b], h[1] .. ':' .. h[2] .. ':0')
-return {'created', redis.call('HGETALL', meta)}
+return {'created', redis.call('HGETALL', meta), redis.call('GET', KEYS[2 + 2 * b])}

@@ -1,62 +1,65 @@
 -- rotabloom data script, protocol 1: add / has / cai (check-and-insert).
 --
 -- KEYS[1] is the metadata hash, KEYS[2] the fence; KEYS[3..] are the block
--- keys of the generations named in ARGV, in order. The client computes every bit
--- position and every key name; this script checks that the client's view of
--- the filter is current and then applies the bits, all in one atomic step.
+-- keys of the generations named in ARGV, in order. The client computes every
+-- bit position and every key name; this script checks that the client's
+-- view of the filter is current and then applies the bits, all in one
+-- atomic step. Structure never changes here: a full generation is reported
+-- (FULL) and the client appends the next one with the roll script.
 --
--- ARGV: op, uid, epoch, n, expand, now, ngroups, then per group:
+-- ARGV: op, uid, epoch, cleared, n, due, now, ngroups, then per group:
 --   role ('q' query only, 'd' decides and is written, 'w' written only;
---   upper case for a RedisBloom generation), seq, k, nblocks, then
---   n * (block, k positions), or for a RedisBloom generation n * (item).
--- expand is '' (no capacity limit), 'LIMIT' (the decide group may not grow
--- past its capacity and no new generation may be made) or
--- 'seq|bits|hashes|blocks|capacity|scheme' (the generation to add when the
--- decide group reaches its capacity).
---
--- now is the caller's clock in ms, or '' for the server's; it matters only
--- for a filter with lazy rotation, whose writes and reads wait (status DUE)
--- once its next rotation has come due.
+--   upper case for a RedisBloom generation), seq, k, nblocks, capacity (0:
+--   no limit), then n * (block, k positions), or for a RedisBloom
+--   generation n * (item).
+-- A capacity above 0 on the deciding group means writes stop there: the
+-- group never holds more than it was sized for.
+-- due is the view's lazy-rotation deadline in ms, or '' (the fence check
+-- confirms the view, so no stored value is read); now is the caller's clock
+-- in ms, or '' for the server's. Once due, writes and reads wait (DUE).
 --
 -- Returns {status, processed, flags, fill}: status OK, STALE (nothing
--- done), DUE (nothing done: rotate first), EXPANDED (a generation was added: reload), LIMIT (full, nothing
--- more can be written); processed is how many items (a prefix of the input)
--- were handled; flags holds one '0'/'1' per handled item; fill is the decide
--- generation's count after the call when it is capacity-limited, else -1.
+-- done), DUE (nothing done: rotate first) or FULL (the deciding group is at
+-- its capacity and items are left); processed is how many items (a prefix
+-- of the input) were handled; flags holds one '0'/'1' per handled item;
+-- fill is the deciding group's count after the call when it is capped,
+-- else -1.
 local meta = KEYS[1]
 local op = ARGV[1]
-local cur = redis.call('HMGET', meta, 'uid', 'epoch', 'lazy', 'due_at')
-if cur[1] ~= ARGV[2] or cur[2] ~= ARGV[3] then
+if not current(meta, ARGV[2], ARGV[3], ARGV[4]) then
   return {'STALE', 0, '', -1}
 end
-if cur[3] == '1' and cur[4] and cur[4] ~= '' then
-  local now = tonumber(ARGV[6])
-  if not now then
-    local t = redis.call('TIME')
-    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
-  if now >= tonumber(cur[4]) then
+if ARGV[6] ~= '' then
+  local now = tonumber(ARGV[7]) or now_ms()
+  if now >= tonumber(ARGV[6]) then
     return {'DUE', 0, '', -1}
   end
 end
-local n = tonumber(ARGV[4])
-local expand = ARGV[5]
+local n = tonumber(ARGV[5])
 local groups = {}
-local a, kix = 8, 3
+local a, kix = 9, 3
 -- Filters written before the fence existed get one on first write.
 if op ~= 'has' and redis.call('EXISTS', KEYS[2]) == 0 then
-  redis.call('SET', KEYS[2], ARGV[2] .. ':' .. ARGV[3] .. ':' .. (redis.call('HGET', meta, 'cleared') or '0'))
+  redis.call('SET', KEYS[2], ARGV[2] .. ':' .. ARGV[3] .. ':' .. ARGV[4])
 end
 
-for g = 1, tonumber(ARGV[7]) do
+for g = 1, tonumber(ARGV[8]) do
   local k = tonumber(ARGV[a + 2])
   local role = ARGV[a]
   local bf = role ~= string.lower(role)
   local grp = {role = string.lower(role), bf = bf, seq = ARGV[a + 1], k = k, nb = tonumber(ARGV[a + 3]),
-               key0 = kix, base = a + 4, stride = bf and 1 or k + 1}
+               cap = tonumber(ARGV[a + 4]), key0 = kix, base = a + 5, stride = bf and 1 or k + 1}
   kix = kix + grp.nb
-  a = a + 4 + n * grp.stride
+  a = a + 5 + n * grp.stride
   groups[g] = grp
+end
+
+-- Check every count this call may add to before any bit is written: a
+-- script is not rolled back when it fails halfway.
+if op ~= 'has' then
+  for _, grp in ipairs(groups) do
+    if grp.role ~= 'q' then count_of(meta, 'gen.' .. grp.seq .. '.count') end
+  end
 end
 
 -- Unpack pushes every argument on Lua's C stack, which holds 8000 slots.
@@ -175,16 +178,14 @@ else
   for _, grp in ipairs(groups) do
     if grp.role == 'd' then
       local added = 0
-      if expand == '' then
+      if grp.cap == 0 then
         for i, f in pairs(apply(grp, cand, true)) do
           if not f then yes[i] = true; added = added + 1 end
         end
       else
-        -- Capacity-limited: write in input order, never past capacity, so
-        -- a generation holds exactly what it was sized for.
-        local cf = 'gen.' .. grp.seq .. '.'
-        local cc = redis.call('HMGET', meta, cf .. 'capacity', cf .. 'count')
-        local cap, cnt = tonumber(cc[1]), tonumber(cc[2]) or 0
+        -- Capped: write in input order, never past capacity, so a
+        -- generation holds exactly what it was sized for.
+        local cap, cnt = grp.cap, count_of(meta, 'gen.' .. grp.seq .. '.count')
         local s = 1
         while s <= #cand and cnt < cap do
           local e = math.min(#cand, s + (cap - cnt) - 1)
@@ -197,28 +198,9 @@ else
         end
         if s <= #cand then
           processed = cand[s]
+          status = 'FULL'
         end
         fill = cnt
-        if cnt >= cap then
-          if expand == 'LIMIT' then
-            if s <= #cand then status = 'LIMIT' end
-          else
-            local sp = {}
-            for v in string.gmatch(expand, '[^|]+') do sp[#sp + 1] = v end
-            local t = redis.call('TIME')
-            local now = string.format('%d', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-            local nf = 'gen.' .. sp[1] .. '.'
-            redis.call('HSET', meta,
-              nf .. 'bits', sp[2], nf .. 'hashes', sp[3], nf .. 'blocks', sp[4],
-              nf .. 'capacity', sp[5], nf .. 'scheme', sp[6], nf .. 'count', '0',
-              nf .. 'created_at', now,
-              'gens', redis.call('HGET', meta, 'gens') .. ',' .. sp[1],
-              'next_seq', tostring(tonumber(sp[1]) + 1))
-            local e = redis.call('HINCRBY', meta, 'epoch', 1)
-            redis.call('SET', KEYS[2], ARGV[2] .. ':' .. e .. ':' .. (redis.call('HGET', meta, 'cleared') or '0'))
-            status = 'EXPANDED'
-          end
-        end
       end
       if added > 0 then
         redis.call('HINCRBY', meta, 'gen.' .. grp.seq .. '.count', added)

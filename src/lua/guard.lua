@@ -5,23 +5,22 @@
 -- the transaction (WATCH sees any write), and says why. It creates no key
 -- but the fence of a filter that exists: a missing fence is written and
 -- deleted again, or, when the metadata matches the caller's view, created.
--- KEYS[1]: fence; KEYS[2]: metadata hash. ARGV: 'UID:EPOCH:CLEARED', now in
--- ms or ''.
+-- KEYS[1]: fence; KEYS[2]: metadata hash. ARGV: 'UID:EPOCH:CLEARED', the
+-- view's lazy-rotation deadline in ms or '', now in ms or ''.
 -- Returns 'OK', 'STALE' or 'DUE'.
 local f = redis.call('GET', KEYS[1])
 local verdict = 'OK'
 if f ~= ARGV[1] then
   verdict = 'STALE'
-else
-  local m = redis.call('HMGET', KEYS[2], 'lazy', 'due_at')
-  if m[1] == '1' and m[2] and m[2] ~= '' then
-    local now = tonumber(ARGV[2])
-    if not now then
-      local t = redis.call('TIME')
-      now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    end
-    if now >= tonumber(m[2]) then verdict = 'DUE' end
+elseif ARGV[2] ~= '' then
+  -- The deadline comes from the caller's view, which the fence just
+  -- confirmed: no stored value is read.
+  local now = tonumber(ARGV[3])
+  if not now then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
+  if now >= tonumber(ARGV[2]) then verdict = 'DUE' end
 end
 if verdict ~= 'OK' then
   if f then

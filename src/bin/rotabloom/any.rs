@@ -53,7 +53,7 @@ impl AnyFilter {
             Ok(Kind::Bloom) => BloomFilter::open(conn, name).map(AnyFilter::Bloom),
             Ok(Kind::Expanding) => ExpandingFilter::open(conn, name).map(AnyFilter::Expanding),
             Ok(Kind::Circular) => CircularFilter::open(conn, name).map(AnyFilter::Circular),
-            Err(()) => Err(Error::CorruptMetadata {
+            Err(_) => Err(Error::CorruptMetadata {
                 name: name.to_string(),
                 field: "kind".into(),
                 reason: format!("{kind:?} is not a kind this program knows"),

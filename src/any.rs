@@ -1,0 +1,71 @@
+//! A filter of any kind, opened by name: the kind stored in Redis decides.
+
+use crate::metadata::Kind;
+use crate::ops::impl_filter_ops;
+use crate::view::{Accept, Codec};
+use crate::{BloomFilter, CircularFilter, ExpandingFilter};
+
+/// Every kind this library reads.
+const ALL: &[Codec] = &[
+    crate::bloom::CODEC,
+    crate::expanding::CODEC,
+    crate::circular::CODEC,
+];
+
+/// A handle on a filter of whatever kind it is: the data operations every
+/// kind shares, and the typed handle for the rest. Opening it reads the
+/// metadata once, in one round trip.
+///
+/// ```no_run
+/// use rotabloom::{AnyFilter, Kind};
+/// let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+/// let f = AnyFilter::open(&mut conn, "crawl")?;
+/// let new = f.check_and_insert_many(&mut conn, ["http://a/", "http://b/"])?;
+/// if let Some(c) = f.circular() {
+///     c.rotate_if_due(&mut conn)?;
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct AnyFilter {
+    core: crate::engine::Core,
+}
+
+impl_filter_ops!(
+    AnyFilter,
+    Accept::Any(ALL),
+    "# let mut conn = redis::Client::open(\"redis://127.0.0.1/\")?.get_connection()?;\nlet f = rotabloom::AnyFilter::open(&mut conn, \"crawl\")?;"
+);
+
+impl AnyFilter {
+    /// The filter's kind, as stored in Redis.
+    pub fn kind(&self) -> Kind {
+        self.core.view().kind
+    }
+
+    /// The typed handle, when the filter is a base filter.
+    pub fn bloom(&self) -> Option<BloomFilter> {
+        self.typed(Kind::Bloom, crate::bloom::CODEC)
+            .map(BloomFilter::from_core)
+    }
+
+    /// The typed handle, when the filter is an expanding filter.
+    pub fn expanding(&self) -> Option<ExpandingFilter> {
+        self.typed(Kind::Expanding, crate::expanding::CODEC)
+            .map(ExpandingFilter::from_core)
+    }
+
+    /// The typed handle, when the filter is a circular filter.
+    pub fn circular(&self) -> Option<CircularFilter> {
+        self.typed(Kind::Circular, crate::circular::CODEC)
+            .map(CircularFilter::from_core)
+    }
+
+    fn typed(&self, kind: Kind, codec: Codec) -> Option<crate::engine::Core> {
+        (self.kind() == kind).then(|| {
+            let mut core = self.core.clone();
+            core.accept = Accept::One(codec);
+            core
+        })
+    }
+}

@@ -1,0 +1,120 @@
+//! Allocation ahead of need, and RedisBloom reservations.
+
+use crate::error::{Error, Result};
+use crate::exec::{Machine, Poll, Replies, Request};
+use crate::keys::Keys;
+use crate::proto::alloc::{blocks_of, prealloc_request, reserve_commands, undo_commands, Block};
+use crate::proto::{as_string, is_module_missing, take_one};
+use crate::view::{NewGen, View};
+
+/// Grows blocks to their full size, one call per round trip, so Redis never
+/// allocates a large string inside a data script and other clients' commands
+/// run between the allocations. Stops when the view it was built from is no
+/// longer current (the filter moved on).
+pub(crate) struct PreallocMachine {
+    keys: Keys,
+    uid: String,
+    epoch: u64,
+    blocks: std::vec::IntoIter<Block>,
+}
+
+impl PreallocMachine {
+    pub fn new(keys: &Keys, view: &View, gens: &[NewGen]) -> PreallocMachine {
+        PreallocMachine {
+            keys: keys.clone(),
+            uid: view.uid.clone(),
+            epoch: view.epoch,
+            blocks: blocks_of(keys, &view.uid, gens).into_iter(),
+        }
+    }
+}
+
+impl Machine for PreallocMachine {
+    type Output = ();
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<()>> {
+        if replies.is_some() && as_string(&take_one(replies)??).as_deref() == Some("STALE") {
+            return Ok(Poll::Ready(()));
+        }
+        match self.blocks.next() {
+            None => Ok(Poll::Ready(())),
+            Some(b) => Ok(Poll::Send(prealloc_request(
+                &self.keys, &self.uid, self.epoch, &b,
+            ))),
+        }
+    }
+}
+
+/// Sends a fixed list of commands in one round trip (nothing when the list
+/// is empty); an unknown BF.* command is [`Error::ModuleMissing`].
+#[derive(Clone)]
+pub(crate) struct ModuleMachine {
+    name: String,
+    cmds: Vec<redis::Cmd>,
+    sent: bool,
+}
+
+impl ModuleMachine {
+    fn new(keys: &Keys, cmds: Vec<redis::Cmd>) -> ModuleMachine {
+        ModuleMachine {
+            name: keys.name().to_string(),
+            cmds,
+            sent: false,
+        }
+    }
+
+    /// Reserves the RedisBloom generations among `blocks`.
+    pub fn reserve(keys: &Keys, blocks: &[Block]) -> ModuleMachine {
+        ModuleMachine::new(keys, reserve_commands(blocks))
+    }
+
+    /// Deletes what `reserve` reserved.
+    pub fn undo(keys: &Keys, blocks: &[Block]) -> ModuleMachine {
+        ModuleMachine::new(keys, undo_commands(blocks))
+    }
+
+    /// Checks that a filter with RedisBloom generations has its module.
+    pub fn probe(keys: &Keys, view: &View) -> ModuleMachine {
+        let cmds = view
+            .gens
+            .iter()
+            .find(|g| g.layout.scheme.is_module())
+            .map(|g| {
+                let mut cmd = redis::cmd("BF.EXISTS");
+                cmd.arg(keys.block(&view.uid, g.seq, 0)).arg("");
+                vec![cmd]
+            })
+            .unwrap_or_default();
+        ModuleMachine::new(keys, cmds)
+    }
+}
+
+impl Machine for ModuleMachine {
+    type Output = ();
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<()>> {
+        if !self.sent {
+            self.sent = true;
+            if self.cmds.is_empty() {
+                return Ok(Poll::Ready(()));
+            }
+            let mut req = Request::new();
+            for c in self.cmds.drain(..) {
+                req.push(c, None);
+            }
+            return Ok(Poll::Send(req));
+        }
+        for r in replies.unwrap_or_default() {
+            if let Err(e) = r {
+                let e: Error = e.into();
+                if is_module_missing(&e) {
+                    return Err(Error::ModuleMissing {
+                        name: self.name.clone(),
+                    });
+                }
+                return Err(e);
+            }
+        }
+        Ok(Poll::Ready(()))
+    }
+}

@@ -1,0 +1,189 @@
+//! Combinators that make one machine of several steps, so that every public
+//! operation is one machine and its sync and async forms are one-line
+//! wrappers over `exec::run` / `exec::run_async`.
+
+use crate::error::Result;
+use crate::exec::{Machine, Poll, Replies};
+
+/// A machine that is already done.
+pub(crate) struct Ready<T>(pub Option<T>);
+
+impl<T> Machine for Ready<T> {
+    type Output = T;
+    fn step(&mut self, _: Option<Replies>) -> Result<Poll<T>> {
+        self.0
+            .take()
+            .map(Poll::Ready)
+            .ok_or_else(|| crate::Error::Internal("a finished machine was stepped".into()))
+    }
+}
+
+enum ThenState<A, B> {
+    First(A),
+    Second(B),
+}
+
+/// `a`, then the machine `f` makes of its output.
+pub(crate) struct Then<A: Machine, B, F> {
+    state: ThenState<A, B>,
+    f: Option<F>,
+    tx: bool,
+}
+
+impl<A, B, F> Machine for Then<A, B, F>
+where
+    A: Machine,
+    B: Machine,
+    F: FnOnce(A::Output) -> Result<B>,
+{
+    type Output = B::Output;
+
+    fn allow_transactions(&mut self, yes: bool) {
+        self.tx = yes;
+        match &mut self.state {
+            ThenState::First(a) => a.allow_transactions(yes),
+            ThenState::Second(b) => b.allow_transactions(yes),
+        }
+    }
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<B::Output>> {
+        if let ThenState::First(a) = &mut self.state {
+            match a.step(replies)? {
+                Poll::Send(req) => return Ok(Poll::Send(req)),
+                Poll::Ready(out) => {
+                    let f = self
+                        .f
+                        .take()
+                        .ok_or_else(|| crate::Error::Internal("a chain ran twice".into()))?;
+                    let mut b = f(out)?;
+                    b.allow_transactions(self.tx);
+                    self.state = ThenState::Second(b);
+                    // The second machine starts without replies.
+                    return self.step(None);
+                }
+            }
+        }
+        match &mut self.state {
+            ThenState::Second(b) => b.step(replies),
+            ThenState::First(_) => Err(crate::Error::Internal("a chain lost its step".into())),
+        }
+    }
+}
+
+/// Chaining and mapping for every machine.
+pub(crate) trait MachineExt: Machine + Sized {
+    fn then<B: Machine, F: FnOnce(Self::Output) -> Result<B>>(self, f: F) -> Then<Self, B, F> {
+        Then {
+            state: ThenState::First(self),
+            f: Some(f),
+            tx: false,
+        }
+    }
+
+    fn map<T, F: FnOnce(Self::Output) -> Result<T>>(self, f: F) -> Map<Self, F> {
+        Map {
+            m: self,
+            f: Some(f),
+        }
+    }
+}
+
+impl<M: Machine> MachineExt for M {}
+
+/// A machine whose output is transformed.
+pub(crate) struct Map<M, F> {
+    m: M,
+    f: Option<F>,
+}
+
+impl<M, T, F> Machine for Map<M, F>
+where
+    M: Machine,
+    F: FnOnce(M::Output) -> Result<T>,
+{
+    type Output = T;
+
+    fn allow_transactions(&mut self, yes: bool) {
+        self.m.allow_transactions(yes);
+    }
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<T>> {
+        match self.m.step(replies)? {
+            Poll::Send(req) => Ok(Poll::Send(req)),
+            Poll::Ready(out) => {
+                let f = self
+                    .f
+                    .take()
+                    .ok_or_else(|| crate::Error::Internal("a mapped machine ran twice".into()))?;
+                f(out).map(Poll::Ready)
+            }
+        }
+    }
+}
+
+/// Runs `m` for its effect only: its error is dropped. For work whose
+/// failure changes no answer (allocation ahead of need, which the writes
+/// redo when they need it).
+pub(crate) struct BestEffort<M>(pub M);
+
+impl<M: Machine> Machine for BestEffort<M> {
+    type Output = ();
+
+    fn allow_transactions(&mut self, yes: bool) {
+        self.0.allow_transactions(yes);
+    }
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<()>> {
+        match self.0.step(replies) {
+            Ok(Poll::Send(req)) => Ok(Poll::Send(req)),
+            Ok(Poll::Ready(_)) | Err(_) => Ok(Poll::Ready(())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::Request;
+
+    /// Sends one PING, then returns the number it was made with.
+    struct Ping(u32, bool);
+
+    impl Machine for Ping {
+        type Output = u32;
+        fn step(&mut self, replies: Option<Replies>) -> Result<Poll<u32>> {
+            if !self.1 {
+                self.1 = true;
+                return Ok(Poll::Send(Request::new().cmd(redis::cmd("PING"))));
+            }
+            assert!(replies.is_some());
+            Ok(Poll::Ready(self.0))
+        }
+    }
+
+    fn drive<M: Machine>(mut m: M) -> (usize, M::Output) {
+        let mut sent = 0;
+        let mut replies = None;
+        loop {
+            match m.step(replies.take()).unwrap() {
+                Poll::Ready(v) => return (sent, v),
+                Poll::Send(req) => {
+                    sent += 1;
+                    replies = Some(vec![Ok(redis::Value::Okay); req.len()]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn steps_chain_in_order_and_map() {
+        let m = Ping(1, false)
+            .then(|a| Ok(Ping(a + 1, false)))
+            .map(|b| Ok(b * 10));
+        assert_eq!(drive(m), (2, 20));
+        let m = Ready(Some(5)).then(|a| Ok(Ping(a, false)));
+        assert_eq!(drive(m), (1, 5));
+        let m = Ping(1, false).then(|_| Ok(Ready(Some(7))));
+        assert_eq!(drive(m), (1, 7));
+    }
+}

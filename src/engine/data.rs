@@ -1,0 +1,556 @@
+//! One data operation over a batch of items, in as many round trips as the
+//! input size and concurrent changes of the filter require. Each round is
+//! built from the machine's snapshot of the filter and decoded against the
+//! same snapshot; a reload replaces the snapshot between rounds, never
+//! during one.
+
+use super::plan::{self, Pace, Path};
+use super::roll::{DueRotation, Grow, RollMachine};
+use super::Core;
+use crate::error::{Error, Result};
+use crate::exec::{Machine, Poll, Replies, Request};
+use crate::hashing::ItemHash;
+use crate::proto::script::{self, Batch, DataOp, Status};
+use crate::proto::txn::{self, TxOutcome, Verdict};
+use crate::proto::{is_module_missing, load, now_arg, take_one};
+use crate::view::{NewGen, View};
+use std::sync::Arc;
+
+/// A round sent through the script: each call's items.
+struct ScriptRound {
+    chunks: Vec<Vec<usize>>,
+}
+
+/// Phase A of a check-and-insert round sent.
+struct ReadRound {
+    view: Arc<View>,
+    round: Vec<usize>,
+    local: Vec<bool>,
+    serve: Vec<usize>,
+    sent: txn::ReadSent,
+}
+
+/// A guarded transaction sent.
+struct TxRound {
+    view: Arc<View>,
+    round: Vec<usize>,
+    present: Vec<bool>,
+    sent: txn::TxSent,
+}
+
+enum State {
+    Start,
+    Script(ScriptRound),
+    Read(ReadRound),
+    Tx(TxRound),
+    Commit,
+    Reload,
+    Probe(Vec<(String, &'static str)>, Box<Error>),
+    Lazy(Box<RollMachine<DueRotation>>),
+    Grow(Box<RollMachine<Grow>>),
+}
+
+/// Per-item answers, and the generation to allocate ahead of need with the
+/// view it belongs to.
+pub(crate) type DataOutput = (Vec<bool>, Option<(NewGen, Arc<View>)>);
+
+pub(crate) struct DataMachine {
+    core: Core,
+    op: DataOp,
+    hashes: Vec<ItemHash>,
+    /// The items themselves, kept only when a generation's scheme needs
+    /// more than their hash (an adopted legacy bitmap, RedisBloom).
+    items: Vec<Vec<u8>>,
+    out: Vec<bool>,
+    /// Undecided items, ascending.
+    pending: Vec<usize>,
+    view: Arc<View>,
+    state: State,
+    pace: Pace,
+    /// The deciding generation's count after the last call that reported it.
+    fill: Option<u64>,
+    tx_ok: bool,
+}
+
+impl DataMachine {
+    pub fn new<I>(core: Core, op: DataOp, items: I) -> DataMachine
+    where
+        I: IntoIterator,
+        I::Item: AsRef<[u8]>,
+    {
+        let view = core.view();
+        // Items are kept when any generation of this or a later view may
+        // need them: RedisBloom filters stay RedisBloom, legacy generations
+        // only leave.
+        let keep = view.gens.iter().any(|g| g.layout.scheme.needs_item());
+        let mut kept = Vec::new();
+        let hashes: Vec<ItemHash> = items
+            .into_iter()
+            .map(|item| {
+                if keep {
+                    kept.push(item.as_ref().to_vec());
+                }
+                ItemHash::of(item)
+            })
+            .collect();
+        let n = hashes.len();
+        DataMachine {
+            tx_ok: core.transactions,
+            core,
+            op,
+            items: kept,
+            out: vec![false; n],
+            pending: (0..n).collect(),
+            hashes,
+            view,
+            state: State::Start,
+            pace: Pace::new(),
+            fill: None,
+        }
+    }
+
+    fn batch(&self) -> Batch<'_> {
+        Batch {
+            hashes: &self.hashes,
+            items: &self.items,
+        }
+    }
+
+    fn now(&self) -> String {
+        now_arg(self.core.clock.now())
+    }
+
+    /// The next round, or the result when nothing is left.
+    fn next_round(&mut self) -> Result<Poll<DataOutput>> {
+        if self.pending.is_empty() {
+            let prealloc = plan::prealloc_due(&self.view, self.fill)
+                .filter(|g| self.core.claim_prealloc(g.seq))
+                .map(|g| (g, Arc::clone(&self.view)));
+            return Ok(Poll::Ready((std::mem::take(&mut self.out), prealloc)));
+        }
+        let view = Arc::clone(&self.view);
+        let round = self.pace.round(&self.pending);
+        let cache = self.core.cache.as_deref();
+        let mirrored = plan::mirrored(&view, cache);
+        let now = self.now();
+        match plan::path(&view, self.op, self.tx_ok, round.len(), &mirrored) {
+            Path::Script => {
+                let (req, chunks) =
+                    script::request(&self.core.keys, &view, self.op, &round, self.batch(), &now);
+                self.state = State::Script(ScriptRound { chunks });
+                Ok(Poll::Send(req))
+            }
+            Path::Tx { read, serve } => {
+                let local = match self.op {
+                    DataOp::Add => vec![false; round.len()],
+                    _ => plan::local_present(&view, cache, &mirrored, &round, self.batch()),
+                };
+                if read.is_empty() {
+                    return Ok(Poll::Send(self.send_tx(view, round, local, &serve)));
+                }
+                let (req, sent) =
+                    txn::read_request(&self.core.keys, &view, &read, &round, self.batch(), &now);
+                self.state = State::Read(ReadRound {
+                    view,
+                    round,
+                    local,
+                    serve,
+                    sent,
+                });
+                Ok(Poll::Send(req))
+            }
+        }
+    }
+
+    fn send_tx(
+        &mut self,
+        view: Arc<View>,
+        round: Vec<usize>,
+        present: Vec<bool>,
+        serve: &[usize],
+    ) -> Request {
+        let (req, sent) = txn::tx_request(
+            &self.core.keys,
+            &view,
+            self.op,
+            serve,
+            &round,
+            &present,
+            self.batch(),
+            &self.now(),
+        );
+        self.state = State::Tx(TxRound {
+            view,
+            round,
+            present,
+            sent,
+        });
+        req
+    }
+
+    fn decided(&mut self, done: &mut [usize]) {
+        if done.is_empty() {
+            return;
+        }
+        self.pace.progress = true;
+        done.sort_unstable();
+        self.pending.retain(|i| done.binary_search(i).is_err());
+    }
+
+    fn on_script(&mut self, sent: ScriptRound, replies: Replies) -> Result<Poll<DataOutput>> {
+        let mut done = Vec::new();
+        let mut worst = Status::Ok;
+        let mut first_err = None;
+        if replies.len() != sent.chunks.len() {
+            return Err(Error::Internal(
+                "replies do not match the script calls".into(),
+            ));
+        }
+        for (chunk, reply) in sent.chunks.iter().zip(replies) {
+            match script::decode(self.core.name(), chunk.len(), reply) {
+                Ok(c) => {
+                    if let Some(f) = c.fill {
+                        self.fill = Some(self.fill.map_or(f, |old| old.max(f)));
+                    }
+                    for (&i, &yes) in chunk.iter().zip(&c.answers) {
+                        if let Some(slot) = self.out.get_mut(i) {
+                            *slot = yes;
+                        }
+                        done.push(i);
+                    }
+                    // The most urgent status wins: a due rotation, then a
+                    // stale view, then a full generation.
+                    worst = match (worst, c.status) {
+                        (Status::Due, _) | (_, Status::Due) => Status::Due,
+                        (Status::Stale, _) | (_, Status::Stale) => Status::Stale,
+                        (Status::Full, _) | (_, Status::Full) => Status::Full,
+                        _ => Status::Ok,
+                    };
+                }
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        self.decided(&mut done);
+        if let Some(e) = first_err {
+            return self.fail(e);
+        }
+        match worst {
+            Status::Ok => self.next_round(),
+            Status::Stale => self.reload(),
+            Status::Due => self.lazy_rotation(),
+            Status::Full => {
+                let mut m = Box::new(RollMachine::with_view(
+                    self.core.clone(),
+                    Arc::clone(&self.view),
+                    Grow,
+                    None,
+                ));
+                self.pace.progress = true;
+                match m.step(None)? {
+                    Poll::Send(req) => {
+                        self.state = State::Grow(m);
+                        Ok(Poll::Send(req))
+                    }
+                    Poll::Ready(_) => self.reload(),
+                }
+            }
+        }
+    }
+
+    fn on_read(&mut self, r: ReadRound, replies: Replies) -> Result<Poll<DataOutput>> {
+        match txn::decode_read(&r.sent, r.round.len(), replies) {
+            Err(e) => self.fail(e),
+            Ok(Err(v)) => self.after_verdict(v),
+            Ok(Ok(read)) => {
+                let present = r.local.iter().zip(read).map(|(a, b)| *a || b).collect();
+                Ok(Poll::Send(self.send_tx(r.view, r.round, present, &r.serve)))
+            }
+        }
+    }
+
+    fn on_tx(&mut self, t: TxRound, replies: Replies) -> Result<Poll<DataOutput>> {
+        let outcome = match txn::decode_tx(&t.view, self.op, &t.sent, &t.present, replies) {
+            Ok(o) => o,
+            Err(e) => return self.fail(e),
+        };
+        match outcome {
+            TxOutcome::Aborted(v) => self.after_verdict(v),
+            TxOutcome::Applied { answers, added } => {
+                let mut done = t.round.clone();
+                for (&i, yes) in t.round.iter().zip(answers) {
+                    if let Some(slot) = self.out.get_mut(i) {
+                        *slot = yes;
+                    }
+                }
+                self.decided(&mut done);
+                // Counts follow the bits they describe.
+                match txn::commit_request(&self.core.keys, &t.view, &added) {
+                    Some(req) => {
+                        self.state = State::Commit;
+                        Ok(Poll::Send(req))
+                    }
+                    None => self.after_verdict(Verdict::Ok),
+                }
+            }
+        }
+    }
+
+    /// After a round's verdict: go on, reload, or rotate first.
+    fn after_verdict(&mut self, v: Verdict) -> Result<Poll<DataOutput>> {
+        match v {
+            Verdict::Stale => self.reload(),
+            Verdict::Due => self.lazy_rotation(),
+            Verdict::Ok => {
+                // Nothing done means other clients' guards aborted the
+                // transaction: the view is current; try again, smaller.
+                if self.pace.settle() > self.core.max_retries.saturating_mul(4) {
+                    return Err(self.core.contention(self.pace.stalls));
+                }
+                self.next_round()
+            }
+        }
+    }
+
+    fn reload(&mut self) -> Result<Poll<DataOutput>> {
+        self.state = State::Reload;
+        Ok(Poll::Send(load::request(&self.core.keys)))
+    }
+
+    fn lazy_rotation(&mut self) -> Result<Poll<DataOutput>> {
+        let mut m = Box::new(RollMachine::with_view(
+            self.core.clone(),
+            Arc::clone(&self.view),
+            DueRotation::new(),
+            None,
+        ));
+        // The rotation is the filter moving on: progress.
+        self.pace.progress = true;
+        match m.step(None)? {
+            Poll::Send(req) => {
+                self.state = State::Lazy(m);
+                Ok(Poll::Send(req))
+            }
+            Poll::Ready(_) => self.reload(),
+        }
+    }
+
+    fn fail(&mut self, e: Error) -> Result<Poll<DataOutput>> {
+        if is_module_missing(&e) {
+            return Err(Error::ModuleMissing {
+                name: self.core.name().to_string(),
+            });
+        }
+        if crate::proto::is_wrongtype(&e) {
+            // Which key? The view names them all; TYPE tells.
+            let mut keys = vec![(self.core.keys.meta().to_string(), "hash")];
+            keys.extend(
+                crate::proto::whole::block_keys(&self.core.keys, &self.view)
+                    .into_iter()
+                    .map(|k| (k, "string")),
+            );
+            keys.push((self.core.keys.fence(), "string"));
+            let req = crate::proto::probe::request(&keys);
+            self.state = State::Probe(keys, Box::new(e));
+            return Ok(Poll::Send(req));
+        }
+        Err(e)
+    }
+
+    /// Steps a nested roll machine; when it is done, goes on with its view.
+    fn step_roll<D: super::roll::Decide>(
+        &mut self,
+        mut m: Box<RollMachine<D>>,
+        replies: Option<Replies>,
+        wrap: fn(Box<RollMachine<D>>) -> State,
+    ) -> Result<Poll<DataOutput>> {
+        match m.step(replies)? {
+            Poll::Send(req) => {
+                self.state = wrap(m);
+                Ok(Poll::Send(req))
+            }
+            Poll::Ready(_) => {
+                self.view = m.view();
+                self.after_reload()
+            }
+        }
+    }
+
+    fn after_reload(&mut self) -> Result<Poll<DataOutput>> {
+        if self.pace.settle() > self.core.max_retries {
+            return Err(self.core.contention(self.pace.stalls));
+        }
+        self.next_round()
+    }
+}
+
+impl Machine for DataMachine {
+    type Output = DataOutput;
+
+    fn allow_transactions(&mut self, yes: bool) {
+        self.tx_ok = self.core.transactions && yes;
+    }
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<DataOutput>> {
+        match std::mem::replace(&mut self.state, State::Start) {
+            State::Start => self.next_round(),
+            State::Script(r) => self.on_script(r, replies.unwrap_or_default()),
+            State::Read(r) => self.on_read(r, replies.unwrap_or_default()),
+            State::Tx(t) => self.on_tx(t, replies.unwrap_or_default()),
+            State::Commit => {
+                // The bits are in; a count that could not be added is
+                // reported rather than forgotten.
+                take_one(replies)?.map_err(|e| Error::from_script(self.core.name(), e))?;
+                self.after_verdict(Verdict::Ok)
+            }
+            State::Probe(keys, original) => {
+                Err(crate::proto::probe::verdict(&keys, replies, *original))
+            }
+            State::Reload => {
+                let view = match load::decode(&self.core.keys, self.core.accept, take_one(replies)?)
+                {
+                    Ok(v) => v,
+                    Err(e) => return self.fail(e),
+                };
+                self.view = self.core.publish(view)?;
+                self.after_reload()
+            }
+            State::Lazy(m) => self.step_roll(m, replies, State::Lazy),
+            State::Grow(m) => self.step_roll(m, replies, State::Grow),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The pure machine driven with canned replies: no server.
+    use super::*;
+    use crate::testkit::{fields, keys, view_at, view_of, ALL};
+    use crate::view::Accept;
+    use redis::Value;
+
+    fn core(view: View) -> Core {
+        Core::new(keys("t"), view, Accept::Any(ALL), Vec::new())
+    }
+
+    fn machine(core: &Core, op: DataOp, n: usize) -> DataMachine {
+        let mut m = DataMachine::new(core.clone(), op, (0..n).map(|i| format!("item{i}")));
+        m.allow_transactions(true);
+        m
+    }
+
+    fn send(p: Poll<DataOutput>) -> Request {
+        match p {
+            Poll::Send(r) => r,
+            Poll::Ready(_) => panic!("expected a request"),
+        }
+    }
+
+    /// Replies to a transaction request: every command answered, each
+    /// BITFIELD with `bit` for every position.
+    fn tx_replies(req: &Request, bit: i64) -> Replies {
+        let mut out: Replies = Vec::new();
+        let mut results = Vec::new();
+        for i in 0..req.len() {
+            let args = req.args(i);
+            match args[0].as_str() {
+                "WATCH" | "MULTI" => out.push(Ok(Value::Okay)),
+                "EVAL" => out.push(Ok(Value::BulkString(b"OK".to_vec()))),
+                "EXEC" => out.push(Ok(Value::Array(std::mem::take(&mut results)))),
+                "BITFIELD" | "BITFIELD_RO" => {
+                    let n = args.iter().filter(|a| *a == "u1").count();
+                    let v = Value::Array(vec![Value::Int(bit); n]);
+                    if req.args(0)[0] == "WATCH" {
+                        out.push(Ok(Value::SimpleString("QUEUED".into())));
+                        results.push(v);
+                    } else {
+                        out.push(Ok(v));
+                    }
+                }
+                other => panic!("unexpected command {other}"),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_reload_by_a_clone_between_build_and_decode_changes_nothing() {
+        // Clone A builds a check-and-insert round over a query-all filter
+        // of generations 0, 1, 2; clone B then loads the filter rotated
+        // (generations 1, 2, 3). A's counts must go to generation 2, the
+        // one its round wrote, and nothing may panic.
+        let a = core(view_of("circular", 3));
+        let b = a.clone();
+        let mut m = machine(&a, DataOp::CheckAdd, 20);
+        let phase_a = send(m.step(None).unwrap());
+        assert_eq!(phase_a.args(0)[0], "EVAL", "phase A opens with the guard");
+        b.publish(view_at("circular", 3, 1)).unwrap();
+        assert_eq!(a.view().epoch, 1, "the clones share the latest view");
+        let tx = send(m.step(Some(tx_replies(&phase_a, 0))).unwrap());
+        assert_eq!(tx.args(0)[0], "WATCH");
+        let guard = tx.args(1);
+        assert!(
+            guard.contains(&"0123456789abcdef:0:0".to_string()),
+            "built from A's snapshot"
+        );
+        let commit = send(m.step(Some(tx_replies(&tx, 0))).unwrap());
+        let args = commit.args(0);
+        assert_eq!(
+            &args[args.len() - 2..],
+            ["2", "20"],
+            "credited to A's deciding generation"
+        );
+        match m.step(Some(vec![Ok(Value::Int(1))])).unwrap() {
+            Poll::Ready((out, _)) => assert!(out.iter().all(|&new| new)),
+            Poll::Send(_) => panic!("expected the answers"),
+        }
+    }
+
+    #[test]
+    fn a_clone_reloading_a_smaller_filter_cannot_make_a_decode_panic() {
+        // A's round reads three generations; B then loads a re-created
+        // filter with one. A decodes its replies against its own three.
+        let a = core(view_of("expanding", 3));
+        let b = a.clone();
+        let mut m = machine(&a, DataOp::Has, 20);
+        let tx = send(m.step(None).unwrap());
+        let mut small = fields("expanding", 1, 0);
+        small.raw.insert("uid".into(), b"fedcba9876543210".to_vec());
+        let small = View::decode(small, None, "fence", Accept::Any(ALL)).unwrap();
+        b.publish(small).unwrap();
+        match m.step(Some(tx_replies(&tx, 1))).unwrap() {
+            Poll::Ready((out, _)) => assert_eq!(out, vec![true; 20]),
+            Poll::Send(_) => panic!("expected the answers"),
+        }
+    }
+
+    #[test]
+    fn a_script_round_that_finds_the_generation_full_appends_the_next() {
+        let a = core(view_of("expanding", 1));
+        let mut m = machine(&a, DataOp::CheckAdd, 4);
+        let req = send(m.step(None).unwrap());
+        assert_eq!(req.args(0)[0], "EVALSHA");
+        // Two items written, the generation is full, two left.
+        let full = Value::Array(vec![
+            Value::BulkString(b"FULL".to_vec()),
+            Value::Int(2),
+            Value::BulkString(b"11".to_vec()),
+            Value::Int(100),
+        ]);
+        // Allocation ahead of the new generation, then the roll.
+        let alloc = send(m.step(Some(vec![Ok(full)])).unwrap());
+        assert!(alloc
+            .args(0)
+            .contains(&"rotabloom:{t}:gen:0123456789abcdef-1:0".to_string()));
+        let roll = send(
+            m.step(Some(vec![Ok(Value::BulkString(b"GREW".to_vec()))]))
+                .unwrap(),
+        );
+        let args = roll.args(0);
+        assert_eq!(
+            &args[5..11],
+            ["0123456789abcdef", "0", "0", "1", "0,1", "2"]
+        );
+    }
+}

@@ -1,0 +1,117 @@
+//! The state machines of every operation, and the state a handle shares
+//! with its clones. Pure: machines build requests through `proto` and
+//! decode replies against the view they started from; `exec` runs them.
+//! Nothing here names a kind of filter: each kind's policy answers.
+
+pub(crate) mod alloc;
+pub(crate) mod chain;
+pub(crate) mod create;
+pub(crate) mod data;
+pub(crate) mod info;
+pub(crate) mod load;
+pub(crate) mod mirror;
+pub(crate) mod plan;
+pub(crate) mod roll;
+pub(crate) mod whole;
+
+use crate::cache::FrozenCache;
+use crate::clock::{Clock, ServerClock};
+use crate::error::Result;
+use crate::keys::Keys;
+use crate::view::{Accept, View};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Consecutive reloads without progress before giving up with
+/// [`Error::Contention`](crate::Error::Contention).
+pub(crate) const DEFAULT_MAX_RETRIES: u32 = 32;
+
+/// What a handle shares with its clones: key names, the latest view (a
+/// cache for the next operation; every operation keeps its own snapshot),
+/// options. Owns no connection.
+#[derive(Clone, Debug)]
+pub(crate) struct Core {
+    pub keys: Keys,
+    latest: Arc<Mutex<Arc<View>>>,
+    /// The kinds this handle reads.
+    pub accept: Accept,
+    /// What the handle was created with: a re-created filter (new uid) must
+    /// still match, or the handle refuses to use it.
+    expect: Arc<Vec<(&'static str, String)>>,
+    /// 1 + the seq of the last generation this handle family allocated
+    /// ahead of need, so each process does it once.
+    preallocated: Arc<AtomicU64>,
+    /// Where `now` comes from for schedules (default: the server's clock).
+    pub clock: Arc<dyn Clock>,
+    /// Frozen generations mirrored in memory, if enabled.
+    pub cache: Option<Arc<FrozenCache>>,
+    pub max_retries: u32,
+    /// Whether data operations may use the guarded-transaction path.
+    pub transactions: bool,
+}
+
+impl Core {
+    pub fn new(
+        keys: Keys,
+        view: View,
+        accept: Accept,
+        expect: Vec<(&'static str, String)>,
+    ) -> Core {
+        Core {
+            keys,
+            latest: Arc::new(Mutex::new(Arc::new(view))),
+            accept,
+            expect: Arc::new(expect),
+            preallocated: Arc::new(AtomicU64::new(0)),
+            clock: Arc::new(ServerClock),
+            cache: None,
+            max_retries: DEFAULT_MAX_RETRIES,
+            transactions: true,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        self.keys.name().as_str()
+    }
+
+    /// The latest view any clone loaded. A poisoned lock still holds a
+    /// valid `Arc`, so it is used rather than propagated as a panic.
+    pub fn view(&self) -> Arc<View> {
+        match self.latest.lock() {
+            Ok(g) => Arc::clone(&g),
+            Err(p) => Arc::clone(&p.into_inner()),
+        }
+    }
+
+    /// Makes a freshly loaded view the latest, after checking that a
+    /// re-created filter is still what this handle was opened as; returns
+    /// it as the snapshot the caller goes on with.
+    pub fn publish(&self, view: View) -> Result<Arc<View>> {
+        if view.uid != self.view().uid {
+            view.check_params(&self.expect)?;
+        }
+        if let Some(cache) = &self.cache {
+            cache.retain(&view);
+        }
+        let view = Arc::new(view);
+        match self.latest.lock() {
+            Ok(mut g) => *g = Arc::clone(&view),
+            Err(p) => *p.into_inner() = Arc::clone(&view),
+        }
+        Ok(view)
+    }
+
+    /// Marks `seq` as allocated ahead of need; false if it already was.
+    pub fn claim_prealloc(&self, seq: u64) -> bool {
+        let mark = seq.saturating_add(1);
+        self.preallocated.swap(mark, Ordering::Relaxed) != mark
+    }
+
+    /// The error of an operation that kept finding the filter changed.
+    pub fn contention(&self, retries: u32) -> crate::Error {
+        crate::Error::Contention {
+            name: self.name().to_string(),
+            retries,
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! Planning the rounds of a data operation, pure: which items go next,
+//! which protocol carries them, which generations the server must serve
+//! and which the mirror answers, and what to allocate ahead of need.
+
+use crate::cache::FrozenCache;
+use crate::hashing::ItemHash;
+use crate::proto::script::{Batch, DataOp};
+use crate::view::{NewGen, Role, View};
+
+/// Items per round trip, so a huge input does not build a huge request.
+pub(crate) const MAX_ITEMS_PER_ROUND: usize = 100_000;
+
+/// Batches smaller than this take the script: one call is one round trip,
+/// where the transaction needs two (its counts follow it).
+const TX_MIN_ITEMS: usize = 16;
+
+/// Fill ratio of the newest generation at which the next one is allocated.
+const PREALLOC_AT: f64 = 0.5;
+
+/// How a round is carried.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Path {
+    /// The data script.
+    Script,
+    /// The guarded transaction over the generations `serve` (indexes into
+    /// the view's list), after reading the query-only ones in `read` first
+    /// (a check-and-insert over frozen generations the mirror lacks).
+    Tx { read: Vec<usize>, serve: Vec<usize> },
+}
+
+/// The protocol for a round of `len` items. The transaction is taken when
+/// it can express the operation: every read; writes of filters whose
+/// deciding generation has no capacity limit and, for check-and-insert,
+/// that write nothing after the decision.
+pub(crate) fn path(view: &View, op: DataOp, tx_ok: bool, len: usize, mirrored: &[usize]) -> Path {
+    if !tx_ok || len < TX_MIN_ITEMS {
+        return Path::Script;
+    }
+    let writes_after = view.roles.contains(&Role::Write);
+    let fits = match op {
+        DataOp::Has => true,
+        DataOp::Add => !view.growth.is_capped(),
+        DataOp::CheckAdd => !view.growth.is_capped() && !writes_after,
+    };
+    if !fits {
+        return Path::Script;
+    }
+    let server: Vec<(usize, Role)> = view
+        .roles
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|(g, _)| !mirrored.contains(g))
+        .collect();
+    let read = match op {
+        DataOp::CheckAdd => server
+            .iter()
+            .filter(|(_, r)| *r == Role::Query)
+            .map(|(g, _)| *g)
+            .collect(),
+        _ => Vec::new(),
+    };
+    Path::Tx {
+        read,
+        serve: server.into_iter().map(|(g, _)| g).collect(),
+    }
+}
+
+/// The query-only generations the mirror holds, by index.
+pub(crate) fn mirrored(view: &View, cache: Option<&FrozenCache>) -> Vec<usize> {
+    let Some(cache) = cache else {
+        return Vec::new();
+    };
+    view.with_role(Role::Query)
+        .filter(|&g| {
+            view.gens
+                .get(g)
+                .is_some_and(|gen| cache.get(view, gen.seq).is_some())
+        })
+        .collect()
+}
+
+/// Per round item: whether a mirrored generation holds it. Provisional
+/// until the round's guard confirms the view.
+pub(crate) fn local_present(
+    view: &View,
+    cache: Option<&FrozenCache>,
+    mirrored: &[usize],
+    round: &[usize],
+    batch: Batch<'_>,
+) -> Vec<bool> {
+    let Some(cache) = cache else {
+        return vec![false; round.len()];
+    };
+    let frozen: Vec<_> = mirrored
+        .iter()
+        .filter_map(|&g| view.gens.get(g))
+        .filter_map(|gen| cache.get(view, gen.seq))
+        .collect();
+    round
+        .iter()
+        .map(|&i| {
+            batch
+                .hashes
+                .get(i)
+                .is_some_and(|h: &ItemHash| frozen.iter().any(|f| f.contains(h, batch.item(i))))
+        })
+        .collect()
+}
+
+/// How big rounds are, and whether the operation is getting anywhere.
+#[derive(Debug)]
+pub(crate) struct Pace {
+    pub limit: usize,
+    pub stalls: u32,
+    pub progress: bool,
+}
+
+impl Pace {
+    pub fn new() -> Pace {
+        Pace {
+            limit: MAX_ITEMS_PER_ROUND,
+            stalls: 0,
+            progress: false,
+        }
+    }
+
+    /// The next round: the first undecided items, at most `limit`.
+    pub fn round(&self, pending: &[usize]) -> Vec<usize> {
+        pending.iter().copied().take(self.limit).collect()
+    }
+
+    /// After a round: whether it made progress resets the count of rounds
+    /// without; a round without is retried smaller, since a round short
+    /// enough to finish between two changes of a busy filter always makes
+    /// progress. Returns the stalls so far.
+    pub fn settle(&mut self) -> u32 {
+        if self.progress {
+            self.stalls = 0;
+        } else {
+            self.limit = (self.limit / 2).max(TX_MIN_ITEMS);
+            self.stalls += 1;
+        }
+        self.progress = false;
+        self.stalls
+    }
+}
+
+/// The generation to allocate ahead of need, once the newest one has passed
+/// `PREALLOC_AT` of its capacity.
+pub(crate) fn prealloc_due(view: &View, fill: Option<u64>) -> Option<NewGen> {
+    let fill = fill?;
+    if (fill as f64) < view.newest().capacity as f64 * PREALLOC_AT {
+        return None;
+    }
+    view.pending()
+}

@@ -1,0 +1,303 @@
+//! Every structural change is one machine: decide from a view (and, for a
+//! schedule, `now`), allocate the new generations, run the roll script,
+//! reload, settle. Expansion, manual rotation, scheduled rotation and lazy
+//! rotation differ only in their [`Decide`].
+
+use super::alloc::PreallocMachine;
+use super::Core;
+use crate::error::{Error, Result};
+use crate::exec::{Machine, Poll, Replies, Request};
+use crate::proto::{load, roll, take_one};
+use crate::view::{Due, Growth, NewGen, Roll, View};
+use chrono::{DateTime, TimeZone, Utc};
+use std::sync::Arc;
+
+/// What a call to `rotate` or `rotate_if_due` did. Not rotating is an
+/// expected outcome, not an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rotation {
+    /// This call rotated `rotations` times (more than once after missed
+    /// runs, at most N).
+    Rotated {
+        /// Rotations performed.
+        rotations: u32,
+        /// The epoch (rotations so far) afterwards.
+        epoch: u64,
+        /// When the next scheduled rotation is due, if there is a schedule.
+        next_at: Option<DateTime<Utc>>,
+    },
+    /// The current period's rotation is done (by this or another process).
+    NotDue {
+        /// When the next one is due.
+        next_at: DateTime<Utc>,
+    },
+    /// A manual rotation lost the race: another process changed the filter
+    /// since this handle last saw it, and the handle now holds that state.
+    Superseded {
+        /// The epoch now.
+        epoch: u64,
+    },
+}
+
+/// A decision of what to change.
+pub(crate) enum Step<T> {
+    Done(T),
+    Roll(Roll),
+}
+
+/// One kind of structural change.
+pub(crate) trait Decide: Send {
+    type Output;
+
+    /// Whether deciding needs `now` (schedules).
+    fn needs_now(&self) -> bool {
+        false
+    }
+
+    fn decide(&mut self, view: &View, now: Option<DateTime<Utc>>) -> Result<Step<Self::Output>>;
+
+    /// After the roll script (`rolled`: this call changed the filter) and a
+    /// reload: the outcome, or `None` to decide again on the new view.
+    fn settle(&mut self, view: &View, rolled: bool) -> Result<Option<Self::Output>>;
+}
+
+enum State {
+    Start,
+    Time,
+    Alloc(PreallocMachine, Request),
+    Sent,
+    Reload(bool),
+}
+
+pub(crate) struct RollMachine<D> {
+    core: Core,
+    decide: D,
+    view: Arc<View>,
+    now: Option<DateTime<Utc>>,
+    state: State,
+    stalls: u32,
+}
+
+impl<D: Decide> RollMachine<D> {
+    /// Starts from the handle's latest view.
+    pub fn new(core: Core, decide: D) -> RollMachine<D> {
+        let view = core.view();
+        RollMachine::with_view(core, view, decide, None)
+    }
+
+    /// Starts from a given snapshot (and instant, if known).
+    pub fn with_view(
+        core: Core,
+        view: Arc<View>,
+        decide: D,
+        now: Option<DateTime<Utc>>,
+    ) -> RollMachine<D> {
+        RollMachine {
+            core,
+            decide,
+            view,
+            now,
+            state: State::Start,
+            stalls: 0,
+        }
+    }
+
+    /// The view the machine ended with (its snapshot after the last reload).
+    pub fn view(&self) -> Arc<View> {
+        Arc::clone(&self.view)
+    }
+
+    fn decide(&mut self) -> Result<Poll<D::Output>> {
+        match self.decide.decide(&self.view, self.now)? {
+            Step::Done(out) => Ok(Poll::Ready(out)),
+            Step::Roll(r) => {
+                let req = roll::request(&self.core.keys, &self.view, &r)?;
+                let ahead: Vec<NewGen> = r
+                    .add
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, g)| *i < r.allocate || g.layout.scheme.is_module())
+                    .map(|(_, g)| *g)
+                    .collect();
+                let mut alloc = PreallocMachine::new(&self.core.keys, &self.view, &ahead);
+                match alloc.step(None)? {
+                    Poll::Send(first) => {
+                        self.state = State::Alloc(alloc, req);
+                        Ok(Poll::Send(first))
+                    }
+                    Poll::Ready(()) => {
+                        self.state = State::Sent;
+                        Ok(Poll::Send(req))
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<D: Decide> Machine for RollMachine<D> {
+    type Output = D::Output;
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<D::Output>> {
+        match std::mem::replace(&mut self.state, State::Start) {
+            State::Start => {
+                if self.decide.needs_now() && self.now.is_none() {
+                    self.now = self.core.clock.now();
+                    if self.now.is_none() {
+                        self.state = State::Time;
+                        return Ok(Poll::Send(Request::new().cmd(redis::cmd("TIME"))));
+                    }
+                }
+                self.decide()
+            }
+            State::Time => {
+                self.now = Some(decode_time(take_one(replies)?)?);
+                self.decide()
+            }
+            State::Alloc(mut alloc, req) => match alloc.step(replies)? {
+                Poll::Send(next) => {
+                    self.state = State::Alloc(alloc, req);
+                    Ok(Poll::Send(next))
+                }
+                Poll::Ready(()) => {
+                    self.state = State::Sent;
+                    Ok(Poll::Send(req))
+                }
+            },
+            State::Sent => {
+                let rolled = roll::decode(self.core.name(), take_one(replies)?)?;
+                self.state = State::Reload(rolled);
+                Ok(Poll::Send(load::request(&self.core.keys)))
+            }
+            State::Reload(rolled) => {
+                let view = load::decode(&self.core.keys, self.core.accept, take_one(replies)?)?;
+                self.view = self.core.publish(view)?;
+                if let Some(out) = self.decide.settle(&self.view, rolled)? {
+                    return Ok(Poll::Ready(out));
+                }
+                self.stalls += 1;
+                if self.stalls > self.core.max_retries {
+                    return Err(self.core.contention(self.stalls));
+                }
+                self.decide()
+            }
+        }
+    }
+}
+
+/// The reply to `TIME`.
+pub(crate) fn decode_time(reply: redis::RedisResult<redis::Value>) -> Result<DateTime<Utc>> {
+    let (secs, micros): (i64, i64) = redis::from_redis_value(reply?)
+        .map_err(|e| Error::UnexpectedReply(format!("TIME: {e}")))?;
+    Utc.timestamp_opt(secs, (micros.clamp(0, 999_999) * 1000) as u32)
+        .single()
+        .ok_or_else(|| Error::UnexpectedReply("TIME out of range".into()))
+}
+
+/// The clock's `now`, or the server's (`TIME`).
+pub(crate) struct Now {
+    clock: Arc<dyn crate::Clock>,
+    sent: bool,
+}
+
+impl Now {
+    pub fn new(clock: Arc<dyn crate::Clock>) -> Now {
+        Now { clock, sent: false }
+    }
+}
+
+impl Machine for Now {
+    type Output = DateTime<Utc>;
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<DateTime<Utc>>> {
+        if self.sent {
+            return decode_time(take_one(replies)?).map(Poll::Ready);
+        }
+        if let Some(now) = self.clock.now() {
+            return Ok(Poll::Ready(now));
+        }
+        self.sent = true;
+        Ok(Poll::Send(Request::new().cmd(redis::cmd("TIME"))))
+    }
+}
+
+/// Appending the generation a full one calls for (expansion): `true` when
+/// this call appended it. A filter that may not grow is
+/// [`Error::LimitReached`].
+pub(crate) struct Grow;
+
+impl Decide for Grow {
+    type Output = bool;
+
+    fn decide(&mut self, view: &View, _: Option<DateTime<Utc>>) -> Result<Step<bool>> {
+        match &view.growth {
+            Growth::Capped(Ok(next)) => Ok(Step::Roll(Roll {
+                drop: 0,
+                add: vec![*next],
+                expect: Vec::new(),
+                set: Vec::new(),
+                allocate: 1,
+            })),
+            Growth::Capped(Err(limit)) => Err(Error::LimitReached {
+                name: view.name.clone(),
+                limit: limit.clone(),
+            }),
+            Growth::Unbounded => Ok(Step::Done(false)),
+        }
+    }
+
+    fn settle(&mut self, _: &View, rolled: bool) -> Result<Option<bool>> {
+        Ok(Some(rolled))
+    }
+}
+
+/// The rotations a schedule owes at `now`.
+pub(crate) struct DueRotation {
+    rotations: u32,
+    next_at: Option<DateTime<Utc>>,
+}
+
+impl DueRotation {
+    pub fn new() -> DueRotation {
+        DueRotation {
+            rotations: 0,
+            next_at: None,
+        }
+    }
+}
+
+impl Decide for DueRotation {
+    type Output = Rotation;
+
+    fn needs_now(&self) -> bool {
+        true
+    }
+
+    fn decide(&mut self, view: &View, now: Option<DateTime<Utc>>) -> Result<Step<Rotation>> {
+        let now = now.ok_or_else(|| Error::Internal("a scheduled rotation without now".into()))?;
+        match view.policy.due(&view, now)? {
+            Due::Unscheduled => Err(Error::InvalidParameter {
+                name: "schedule",
+                reason: format!("filter {:?} has no schedule; use rotate()", view.name),
+            }),
+            Due::NotDue { next_at } => Ok(Step::Done(Rotation::NotDue { next_at })),
+            Due::Owed {
+                roll,
+                rotations,
+                next_at,
+            } => {
+                self.rotations = rotations;
+                self.next_at = Some(next_at);
+                Ok(Step::Roll(roll))
+            }
+        }
+    }
+
+    fn settle(&mut self, view: &View, rolled: bool) -> Result<Option<Rotation>> {
+        Ok(rolled.then(|| Rotation::Rotated {
+            rotations: self.rotations,
+            epoch: view.epoch,
+            next_at: self.next_at,
+        }))
+    }
+}

@@ -1,0 +1,27 @@
+-- rotabloom script prelude, protocol 1: put before the scripts that change a
+-- filter. A script never trusts a stored number it has not checked: a
+-- malformed one is an error reply 'CORRUPT <field> ...', which the client
+-- reports as corrupt metadata naming the field.
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- Whether the metadata still is what the caller's view says: same instance,
+-- same structure, same clear count (absent means 0).
+local function current(meta, uid, epoch, cleared)
+  local cur = redis.call('HMGET', meta, 'uid', 'epoch', 'cleared')
+  return cur[1] == uid and cur[2] == epoch and (cur[3] or '0') == cleared
+end
+
+-- A counter field that the script adds to: absent is 0; anything but a
+-- canonical unsigned integer that Lua holds exactly is corrupt.
+local function count_of(meta, f)
+  local v = redis.call('HGET', meta, f)
+  if not v then return 0 end
+  if #v > 15 or not (v == '0' or string.match(v, '^[1-9]%d*$')) then
+    error({err = 'CORRUPT ' .. f .. ' holds a value that is not a count'})
+  end
+  return tonumber(v)
+end
+

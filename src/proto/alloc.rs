@@ -1,0 +1,104 @@
+//! Allocation ahead of need, and the RedisBloom module's generations:
+//! reserving them, probing that the module is there, deleting a reservation
+//! that lost a creation race.
+
+use crate::exec::Request;
+use crate::generation::Layout;
+use crate::keys::Keys;
+use crate::metadata::fmt_f64;
+use crate::scripts;
+use crate::view::NewGen;
+
+/// How a block is allocated ahead of need: zero bytes up to its size, or
+/// (a RedisBloom generation) `BF.RESERVE`.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Alloc {
+    Bytes(u64),
+    Module { error_rate: f64, capacity: u64 },
+}
+
+/// A block to allocate: its key and how.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Block {
+    pub key: String,
+    pub alloc: Alloc,
+}
+
+fn alloc_of(layout: &Layout, capacity: u64) -> Alloc {
+    if layout.scheme.is_module() {
+        Alloc::Module {
+            error_rate: layout.error_rate_at(capacity),
+            capacity,
+        }
+    } else {
+        Alloc::Bytes(layout.block_bits().div_ceil(8))
+    }
+}
+
+/// The blocks of the given generations of instance `uid`.
+pub(crate) fn blocks_of(keys: &Keys, uid: &str, gens: &[NewGen]) -> Vec<Block> {
+    gens.iter()
+        .flat_map(|g| {
+            let alloc = alloc_of(&g.layout, g.capacity);
+            (0..g.layout.blocks).map(move |b| Block {
+                key: keys.block(uid, g.seq, b),
+                alloc: alloc.clone(),
+            })
+        })
+        .collect()
+}
+
+/// One block, while the view `uid`/`epoch` is current.
+pub(crate) fn prealloc_request(keys: &Keys, uid: &str, epoch: u64, block: &Block) -> Request {
+    let mut cmd = scripts::PREALLOC.invoke(&[keys.meta(), block.key.as_str()]);
+    cmd.arg(uid).arg(epoch);
+    match block.alloc {
+        Alloc::Bytes(bytes) => cmd.arg(bytes),
+        Alloc::Module {
+            error_rate,
+            capacity,
+        } => cmd.arg("bf").arg(fmt_f64(error_rate)).arg(capacity),
+    };
+    let mut req = Request::new();
+    req.script(&scripts::PREALLOC, cmd);
+    req
+}
+
+/// `BF.RESERVE` of every module block among `blocks`, before a filter that
+/// lists them is created.
+pub(crate) fn reserve_commands(blocks: &[Block]) -> Vec<redis::Cmd> {
+    blocks
+        .iter()
+        .filter_map(|b| match b.alloc {
+            Alloc::Module {
+                error_rate,
+                capacity,
+            } => {
+                let mut cmd = redis::cmd("BF.RESERVE");
+                cmd.arg(&b.key)
+                    .arg(fmt_f64(error_rate))
+                    .arg(capacity)
+                    .arg("NONSCALING");
+                Some(cmd)
+            }
+            Alloc::Bytes(_) => None,
+        })
+        .collect()
+}
+
+/// `UNLINK` of the module blocks `reserve_commands` reserved.
+pub(crate) fn undo_commands(blocks: &[Block]) -> Vec<redis::Cmd> {
+    let keys: Vec<&str> = blocks
+        .iter()
+        .filter(|b| matches!(b.alloc, Alloc::Module { .. }))
+        .map(|b| b.key.as_str())
+        .collect();
+    if keys.is_empty() {
+        return Vec::new();
+    }
+    let mut cmd = redis::cmd("UNLINK");
+    for k in keys {
+        cmd.arg(k);
+    }
+    vec![cmd]
+}

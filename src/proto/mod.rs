@@ -1,0 +1,97 @@
+//! The wire protocol, pure: every request rotabloom sends is built here from
+//! a view and the operation's input, and every reply decoded here, against
+//! the same view. No I/O and no shared state: the machines in `engine`
+//! decide what to send next; `exec` sends it. Unit-tested with canned
+//! replies.
+
+pub(crate) mod alloc;
+pub(crate) mod create;
+pub(crate) mod load;
+pub(crate) mod probe;
+pub(crate) mod roll;
+pub(crate) mod script;
+pub(crate) mod txn;
+pub(crate) mod whole;
+
+use crate::error::{Error, Result};
+use crate::exec::Replies;
+use redis::Value;
+use std::collections::BTreeMap;
+
+/// The only reply of a one-command request.
+pub(crate) fn take_one(replies: Option<Replies>) -> Result<redis::RedisResult<Value>> {
+    replies
+        .and_then(|r| r.into_iter().next())
+        .ok_or_else(|| Error::Internal("a request's reply is missing".into()))
+}
+
+pub(crate) fn as_string(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::Okay => Some("OK".into()),
+        Value::Int(i) => Some(i.to_string()),
+        _ => None,
+    }
+}
+
+pub(crate) fn unexpected(what: &str, v: &Value) -> Error {
+    let mut text = format!("{v:?}");
+    if text.len() > 200 {
+        text.truncate(200);
+        text.push('…');
+    }
+    Error::UnexpectedReply(format!("{what}: {text}"))
+}
+
+/// Field/value pairs of an `HGETALL` (RESP2 array or RESP3 map), values
+/// kept as bytes: their validation is the decoder's.
+pub(crate) fn pairs(v: Value) -> Result<BTreeMap<String, Vec<u8>>> {
+    let bytes = |v: Value| -> Result<Vec<u8>> {
+        match v {
+            Value::BulkString(b) => Ok(b),
+            Value::SimpleString(s) => Ok(s.into_bytes()),
+            other => Err(unexpected("metadata hash entry", &other)),
+        }
+    };
+    let list: Vec<(Value, Value)> = match v {
+        Value::Array(items) => {
+            if items.len() % 2 != 0 {
+                return Err(Error::UnexpectedReply(
+                    "metadata hash: odd number of values".into(),
+                ));
+            }
+            let mut it = items.into_iter();
+            let mut out = Vec::new();
+            while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                out.push((k, v));
+            }
+            out
+        }
+        Value::Map(m) => m,
+        other => return Err(unexpected("metadata hash", &other)),
+    };
+    list.into_iter()
+        .map(|(k, v)| Ok((String::from_utf8_lossy(&bytes(k)?).into_owned(), bytes(v)?)))
+        .collect()
+}
+
+/// Whether a Redis error is WRONGTYPE.
+pub(crate) fn is_wrongtype(e: &Error) -> bool {
+    matches!(e, Error::Redis(r) if r.inner().code() == Some("WRONGTYPE")
+        || r.inner().to_string().contains("WRONGTYPE"))
+}
+
+/// Whether an error says the server does not know the BF.* commands.
+pub(crate) fn is_module_missing(e: &Error) -> bool {
+    matches!(e, Error::Redis(r) if {
+        let t = r.inner().to_string().to_ascii_lowercase();
+        t.contains("unknown command") && t.contains("bf.")
+    })
+}
+
+/// The server's milliseconds since the epoch, or the caller's clock.
+pub(crate) fn now_arg(now: Option<chrono::DateTime<chrono::Utc>>) -> String {
+    now.map(|t| t.timestamp_millis().to_string())
+        .unwrap_or_default()
+}

@@ -1,0 +1,291 @@
+//! The data script (`lua/data.lua`): one atomic call per chunk of items,
+//! pipelined, for every operation and every filter. The path for small
+//! batches, capped generations and filters that write more than one
+//! generation.
+
+use super::{as_string, unexpected};
+use crate::error::{Error, Result};
+use crate::exec::Request;
+use crate::hashing::ItemHash;
+use crate::keys::Keys;
+use crate::scripts;
+use crate::view::{Role, View};
+use redis::Value;
+
+/// Limits of one script call: arguments and items. Bigger inputs are cut
+/// into several calls, pipelined in one round trip; small calls keep any one
+/// script short (a few milliseconds), so other clients are not held up.
+const MAX_ARGS_PER_CALL: usize = 16_000;
+const MAX_ITEMS_PER_CALL: usize = 500;
+
+/// The three data operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DataOp {
+    /// Insert; true when the write changed the filter.
+    Add,
+    /// Query; true when present.
+    Has,
+    /// Check-and-insert; true when the item was new.
+    CheckAdd,
+}
+
+impl DataOp {
+    fn code(self) -> &'static str {
+        match self {
+            DataOp::Add => "add",
+            DataOp::Has => "has",
+            DataOp::CheckAdd => "cai",
+        }
+    }
+}
+
+/// The items of one operation: their hashes, and the items themselves when
+/// a generation's scheme needs more than the hash (legacy, RedisBloom).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Batch<'a> {
+    pub hashes: &'a [ItemHash],
+    pub items: &'a [Vec<u8>],
+}
+
+impl Batch<'_> {
+    pub fn item(&self, i: usize) -> Option<&[u8]> {
+        self.items.get(i).map(Vec::as_slice)
+    }
+}
+
+fn role_code(role: Role) -> &'static str {
+    match role {
+        Role::Query => "q",
+        Role::Decide => "d",
+        Role::Write => "w",
+    }
+}
+
+/// The calls for `round` (indexes into the batch), in chunks; returns the
+/// request and each chunk's items.
+pub(crate) fn request(
+    keys: &Keys,
+    view: &View,
+    op: DataOp,
+    round: &[usize],
+    batch: Batch<'_>,
+    now: &str,
+) -> (Request, Vec<Vec<usize>>) {
+    // Reads leave write-only generations alone: they answer nothing.
+    let groups: Vec<(usize, Role)> = view
+        .roles
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|(_, r)| op != DataOp::Has || *r != Role::Write)
+        .collect();
+    let per_item: usize = groups
+        .iter()
+        .filter_map(|(g, _)| view.gens.get(*g))
+        .map(|g| match g.layout.scheme.is_module() {
+            true => 1,
+            false => 1 + g.layout.hashes as usize,
+        })
+        .sum();
+    let per_call = (MAX_ARGS_PER_CALL / per_item.max(1)).clamp(1, MAX_ITEMS_PER_CALL);
+    let mut block_keys = vec![keys.meta().to_string(), keys.fence()];
+    for (g, _) in &groups {
+        if let Some(gen) = view.gens.get(*g) {
+            block_keys.extend((0..gen.layout.blocks).map(|b| keys.block(&view.uid, gen.seq, b)));
+        }
+    }
+    let due = view
+        .policy
+        .lazy_due_at()
+        .map(|t| t.to_string())
+        .unwrap_or_default();
+    let mut req = Request::new();
+    let mut chunks = Vec::new();
+    for chunk in round.chunks(per_call) {
+        let mut cmd = scripts::DATA.invoke(&block_keys);
+        cmd.arg(op.code())
+            .arg(&view.uid)
+            .arg(view.epoch)
+            .arg(view.cleared)
+            .arg(chunk.len())
+            .arg(&due)
+            .arg(now)
+            .arg(groups.len());
+        for (g, role) in &groups {
+            let Some(gen) = view.gens.get(*g) else {
+                continue;
+            };
+            let cap = match (role, op, view.growth.is_capped()) {
+                (Role::Decide, DataOp::Add | DataOp::CheckAdd, true) => gen.capacity,
+                _ => 0,
+            };
+            if gen.layout.scheme.is_module() {
+                // A RedisBloom generation takes the items themselves.
+                cmd.arg(role_code(*role).to_uppercase())
+                    .arg(gen.seq)
+                    .arg(0)
+                    .arg(1)
+                    .arg(cap);
+                for &i in chunk {
+                    cmd.arg(batch.item(i).unwrap_or_default());
+                }
+                continue;
+            }
+            cmd.arg(role_code(*role))
+                .arg(gen.seq)
+                .arg(gen.layout.hashes)
+                .arg(gen.layout.blocks)
+                .arg(cap);
+            for &i in chunk {
+                let Some(h) = batch.hashes.get(i) else {
+                    continue;
+                };
+                let (block, positions) = gen.layout.locate(h, batch.item(i));
+                cmd.arg(block);
+                for p in positions {
+                    cmd.arg(p);
+                }
+            }
+        }
+        req.script(&scripts::DATA, cmd);
+        chunks.push(chunk.to_vec());
+    }
+    (req, chunks)
+}
+
+/// What one call said.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Status {
+    Ok,
+    /// The view is stale: nothing done.
+    Stale,
+    /// A lazy rotation is due: nothing done.
+    Due,
+    /// The deciding generation is at its capacity; items are left.
+    Full,
+}
+
+/// One call's outcome: answers for a prefix of its chunk.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Chunk {
+    pub status: Status,
+    pub answers: Vec<bool>,
+    /// The deciding generation's count afterwards, when it is capped.
+    pub fill: Option<u64>,
+}
+
+pub(crate) fn decode(name: &str, len: usize, reply: redis::RedisResult<Value>) -> Result<Chunk> {
+    let v = reply.map_err(|e| Error::from_script(name, e))?;
+    let Value::Array(parts) = &v else {
+        return Err(unexpected("data script", &v));
+    };
+    let (Some(status), Some(Value::Int(processed)), Some(flags), Some(Value::Int(fill))) = (
+        parts.first().and_then(as_string),
+        parts.get(1),
+        parts.get(2).and_then(as_string),
+        parts.get(3),
+    ) else {
+        return Err(unexpected("data script", &v));
+    };
+    let processed = usize::try_from(*processed).map_err(|_| unexpected("data script count", &v))?;
+    if processed > len || flags.len() != processed {
+        return Err(unexpected("data script flags", &v));
+    }
+    let status = match status.as_str() {
+        "OK" => Status::Ok,
+        "STALE" => Status::Stale,
+        "DUE" => Status::Due,
+        "FULL" => Status::Full,
+        _ => return Err(unexpected("data script status", &v)),
+    };
+    Ok(Chunk {
+        status,
+        answers: flags.bytes().map(|b| b == b'1').collect(),
+        fill: u64::try_from(*fill).ok(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::view_of;
+
+    fn ok(v: Value) -> redis::RedisResult<Value> {
+        Ok(v)
+    }
+
+    fn reply(status: &str, processed: i64, flags: &str, fill: i64) -> redis::RedisResult<Value> {
+        ok(Value::Array(vec![
+            Value::BulkString(status.into()),
+            Value::Int(processed),
+            Value::BulkString(flags.into()),
+            Value::Int(fill),
+        ]))
+    }
+
+    #[test]
+    fn the_request_carries_the_view_and_every_position() {
+        let view = view_of("bloom", 1);
+        let keys = crate::testkit::keys("t");
+        let hashes: Vec<ItemHash> = ["a", "b", "c"].iter().map(ItemHash::of).collect();
+        let batch = Batch {
+            hashes: &hashes,
+            items: &[],
+        };
+        let (req, chunks) = request(&keys, &view, DataOp::CheckAdd, &[0, 2], batch, "");
+        assert_eq!(chunks, vec![vec![0, 2]]);
+        let args = req.args(0);
+        // EVALSHA sha numkeys meta fence block, then op uid epoch cleared n due now groups.
+        assert_eq!(args[0], "EVALSHA");
+        assert_eq!(args[2], "3");
+        assert_eq!(
+            &args[6..14],
+            ["cai", "0123456789abcdef", "0", "0", "2", "", "", "1"]
+        );
+        // One group: decide, seq 0, k, 1 block, no cap, then per item block + k positions.
+        let k = view.gens[0].layout.hashes as usize;
+        assert_eq!(&args[14..19], ["d", "0", &k.to_string(), "1", "0"]);
+        assert_eq!(args.len(), 19 + 2 * (1 + k));
+    }
+
+    #[test]
+    fn replies_decode_or_fail_loudly() {
+        let c = decode("t", 3, reply("OK", 3, "101", -1)).unwrap();
+        assert_eq!(
+            (c.status, c.answers, c.fill),
+            (Status::Ok, vec![true, false, true], None)
+        );
+        let c = decode("t", 3, reply("FULL", 1, "1", 7)).unwrap();
+        assert_eq!(
+            (c.status, c.answers.len(), c.fill),
+            (Status::Full, 1, Some(7))
+        );
+        assert_eq!(
+            decode("t", 3, reply("STALE", 0, "", -1)).unwrap().status,
+            Status::Stale
+        );
+        assert_eq!(
+            decode("t", 3, reply("DUE", 0, "", -1)).unwrap().status,
+            Status::Due
+        );
+        for bad in [
+            reply("OK", 4, "1011", -1),
+            reply("OK", 2, "1", -1),
+            reply("MAYBE", 0, "", -1),
+            reply("OK", -1, "", -1),
+            ok(Value::Int(1)),
+        ] {
+            assert!(matches!(
+                decode("t", 3, bad),
+                Err(Error::UnexpectedReply(_))
+            ));
+        }
+        let corrupt = crate::testkit::server_error(
+            "CORRUPT gen.0.count holds a value that is not a count script: x",
+        );
+        assert!(matches!(
+            decode("t", 3, Err(corrupt)),
+            Err(Error::CorruptMetadata { ref field, .. }) if field == "gen.0.count"
+        ));
+    }
+}

@@ -1,0 +1,642 @@
+//! The guarded-transaction data path: `WATCH fence; EVAL guard; MULTI;
+//! BITFIELD ...; EXEC`.
+//!
+//! The guard compares the fence with the client's view and rewrites it
+//! (aborting the transaction) when they differ, so the bits are applied only
+//! to the generations the view names, atomically with respect to every
+//! structural change; the per-item check-and-set comes for free from
+//! BITFIELD's old bits. It costs the server about what raw BITFIELD costs,
+//! where a Lua loop over the same bits costs about twice as much. Counts
+//! follow in a second, tiny request (`commit`). Every reply is checked: a
+//! refused `WATCH` or `MULTI` is the call's error, never a transaction run
+//! unguarded.
+
+use super::script::{Batch, DataOp};
+use crate::error::{Error, Result};
+use crate::exec::{Replies, Request};
+use crate::keys::Keys;
+use crate::scripts;
+use crate::view::{Role, View};
+use redis::Value;
+
+/// Items per BITFIELD command: big enough to amortise the command, small
+/// enough that one command does not hold the server for long.
+const ITEMS_PER_COMMAND: usize = 1_000;
+
+/// One queued command: which generation, set or get, and which round
+/// positions it covers, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Part {
+    pub gen: usize,
+    pub set: bool,
+    pub hashes: u32,
+    pub positions: Vec<usize>,
+    /// A RedisBloom generation: one reply value per item (BF.INSERT says 1
+    /// when added, BF.MEXISTS 1 when present).
+    pub module: bool,
+}
+
+/// What the guard said.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    Ok,
+    Stale,
+    Due,
+}
+
+/// `EVAL guard 2 fence meta token due now`, sent in full so that it can
+/// never be missing from the script cache: a guard that did not run would
+/// let the transaction through unchecked.
+fn guard(keys: &Keys, view: &View, now: &str) -> redis::Cmd {
+    let due = view
+        .policy
+        .lazy_due_at()
+        .map(|t| t.to_string())
+        .unwrap_or_default();
+    let mut cmd = redis::cmd("EVAL");
+    cmd.arg(scripts::GUARD.source)
+        .arg(2)
+        .arg(keys.fence())
+        .arg(keys.meta())
+        .arg(view.token())
+        .arg(due)
+        .arg(now);
+    cmd
+}
+
+pub(crate) fn verdict(reply: &redis::RedisResult<Value>) -> Result<Verdict> {
+    match reply {
+        Ok(v) => match super::as_string(v).as_deref() {
+            Some("OK") => Ok(Verdict::Ok),
+            Some("STALE") => Ok(Verdict::Stale),
+            Some("DUE") => Ok(Verdict::Due),
+            _ => Err(super::unexpected("guard", v)),
+        },
+        Err(e) => Err(e.clone().into()),
+    }
+}
+
+/// Appends the commands for generation `gen` over the round positions
+/// `positions` (of `round`, indexes into the batch), grouped by block.
+fn commands(
+    keys: &Keys,
+    view: &View,
+    gen: usize,
+    set: bool,
+    round: &[usize],
+    positions: &[usize],
+    batch: Batch<'_>,
+    req: &mut Request,
+    parts: &mut Vec<Part>,
+) {
+    let Some(g) = view.gens.get(gen) else { return };
+    if g.layout.scheme.is_module() {
+        let key = keys.block(&view.uid, g.seq, 0);
+        for chunk in positions.chunks(ITEMS_PER_COMMAND) {
+            let mut cmd = if set {
+                let mut c = redis::cmd("BF.INSERT");
+                c.arg(&key).arg("NOCREATE").arg("ITEMS");
+                c
+            } else {
+                let mut c = redis::cmd("BF.MEXISTS");
+                c.arg(&key);
+                c
+            };
+            for &p in chunk {
+                cmd.arg(
+                    round
+                        .get(p)
+                        .and_then(|&i| batch.item(i))
+                        .unwrap_or_default(),
+                );
+            }
+            req.push(cmd, None);
+            parts.push(Part {
+                gen,
+                set,
+                hashes: 1,
+                positions: chunk.to_vec(),
+                module: true,
+            });
+        }
+        return;
+    }
+    let blocks = g.layout.blocks.max(1) as usize;
+    let mut by_block: Vec<Vec<(usize, crate::generation::ItemPositions)>> =
+        vec![Vec::new(); blocks];
+    for &p in positions {
+        let Some(h) = round.get(p).and_then(|&i| batch.hashes.get(i)) else {
+            continue;
+        };
+        let (b, bits) = g
+            .layout
+            .locate(h, round.get(p).and_then(|&i| batch.item(i)));
+        by_block[(b as usize).min(blocks - 1)].push((p, bits));
+    }
+    for (b, list) in by_block.into_iter().enumerate() {
+        let key = keys.block(&view.uid, g.seq, b as u32);
+        for chunk in list.chunks(ITEMS_PER_COMMAND) {
+            let mut cmd = redis::cmd(if set { "BITFIELD" } else { "BITFIELD_RO" });
+            cmd.arg(&key);
+            for (_, bits) in chunk {
+                for o in bits.clone() {
+                    if set {
+                        cmd.arg("SET").arg("u1").arg(o).arg(1);
+                    } else {
+                        cmd.arg("GET").arg("u1").arg(o);
+                    }
+                }
+            }
+            req.push(cmd, None);
+            parts.push(Part {
+                gen,
+                set,
+                hashes: g.layout.hashes,
+                positions: chunk.iter().map(|(p, _)| *p).collect(),
+                module: false,
+            });
+        }
+    }
+}
+
+/// For each position a part covers: whether all its bits were (already) 1.
+pub(crate) fn all_ones(part: &Part, reply: &Value) -> Result<Vec<bool>> {
+    let Value::Array(bits) = reply else {
+        return Err(super::unexpected("BITFIELD", reply));
+    };
+    if part.module {
+        if bits.len() != part.positions.len() {
+            return Err(Error::UnexpectedReply(format!(
+                "{} answers for {} items",
+                bits.len(),
+                part.positions.len()
+            )));
+        }
+        // BF.INSERT: 1 added (not all set before); BF.MEXISTS: 1 present.
+        return Ok(bits
+            .iter()
+            .map(|v| matches!(v, Value::Int(1)) != part.set)
+            .collect());
+    }
+    let k = part.hashes as usize;
+    if k == 0 || bits.len() != k * part.positions.len() {
+        return Err(Error::UnexpectedReply(format!(
+            "BITFIELD returned {} values for {} items of {k} bits",
+            bits.len(),
+            part.positions.len()
+        )));
+    }
+    Ok(bits
+        .chunks(k)
+        .map(|c| c.iter().all(|v| matches!(v, Value::Int(1))))
+        .collect())
+}
+
+/// Phase A of a check-and-insert over query-only generations the server
+/// holds: read them, with the guard telling whether the view was current.
+#[derive(Debug)]
+pub(crate) struct ReadSent {
+    pub parts: Vec<Part>,
+}
+
+pub(crate) fn read_request(
+    keys: &Keys,
+    view: &View,
+    gens: &[usize],
+    round: &[usize],
+    batch: Batch<'_>,
+    now: &str,
+) -> (Request, ReadSent) {
+    let mut req = Request::new();
+    req.push(guard(keys, view, now), None);
+    let mut parts = Vec::new();
+    let all: Vec<usize> = (0..round.len()).collect();
+    for &g in gens {
+        commands(
+            keys, view, g, false, round, &all, batch, &mut req, &mut parts,
+        );
+    }
+    (req, ReadSent { parts })
+}
+
+/// Per round position, whether a read generation holds the item; or the
+/// guard's verdict when the view was not current.
+pub(crate) fn decode_read(
+    sent: &ReadSent,
+    len: usize,
+    replies: Replies,
+) -> Result<std::result::Result<Vec<bool>, Verdict>> {
+    let mut replies = replies.into_iter();
+    let v = verdict(&replies.next().ok_or_else(|| missing("guard"))?)?;
+    if v != Verdict::Ok {
+        return Ok(Err(v));
+    }
+    let mut present = vec![false; len];
+    for part in &sent.parts {
+        let reply = replies.next().ok_or_else(|| missing("BITFIELD_RO"))??;
+        for (&p, f) in part.positions.iter().zip(all_ones(part, &reply)?) {
+            if let Some(slot) = present.get_mut(p) {
+                *slot |= f;
+            }
+        }
+    }
+    Ok(Ok(present))
+}
+
+fn missing(what: &str) -> Error {
+    Error::Internal(format!("the reply to {what} is missing"))
+}
+
+/// The transaction of one round, as sent.
+#[derive(Debug)]
+pub(crate) struct TxSent {
+    pub parts: Vec<Part>,
+}
+
+/// What the commands of a transaction do, by role and operation: (read the
+/// old bits, write).
+fn takes_part(op: DataOp, role: Role) -> (bool, bool) {
+    match (op, role) {
+        (DataOp::Has, Role::Write) => (false, false),
+        (DataOp::Has, _) => (true, false),
+        (DataOp::Add, Role::Query) => (false, false),
+        (DataOp::Add, _) => (true, true),
+        (DataOp::CheckAdd, Role::Decide) => (true, true),
+        // A write-only generation takes only what the decision accepted,
+        // which a transaction cannot express: such filters use the script.
+        (DataOp::CheckAdd, Role::Write | Role::Query) => (false, false),
+    }
+}
+
+/// `WATCH fence; guard; MULTI; commands...; EXEC` over `round`. `gens` are
+/// the generations the server must serve (mirrored ones are answered
+/// locally); `present` tells, per round position, whether the item is
+/// already known present (check-and-insert writes only the others).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn tx_request(
+    keys: &Keys,
+    view: &View,
+    op: DataOp,
+    gens: &[usize],
+    round: &[usize],
+    present: &[bool],
+    batch: Batch<'_>,
+    now: &str,
+) -> (Request, TxSent) {
+    let mut req = Request::new();
+    req.push(redis::cmd("WATCH").arg(keys.fence()).clone(), None);
+    req.push(guard(keys, view, now), None);
+    req.push(redis::cmd("MULTI"), None);
+    let positions: Vec<usize> = match op {
+        DataOp::CheckAdd => (0..round.len())
+            .filter(|&p| !present.get(p).copied().unwrap_or(false))
+            .collect(),
+        _ => (0..round.len()).collect(),
+    };
+    let mut parts = Vec::new();
+    for &g in gens {
+        let Some(&role) = view.roles.get(g) else {
+            continue;
+        };
+        let (take, set) = takes_part(op, role);
+        if take && !positions.is_empty() {
+            commands(
+                keys, view, g, set, round, &positions, batch, &mut req, &mut parts,
+            );
+        }
+    }
+    req.push(redis::cmd("EXEC"), None);
+    (req, TxSent { parts })
+}
+
+/// What a transaction did.
+#[derive(Debug, PartialEq)]
+pub(crate) enum TxOutcome {
+    /// It ran: per round position, the answer; per generation seq, the
+    /// items it counts as new.
+    Applied {
+        answers: Vec<bool>,
+        added: Vec<(u64, u64)>,
+    },
+    /// It did not run: the guard's verdict (Ok: another client's write to
+    /// the fence aborted it, the view is current).
+    Aborted(Verdict),
+}
+
+fn expect_ok(what: &str, reply: Option<redis::RedisResult<Value>>) -> Result<()> {
+    match reply.ok_or_else(|| missing(what))?? {
+        Value::Okay => Ok(()),
+        Value::SimpleString(s) if s == "OK" => Ok(()),
+        other => Err(super::unexpected(what, &other)),
+    }
+}
+
+pub(crate) fn decode_tx(
+    view: &View,
+    op: DataOp,
+    sent: &TxSent,
+    present: &[bool],
+    replies: Replies,
+) -> Result<TxOutcome> {
+    let mut replies = replies.into_iter();
+    // A refused WATCH (an ACL without it) would leave the writes unguarded:
+    // it is the call's error.
+    expect_ok("WATCH", replies.next())?;
+    let v = verdict(&replies.next().ok_or_else(|| missing("guard"))?)?;
+    expect_ok("MULTI", replies.next())?;
+    // A command refused when queued (ACL, OOM) makes EXEC fail with
+    // EXECABORT, which hides why: the first refusal is the error.
+    let mut refused = None;
+    for _ in &sent.parts {
+        match replies.next().ok_or_else(|| missing("QUEUED"))? {
+            Ok(Value::SimpleString(s)) if s == "QUEUED" => {}
+            Ok(other) => return Err(super::unexpected("queued command", &other)),
+            Err(e) => {
+                refused.get_or_insert(e);
+            }
+        }
+    }
+    let exec = replies.next().ok_or_else(|| missing("EXEC"))?;
+    if let Some(e) = refused {
+        return Err(e.into());
+    }
+    let results = match exec? {
+        Value::Nil => return Ok(TxOutcome::Aborted(v)),
+        Value::Array(results) if v == Verdict::Ok => results,
+        Value::Array(_) => return Ok(TxOutcome::Aborted(v)),
+        other => return Err(super::unexpected("EXEC", &other)),
+    };
+    if results.len() != sent.parts.len() {
+        return Err(Error::UnexpectedReply(format!(
+            "EXEC: {} results for {} commands",
+            results.len(),
+            sent.parts.len()
+        )));
+    }
+    let len = present.len();
+    let mut yes = vec![false; len];
+    let mut changed = vec![false; len];
+    let mut added: Vec<(u64, u64)> = Vec::new();
+    for (part, reply) in sent.parts.iter().zip(results) {
+        if let Value::ServerError(e) = reply {
+            return Err(redis::RedisError::from(e).into());
+        }
+        let role = view.roles.get(part.gen).copied();
+        let full = all_ones(part, &reply)?;
+        let mut new = 0u64;
+        for (&p, f) in part.positions.iter().zip(full) {
+            if p >= len {
+                return Err(Error::Internal(format!("position {p} of a round of {len}")));
+            }
+            if part.set && !f {
+                new += 1;
+                if role == Some(Role::Decide) {
+                    changed[p] = true;
+                }
+            }
+            if !part.set && f {
+                yes[p] = true;
+            }
+        }
+        if part.set && new > 0 {
+            let seq =
+                view.gens.get(part.gen).map(|g| g.seq).ok_or_else(|| {
+                    Error::Internal(format!("generation {} of the view", part.gen))
+                })?;
+            match added.iter_mut().find(|(s, _)| *s == seq) {
+                Some(e) => e.1 += new,
+                None => added.push((seq, new)),
+            }
+        }
+    }
+    let answers = (0..len)
+        .map(|p| match op {
+            DataOp::Has => yes[p] || present[p],
+            DataOp::Add => changed[p],
+            DataOp::CheckAdd => !present[p] && changed[p],
+        })
+        .collect();
+    Ok(TxOutcome::Applied { answers, added })
+}
+
+/// `EVALSHA commit meta uid seq added ...`: adds to the generations' counts.
+pub(crate) fn commit_request(keys: &Keys, view: &View, added: &[(u64, u64)]) -> Option<Request> {
+    let added: Vec<&(u64, u64)> = added.iter().filter(|(_, n)| *n > 0).collect();
+    if added.is_empty() {
+        return None;
+    }
+    let mut cmd = scripts::COMMIT.invoke(&[keys.meta()]);
+    cmd.arg(&view.uid);
+    for (seq, n) in added {
+        cmd.arg(*seq).arg(*n);
+    }
+    let mut req = Request::new();
+    req.script(&scripts::COMMIT, cmd);
+    Some(req)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hashing::ItemHash;
+    use crate::testkit::{keys, server_error, view_of};
+    use redis::Value;
+
+    fn hashes(n: usize) -> Vec<ItemHash> {
+        (0..n).map(|i| ItemHash::of(format!("item{i}"))).collect()
+    }
+
+    fn ones(k: usize, n: usize, bit: i64) -> Value {
+        Value::Array(vec![Value::Int(bit); k * n])
+    }
+
+    fn queued() -> redis::RedisResult<Value> {
+        Ok(Value::SimpleString("QUEUED".into()))
+    }
+
+    /// The replies of a transaction over a one-generation filter: WATCH,
+    /// guard, MULTI, QUEUED per part, EXEC.
+    fn replies(guard: &str, parts: usize, exec: redis::RedisResult<Value>) -> Replies {
+        let mut r = vec![
+            Ok(Value::Okay),
+            Ok(Value::BulkString(guard.into())),
+            Ok(Value::Okay),
+        ];
+        r.extend((0..parts).map(|_| queued()));
+        r.push(exec);
+        r
+    }
+
+    #[test]
+    fn a_transaction_is_watch_guard_multi_bitfields_exec() {
+        let view = view_of("bloom", 1);
+        let h = hashes(3);
+        let batch = Batch {
+            hashes: &h,
+            items: &[],
+        };
+        let (req, sent) = tx_request(
+            &keys("t"),
+            &view,
+            DataOp::CheckAdd,
+            &[0],
+            &[0, 1, 2],
+            &[false, true, false],
+            batch,
+            "",
+        );
+        assert_eq!(req.args(0), ["WATCH", "rotabloom:{t}:fence"]);
+        let guard = req.args(1);
+        assert_eq!(guard[0], "EVAL");
+        assert_eq!(&guard[guard.len() - 3..], ["0123456789abcdef:0:0", "", ""]);
+        assert_eq!(req.args(2), ["MULTI"]);
+        assert_eq!(req.args(3)[0], "BITFIELD");
+        // The item already known present is not written.
+        assert_eq!(sent.parts.len(), 1);
+        assert_eq!(sent.parts[0].positions, vec![0, 2]);
+        assert_eq!(req.args(3).len(), 2 + 2 * 3 * 4);
+        assert_eq!(req.args(4), ["EXEC"]);
+    }
+
+    /// A bloom view, and the transaction of `op` over two items.
+    fn two_new(op: DataOp) -> (View, TxSent) {
+        let view = view_of("bloom", 1);
+        let h = hashes(2);
+        let batch = Batch {
+            hashes: &h,
+            items: &[],
+        };
+        let (_, sent) = tx_request(
+            &keys("t"),
+            &view,
+            op,
+            &[0],
+            &[0, 1],
+            &[false, false],
+            batch,
+            "",
+        );
+        (view, sent)
+    }
+
+    #[test]
+    fn every_verdict_of_a_transaction_decodes() {
+        let (view, sent) = two_new(DataOp::CheckAdd);
+        let present = [false, false];
+        let k = view.gens[0].layout.hashes as usize;
+        // Ran: item 0 was new (its bits were 0), item 1 was not.
+        let mut bits = vec![Value::Int(0); k];
+        bits.extend(vec![Value::Int(1); k]);
+        let applied = decode_tx(
+            &view,
+            DataOp::CheckAdd,
+            &sent,
+            &present,
+            replies("OK", 1, Ok(Value::Array(vec![Value::Array(bits)]))),
+        )
+        .unwrap();
+        assert_eq!(
+            applied,
+            TxOutcome::Applied {
+                answers: vec![true, false],
+                added: vec![(0, 1)]
+            }
+        );
+        for (guard, verdict) in [
+            ("STALE", Verdict::Stale),
+            ("DUE", Verdict::Due),
+            ("OK", Verdict::Ok),
+        ] {
+            let out = decode_tx(
+                &view,
+                DataOp::CheckAdd,
+                &sent,
+                &present,
+                replies(guard, 1, Ok(Value::Nil)),
+            )
+            .unwrap();
+            assert_eq!(out, TxOutcome::Aborted(verdict), "{guard}");
+        }
+    }
+
+    #[test]
+    fn a_refused_watch_multi_or_command_is_the_error_never_ignored() {
+        let (view, sent) = two_new(DataOp::Add);
+        let present = [false, false];
+        let noperm = "NOPERM User nowatch has no permissions to run the 'watch' command";
+        let mut r = replies("OK", 1, Ok(Value::Nil));
+        r[0] = Err(server_error(noperm));
+        match decode_tx(&view, DataOp::Add, &sent, &present, r) {
+            Err(Error::PermissionDenied { message }) => {
+                assert!(message.contains("watch"), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+        let mut r = replies("OK", 1, Ok(Value::Nil));
+        r[2] = Err(server_error("ERR MULTI calls can not be nested"));
+        assert!(matches!(
+            decode_tx(&view, DataOp::Add, &sent, &present, r),
+            Err(Error::Redis(_))
+        ));
+        // A command refused when queued: its error, not EXECABORT.
+        let mut r = replies(
+            "OK",
+            1,
+            Err(server_error(
+                "EXECABORT Transaction discarded because of previous errors.",
+            )),
+        );
+        r[3] = Err(server_error(
+            "OOM command not allowed when used memory > 'maxmemory'.",
+        ));
+        match decode_tx(&view, DataOp::Add, &sent, &present, r) {
+            Err(Error::Redis(e)) => assert_eq!(e.inner().code(), Some("OOM")),
+            other => panic!("{other:?}"),
+        }
+        // EXEC with the wrong number of results.
+        let r = replies("OK", 1, Ok(Value::Array(vec![])));
+        assert!(matches!(
+            decode_tx(&view, DataOp::Add, &sent, &present, r),
+            Err(Error::UnexpectedReply(_))
+        ));
+        // A missing reply is an internal error, not a panic.
+        let mut r = replies("OK", 1, Ok(Value::Nil));
+        r.truncate(2);
+        assert!(matches!(
+            decode_tx(&view, DataOp::Add, &sent, &present, r),
+            Err(Error::Internal(_))
+        ));
+    }
+
+    #[test]
+    fn phase_a_reads_query_generations_under_the_guard() {
+        let view = view_of("circular", 3);
+        let h = hashes(2);
+        let batch = Batch {
+            hashes: &h,
+            items: &[],
+        };
+        let (req, sent) = read_request(&keys("t"), &view, &[0, 1], &[0, 1], batch, "");
+        assert_eq!(req.args(0)[0], "EVAL");
+        assert_eq!(sent.parts.len(), 2);
+        assert!(sent.parts.iter().all(|p| !p.set));
+        let k = view.gens[0].layout.hashes as usize;
+        let r = vec![
+            Ok(Value::BulkString(b"OK".to_vec())),
+            Ok(ones(k, 2, 1)),
+            Ok(ones(k, 2, 0)),
+        ];
+        assert_eq!(decode_read(&sent, 2, r).unwrap(), Ok(vec![true, true]));
+        let r = vec![Ok(Value::BulkString(b"STALE".to_vec()))];
+        assert_eq!(decode_read(&sent, 2, r).unwrap(), Err(Verdict::Stale));
+    }
+
+    #[test]
+    fn commit_names_the_generations_of_the_view() {
+        let view = view_of("circular", 3);
+        let req = commit_request(&keys("t"), &view, &[(2, 5), (1, 0)]).unwrap();
+        let args = req.args(0);
+        assert_eq!(&args[args.len() - 3..], ["0123456789abcdef", "2", "5"]);
+        assert!(commit_request(&keys("t"), &view, &[(2, 0)]).is_none());
+    }
+}
