@@ -836,8 +836,8 @@ fn none<T>(_: &T) -> Vec<bool> {
 /// The operations common to the three handle types.
 trait Handle: Sized {
     fn open_as(conn: &mut Connection, name: &str) -> rotabloom::Result<Self>;
-    /// Runs every operation on this handle, in an order that judges the
-    /// answers before anything rotates.
+    /// Runs every operation on this handle: `info` and `count` first,
+    /// then the data calls, whose answers are judged, then rotations.
     fn drive(&self, conn: &mut Connection, tag: &str) -> Vec<(String, Got)>;
 }
 
@@ -850,6 +850,14 @@ macro_rules! data_calls {
             (0..n).map(|i| format!("new-{tag}-{what}-{i}")).collect()
         };
         let mut out: Vec<(String, Got)> = Vec::new();
+        // First the calls that must see the corruption as applied: a write
+        // below may legitimately change the metadata (an expansion
+        // rewrites gens, next_seq, epoch and the fence).
+        out.push((
+            "info".to_string(),
+            call(|| h.info(&mut *conn).map(|i| i.generations.len()), none),
+        ));
+        out.push(("count".to_string(), call(|| h.count(&mut *conn), none)));
         out.push((
             format!("contains_many({KNOWN} known)"),
             call(
@@ -899,11 +907,6 @@ macro_rules! data_calls {
             "check_and_insert(new)".to_string(),
             call(|| h.check_and_insert(&mut *conn, &new("one", 1)[0]), none),
         ));
-        out.push((
-            "info".to_string(),
-            call(|| h.info(&mut *conn).map(|i| i.generations.len()), none),
-        ));
-        out.push(("count".to_string(), call(|| h.count(&mut *conn), none)));
         out
     }};
 }
