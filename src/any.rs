@@ -69,3 +69,19 @@ impl AnyFilter {
         })
     }
 }
+
+macro_rules! from_typed {
+    ($ty:ident) => {
+        impl From<$ty> for AnyFilter {
+            fn from(f: $ty) -> AnyFilter {
+                let mut core = f.core;
+                core.accept = Accept::Any(ALL);
+                AnyFilter { core }
+            }
+        }
+    };
+}
+
+from_typed!(BloomFilter);
+from_typed!(ExpandingFilter);
+from_typed!(CircularFilter);

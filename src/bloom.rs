@@ -36,7 +36,7 @@ use std::sync::Arc;
 /// ```
 #[derive(Clone, Debug)]
 pub struct BloomFilter {
-    core: Core,
+    pub(crate) core: Core,
 }
 
 impl_filter_ops!(

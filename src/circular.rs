@@ -104,7 +104,7 @@ impl FromStr for Mode {
 /// ```
 #[derive(Clone, Debug)]
 pub struct CircularFilter {
-    core: Core,
+    pub(crate) core: Core,
 }
 
 impl_filter_ops!(

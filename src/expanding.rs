@@ -55,7 +55,7 @@ pub const MAX_GENERATIONS: u32 = 1024;
 /// ```
 #[derive(Clone, Debug)]
 pub struct ExpandingFilter {
-    core: Core,
+    pub(crate) core: Core,
 }
 
 impl_filter_ops!(

@@ -5,6 +5,8 @@
 mod harness;
 
 use harness::RedisServer;
+use rotabloom::config::settings;
+use rotabloom::{FilterName, Keys, KEY_PREFIX};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -86,6 +88,26 @@ fn rb_in(url: &str, args: &[&str], stdin: &[u8]) -> Out {
     let mut all = vec!["--redis", url];
     all.extend_from_slice(args);
     run_cmd(command(&all), stdin)
+}
+
+/// The keys of filter `name`, as the library names them.
+fn keys(name: &str) -> Keys {
+    Keys::new(FilterName::new(name).unwrap())
+}
+
+/// `rotabloom --redis URL create NAME SETTINGS...`, which must succeed.
+fn create(url: &str, name: &str, settings: &[&str]) -> Out {
+    let mut args = vec!["create", name];
+    args.extend_from_slice(settings);
+    ok(rb(url, &args))
+}
+
+/// A usage error: exit code 2, nothing on standard output, one error line
+/// starting with `want`.
+fn usage_error(out: Out, want: &str) {
+    assert_eq!(out.code, 2, "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert!(out.error_line().starts_with(want), "{want}: {out:?}");
 }
 
 fn ok(out: Out) -> Out {
@@ -339,7 +361,7 @@ fn create_status_and_kind_dispatch_for_all_kinds() {
     );
     // One unreadable filter does not hide the others.
     let _: () = redis::cmd("SET")
-        .arg("rotabloom:{broken}:meta")
+        .arg(keys("broken").meta())
         .arg("x")
         .query(&mut server.connection())
         .unwrap();
@@ -709,11 +731,11 @@ fn drop_needs_yes() {
     assert_eq!(out.stdout, "gone: dropped\n");
     assert_eq!(rb(&url, &["status", "gone"]).code, 2);
     assert_eq!(rb(&url, &["drop", "gone", "--yes"]).code, 2);
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg("rotabloom:*")
+    let left: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{KEY_PREFIX}:*"))
         .query(&mut server.connection())
         .unwrap();
-    assert!(keys.is_empty(), "{keys:?}");
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]
@@ -796,12 +818,14 @@ fn status_warns_about_eviction_and_missing_generations() {
     assert!(!out.stdout.contains("bitmap is missing"), "{out:?}");
     // Lose the bitmap, as an eviction would.
     let mut conn = server.connection();
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg("rotabloom:{w}:gen:*")
+    let w = keys("w");
+    let mut bitmaps: Vec<String> = redis::cmd("KEYS")
+        .arg(w.pattern())
         .query(&mut conn)
         .unwrap();
-    assert!(!keys.is_empty());
-    let _: i64 = redis::cmd("DEL").arg(&keys).query(&mut conn).unwrap();
+    bitmaps.retain(|k| k != w.meta() && *k != w.fence());
+    assert!(!bitmaps.is_empty());
+    let _: i64 = redis::cmd("DEL").arg(&bitmaps).query(&mut conn).unwrap();
     let doc = json(&url, &["w"]);
     let w = doc["filters"][0]["warnings"].as_array().unwrap();
     assert!(
@@ -834,7 +858,7 @@ fn redis_errors_exit_3() {
     // The key exists but is not a filter.
     let server = RedisServer::start();
     let _: () = redis::cmd("SET")
-        .arg("rotabloom:{str}:meta")
+        .arg(keys("str").meta())
         .arg("x")
         .query(&mut server.connection())
         .unwrap();
@@ -931,4 +955,120 @@ fn passwords_never_appear_in_any_output() {
     let joined = outputs.join("\n");
     assert!(joined.contains("redis://***@127.0.0.1"), "{joined}");
     server.stop();
+}
+
+#[test]
+fn usage_errors_are_one_line() {
+    for (args, want) in [
+        (
+            &["frobnicate"][..],
+            "rotabloom: unrecognized subcommand 'frobnicate'",
+        ),
+        (
+            &["add"],
+            "rotabloom: the following required arguments were not provided: <NAME>",
+        ),
+        (
+            &["create", "x", "--kind", "bloomy"],
+            "rotabloom: invalid value 'bloomy' for '--kind <KIND>': \"bloomy\" is not a kind",
+        ),
+        (
+            &["create", "x", "--capacity", "lots"],
+            "rotabloom: invalid value 'lots' for '--capacity <N>': \"lots\" is not a whole number",
+        ),
+    ] {
+        usage_error(run_cmd(command(args), b""), want);
+    }
+}
+
+#[test]
+fn create_has_a_flag_for_every_setting() {
+    let out = ok(run_cmd(command(&["create", "--help"]), b""));
+    for s in settings() {
+        let flag = match s.value_name() {
+            Some(v) => format!("--{} <{v}>", s.flag()),
+            None => format!("--{} ", s.flag()),
+        };
+        assert!(out.stdout.contains(&flag), "{flag} in {out:?}");
+    }
+    assert!(
+        out.stdout
+            .contains("--backend <BACKEND>    Bloom, circular: "),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn backend_from_flags_and_configuration() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let bloom = ["--kind", "bloom", "--capacity", "1000"];
+    create(&url, "b", &[&bloom[..], &["--backend", "bitmap"]].concat());
+    let circular = ["--kind=circular", "--generations=2", "--capacity=100"];
+    create(&url, "c", &[&circular[..], &["--backend=bitmap"]].concat());
+    let doc = json(&url, &["b", "c"]);
+    for f in doc["filters"].as_array().unwrap() {
+        assert_eq!(f["parameters"]["backend"], "bitmap", "{f}");
+    }
+    // The same filter from a configuration: same parameters.
+    let dir = TempDir::new("backend");
+    let cfg = dir.file(
+        "b.toml",
+        "[filter.b]\nkind = \"bloom\"\ncapacity = 1000\nbackend = \"bitmap\"\n",
+    );
+    let out = ok(rb(&url, &["--config", &cfg, "create"]));
+    assert!(
+        out.stdout.starts_with("b: exists, same parameters"),
+        "{out:?}"
+    );
+
+    usage_error(
+        rb(&url, &[&["create", "x"], &bloom[..], &["--backend", "disk"]].concat()),
+        "rotabloom: invalid value 'disk' for '--backend <BACKEND>': \"disk\" is not bitmap or redisbloom",
+    );
+    usage_error(
+        rb(
+            &url,
+            &[
+                "create",
+                "x",
+                "--kind",
+                "expanding",
+                "--capacity",
+                "5",
+                "--backend",
+                "bitmap",
+            ],
+        ),
+        "rotabloom: create x: --backend: not a setting of an expanding filter (its settings: ",
+    );
+    assert_eq!(json(&url, &[])["filters"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn status_lists_only_keys_that_are_filters() {
+    let server = RedisServer::start();
+    let url = server.url();
+    create(&url, "real", &["--kind", "bloom", "--capacity", "10"]);
+    let mut conn = server.connection();
+    // Keys the SCAN pattern matches but no filter name can produce.
+    for key in [
+        format!("{KEY_PREFIX}:{{a b}}:meta"),
+        format!("{KEY_PREFIX}:{{x}}:y}}:meta"),
+    ] {
+        let _: () = redis::cmd("HSET")
+            .arg(&key)
+            .arg("kind")
+            .arg("bloom")
+            .query(&mut conn)
+            .unwrap();
+    }
+    let doc = json(&url, &[]);
+    let names: Vec<&str> = doc["filters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["real"], "{doc}");
 }

@@ -1,7 +1,16 @@
 //! Configuration files: parsing and validation, no Redis needed.
 
-use rotabloom::config::{parse_bytes, Config, FilterParams, FilterSpec, RedisSetting, RedisUrl};
-use rotabloom::{Kind, Mode};
+use rotabloom::config::{
+    parse_bytes, settings, Config, FilterParams, FilterSpec, RedisSetting, RedisUrl,
+};
+use rotabloom::{Backend, Kind, Mode};
+
+/// Each text fails with the message paired with it.
+fn expect_errors(cases: &[(&str, &str)]) {
+    for (text, want) in cases {
+        assert_eq!(&err(text), want, "for {text:?}");
+    }
+}
 
 fn err(text: &str) -> String {
     let e = Config::parse(text, "conf/test.toml")
@@ -150,7 +159,7 @@ fn bad_values_name_file_line_and_key() {
         ),
         (
             "[filter.a]\nkind = \"bloom\"\ncapacity = 5\ngenerations = 4\n",
-            "conf/test.toml:4:1: filter.a.generations: not a setting of a bloom filter (its settings: bits, capacity, error_rate, hashes, kind, max_bits, max_block_bits)",
+            "conf/test.toml:4:1: filter.a.generations: not a setting of a bloom filter (its settings: backend, bits, capacity, error_rate, hashes, kind, max_bits, max_block_bits)",
         ),
         (
             "[filter.a]\nkind = \"bloom\"\nbits = 1024\n",
@@ -173,9 +182,7 @@ fn bad_values_name_file_line_and_key() {
             "conf/test.toml:2:23: filter.x.capacity: must be at least 1",
         ),
     ];
-    for (text, want) in cases {
-        assert_eq!(&err(text), want, "for {text:?}");
-    }
+    expect_errors(cases);
     // Type errors come from the TOML parser, located at the value.
     let e = err("[filter.a]\nkind = \"bloom\"\ncapacity = \"many\"\n");
     assert!(
@@ -307,4 +314,145 @@ fn byte_sizes() {
     )
     .unwrap();
     assert_eq!(c.filter("g").unwrap().params().max_bytes, Some(1 << 20));
+}
+
+#[test]
+fn backend_is_a_setting_of_bloom_and_circular_filters() {
+    let c = Config::parse(
+        "[filter.b]\nkind = \"bloom\"\ncapacity = 1000\nbackend = \"redisbloom\"\n\n\
+         [filter.c]\nkind = \"circular\"\ngenerations = 3\ncapacity = 100\nbackend = \"bitmap\"\n\n\
+         [filter.d]\nkind = \"bloom\"\ncapacity = 1000\n",
+        "x",
+    )
+    .unwrap();
+    assert_eq!(
+        c.filter("b").unwrap().params().backend,
+        Some(Backend::RedisBloom)
+    );
+    assert_eq!(
+        c.filter("c").unwrap().params().backend,
+        Some(Backend::Bitmap)
+    );
+    assert_eq!(c.filter("d").unwrap().params().backend, None, "default");
+    assert_eq!(c.filter("b").unwrap().location("backend").unwrap().line, 4);
+    let cases: &[(&str, &str)] = &[
+        (
+            "[filter.a]\nkind = \"bloom\"\ncapacity = 5\nbackend = \"bloomy\"\n",
+            "conf/test.toml:4:1: filter.a.backend: \"bloomy\" is not bitmap or redisbloom",
+        ),
+        (
+            "[filter.a]\nkind = \"expanding\"\ncapacity = 5\nbackend = \"bitmap\"\n",
+            "conf/test.toml:4:1: filter.a.backend: not a setting of an expanding filter (its settings: capacity, error_rate, growth, kind, max_bits, max_block_bits, max_bytes, max_generations, tightening)",
+        ),
+        (
+            "[filter.a]\nkind = \"bloom\"\ncapacity = 5\nbackend = 1\n",
+            "conf/test.toml:4:11: filter.a.backend: invalid type: integer `1`, expected a string",
+        ),
+    ];
+    expect_errors(cases);
+    // The same from a flag's text.
+    let mut p = FilterParams::default();
+    p.set("backend", "redisbloom").unwrap();
+    assert_eq!(p.backend, Some(Backend::RedisBloom));
+    let e = p.set("backend", "disk").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "backend: \"disk\" is not bitmap or redisbloom"
+    );
+}
+
+#[test]
+fn values_of_the_wrong_type_are_located_at_the_value() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "[filter.a]\nkind = \"circular\"\ngenerations = 3\ncapacity = 5\nlazy = \"yes\"\n",
+            "conf/test.toml:5:8: filter.a.lazy: invalid type: string \"yes\", expected true or false",
+        ),
+        (
+            "[filter.a]\nkind = \"bloom\"\ncapacity = 5\nerror_rate = \"1%\"\n",
+            "conf/test.toml:4:14: filter.a.error_rate: invalid type: string \"1%\", expected a number",
+        ),
+        (
+            "[filter.a]\nkind = \"expanding\"\ncapacity = 5\nmax_bytes = true\n",
+            "conf/test.toml:4:13: filter.a.max_bytes: invalid type: boolean `true`, expected an integer or a string like \"4GiB\"",
+        ),
+        (
+            "[filter.a]\nkind = \"bloom\"\nbits = 1024\nhashes = 5000000000\n",
+            "conf/test.toml:4:1: filter.a.hashes: 5000000000 is too large",
+        ),
+    ];
+    expect_errors(cases);
+    // A whole number where a float is expected is fine.
+    let c = Config::parse(
+        "[filter.g]\nkind = \"expanding\"\ncapacity = 10\ngrowth = 3\n",
+        "x",
+    )
+    .unwrap();
+    assert_eq!(c.filter("g").unwrap().params().growth, Some(3.0));
+}
+
+#[test]
+fn unknown_keys_list_every_setting() {
+    let e = err("[filter.a]\nkind = \"bloom\"\nbackends = \"bitmap\"\n");
+    let listed: Vec<String> = settings()
+        .iter()
+        .map(|s| format!("`{}`", s.key()))
+        .collect();
+    assert_eq!(
+        e,
+        format!(
+            "conf/test.toml:3:1: filter.a.backends: unknown field `backends`, expected one of {}",
+            listed.join(", ")
+        )
+    );
+    assert!(e.contains("`kind`, `capacity`, "), "{e}");
+}
+
+#[test]
+fn the_first_mistake_in_the_file_is_reported() {
+    // Filters are checked in file order, whatever their names.
+    let text = "[filter.z]\nkind = \"bloom\"\ncapacity = -1\n\n[filter.a]\nkind = \"bloom\"\ncapacity = 0\n";
+    assert_eq!(
+        err(text),
+        "conf/test.toml:3:1: filter.z.capacity: -1 is negative"
+    );
+    let text = "[filter.a]\nkind = \"bloom\"\ncapacty = 1\ncapacity = -1\n";
+    assert_eq!(
+        err(text).split(',').next().unwrap(),
+        "conf/test.toml:3:1: filter.a.capacty: unknown field `capacty`"
+    );
+}
+
+#[test]
+fn flags_and_files_share_the_settings() {
+    // Every setting can be given as text, the way a flag gives it.
+    let mut p = FilterParams::default();
+    for (key, value) in [
+        ("kind", "circular"),
+        ("capacity", "100"),
+        ("error_rate", "0.001"),
+        ("generations", "3"),
+        ("mode", "insert-all-query-oldest"),
+        ("schedule", "daily@03:00"),
+        ("lazy", "true"),
+        ("backend", "bitmap"),
+        ("max_bits", "1048576"),
+        ("max_block_bits", "65536"),
+    ] {
+        p.set(key, value).unwrap();
+    }
+    let from_text = p.validate("w").unwrap();
+    let c = Config::parse(
+        "[filter.w]\nkind = \"circular\"\ncapacity = 100\nerror_rate = 0.001\ngenerations = 3\n\
+         mode = \"insert-all-query-oldest\"\nschedule = \"daily@03:00\"\nlazy = true\n\
+         backend = \"bitmap\"\nmax_bits = 1048576\nmax_block_bits = 65536\n",
+        "x",
+    )
+    .unwrap();
+    assert_eq!(c.filter("w").unwrap().params(), from_text.params());
+    assert_eq!(
+        p.set("capacity", "lots").unwrap_err().to_string(),
+        "capacity: \"lots\" is not a whole number"
+    );
+    assert!(p.set("capacityy", "1").unwrap_err().key.is_none());
 }

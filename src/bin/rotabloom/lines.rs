@@ -1,6 +1,8 @@
-//! Items from standard input or a file, one per line, in batches.
+//! Items one per line: read from standard input, a file or the command
+//! line in batches, and written back.
 
-use std::io::{self, BufRead, BufReader, Read};
+use anyhow::Context as _;
+use std::io::{self, BufRead, BufReader, Read, Write};
 
 /// Read buffer: big enough that a batch of short lines is usually already
 /// in memory, so batches are full when input is fast and go out at once
@@ -24,13 +26,25 @@ impl<R: Read> Batches<R> {
             eof: false,
         }
     }
+}
 
+/// Where items come from, a batch at a time.
+pub trait Items {
+    /// Fills `batch` (cleared first) with up to `max` items; `false` when
+    /// the items are exhausted and `batch` is empty.
+    fn next_batch(&mut self, batch: &mut Vec<Vec<u8>>, max: usize) -> io::Result<bool>;
+
+    /// Bytes consumed so far, for progress (0 when unknown).
+    fn bytes_read(&self) -> u64;
+}
+
+impl<R: Read> Items for Batches<R> {
     /// Fills `batch` (cleared first) with up to `max` items. Stops early,
     /// with at least one item, when the next line is not yet available
     /// (reading would wait for a slow writer): the caller gets to answer
     /// what it has. Returns `false` when the input is exhausted and `batch`
     /// is empty.
-    pub fn next_batch(&mut self, batch: &mut Vec<Vec<u8>>, max: usize) -> io::Result<bool> {
+    fn next_batch(&mut self, batch: &mut Vec<Vec<u8>>, max: usize) -> io::Result<bool> {
         batch.clear();
         while batch.len() < max.max(1) && !self.eof {
             if !batch.is_empty() && self.reader.buffer().is_empty() {
@@ -53,6 +67,10 @@ impl<R: Read> Batches<R> {
         }
         Ok(!batch.is_empty())
     }
+
+    fn bytes_read(&self) -> u64 {
+        self.bytes
+    }
 }
 
 /// Items from the command line, else from standard input.
@@ -74,8 +92,10 @@ impl Source {
             )
         }
     }
+}
 
-    pub fn next_batch(&mut self, batch: &mut Vec<Vec<u8>>, max: usize) -> io::Result<bool> {
+impl Items for Source {
+    fn next_batch(&mut self, batch: &mut Vec<Vec<u8>>, max: usize) -> io::Result<bool> {
         match self {
             Source::Args(it) => {
                 batch.clear();
@@ -85,6 +105,51 @@ impl Source {
             Source::Stdin(b) => b.next_batch(batch, max),
         }
     }
+
+    fn bytes_read(&self) -> u64 {
+        match self {
+            Source::Args(_) => 0,
+            Source::Stdin(b) => b.bytes,
+        }
+    }
+}
+
+/// Calls `each` with every batch of up to `max` items of `items` and the
+/// bytes read so far; `what` names the input in a read error.
+pub fn for_each_batch(
+    items: &mut impl Items,
+    max: usize,
+    what: &str,
+    mut each: impl FnMut(&[Vec<u8>], u64) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut batch = Vec::with_capacity(max.min(1 << 16));
+    while items
+        .next_batch(&mut batch, max)
+        .with_context(|| format!("reading {what}"))?
+    {
+        each(&batch, items.bytes_read())?;
+    }
+    Ok(())
+}
+
+/// Writes the items of `batch` whose `keep` is true, one per line, and
+/// flushes, so that a pipeline sees each batch as soon as it is answered.
+/// Returns how many were written.
+pub fn write_kept(
+    out: &mut impl Write,
+    batch: &[Vec<u8>],
+    keep: impl IntoIterator<Item = bool>,
+) -> io::Result<usize> {
+    let mut written = 0;
+    for (item, keep) in batch.iter().zip(keep) {
+        if keep {
+            out.write_all(item)?;
+            out.write_all(b"\n")?;
+            written += 1;
+        }
+    }
+    out.flush()?;
+    Ok(written)
 }
 
 #[cfg(test)]
@@ -101,5 +166,16 @@ mod tests {
         assert_eq!(batch, vec![b"".to_vec(), b"c".to_vec()]);
         assert!(!b.next_batch(&mut batch, 10).unwrap());
         assert_eq!(b.bytes, 7);
+    }
+
+    #[test]
+    fn kept_items_are_written_in_order() {
+        let batch = vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()];
+        let mut out = Vec::new();
+        assert_eq!(
+            write_kept(&mut out, &batch, [true, false, true]).unwrap(),
+            2
+        );
+        assert_eq!(out, b"a\nc\n");
     }
 }

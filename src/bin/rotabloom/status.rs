@@ -1,57 +1,74 @@
 //! `rotabloom status`: filters, generations and warnings, as text or JSON.
 
-use crate::any::AnyFilter;
-use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
+use crate::any::{self, AnyFilter};
+use crate::connect::{self, Ctx};
+use crate::errors::{is_redis, report};
+use crate::show::{bytes, rfc3339, time_ms as time};
+use chrono::{DateTime, TimeZone, Utc};
 use redis::Connection;
-use rotabloom::{Info, Kind, KEY_PREFIX};
+use rotabloom::{Error, Info, Kind};
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
+use std::io::{self, Write};
 
-/// Every filter name in the database: SCAN for `rotabloom:{*}:meta`. In a
-/// SCAN pattern only `*`, `?`, `[`, `]` and `\` are special, so the braces
-/// of the hash tag match themselves.
-pub fn all_names(conn: &mut Connection) -> redis::RedisResult<Vec<String>> {
-    let prefix = format!("{KEY_PREFIX}:{{");
-    let suffix = "}:meta";
-    let pattern = format!("{prefix}*{suffix}");
-    let mut names = BTreeSet::new();
-    let mut cursor: u64 = 0;
-    loop {
-        let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(&pattern)
-            .arg("COUNT")
-            .arg(1000)
-            .query(conn)?;
-        for key in keys {
-            let Ok(key) = String::from_utf8(key) else {
-                continue;
-            };
-            if let Some(name) = key
-                .strip_prefix(&prefix)
-                .and_then(|k| k.strip_suffix(suffix))
-            {
-                if !name.contains(['{', '}']) {
-                    names.insert(name.to_string());
-                }
+pub fn run(ctx: &Ctx, names: Vec<String>, json: bool) -> anyhow::Result<u8> {
+    let mut conn = ctx.connect()?;
+    let names = connect::names_or_all(&mut conn, names)?;
+    let server = Server::read(&mut conn).map_err(Error::from)?;
+    // A filter that cannot be read (gone, corrupt, another format) is
+    // reported and skipped; losing Redis ends the command.
+    let mut reports = Vec::new();
+    let mut failed = Vec::new();
+    let mut worst = 0;
+    for name in &names {
+        let report_of = connect::open(&mut conn, name).and_then(|f| {
+            let info = f.info(&mut conn)?;
+            Ok(Report::new(&f, info, &server))
+        });
+        match report_of {
+            Ok(r) => reports.push(r),
+            Err(e) if is_redis(&e) => return Err(e),
+            Err(e) => {
+                let (text, code) = report(&e, ctx.secrets());
+                worst = worst.max(code);
+                failed.push(json!({ "name": name, "error": text }));
             }
         }
-        if next == 0 {
-            break;
-        }
-        cursor = next;
     }
-    Ok(names.into_iter().collect())
+    let warnings = server.warnings();
+    let mut out = io::stdout().lock();
+    if json {
+        let mut filters: Vec<Value> = reports.iter().map(Report::json).collect();
+        filters.extend(failed);
+        let doc = json!({
+            "server": server_json(&server),
+            "warnings": warnings,
+            "filters": filters,
+        });
+        let mut text = serde_json::to_string_pretty(&doc)?;
+        text.push('\n');
+        out.write_all(text.as_bytes())?;
+    } else {
+        if names.is_empty() {
+            writeln!(out, "no filters")?;
+        }
+        for r in &reports {
+            out.write_all(r.text(&server).as_bytes())?;
+        }
+        for w in &warnings {
+            writeln!(out, "warning: server: {w}")?;
+        }
+    }
+    out.flush()?;
+    Ok(worst)
 }
 
 /// What the server says about durability and eviction.
-pub struct Server {
-    pub now: DateTime<Utc>,
-    pub maxmemory_policy: Option<String>,
-    pub save: Option<String>,
-    pub appendonly: Option<String>,
+struct Server {
+    now: DateTime<Utc>,
+    maxmemory_policy: Option<String>,
+    save: Option<String>,
+    appendonly: Option<String>,
 }
 
 fn config_get(conn: &mut Connection, key: &str) -> Option<String> {
@@ -61,7 +78,7 @@ fn config_get(conn: &mut Connection, key: &str) -> Option<String> {
 }
 
 impl Server {
-    pub fn read(conn: &mut Connection) -> redis::RedisResult<Server> {
+    fn read(conn: &mut Connection) -> redis::RedisResult<Server> {
         let (secs, micros): (i64, i64) = redis::cmd("TIME").query(conn)?;
         let now = Utc
             .timestamp_opt(secs, (micros.clamp(0, 999_999) * 1000) as u32)
@@ -75,14 +92,14 @@ impl Server {
         })
     }
 
-    pub fn persistent(&self) -> Option<bool> {
+    fn persistent(&self) -> Option<bool> {
         match (&self.save, &self.appendonly) {
             (Some(save), Some(aof)) => Some(!save.trim().is_empty() || aof == "yes"),
             _ => None,
         }
     }
 
-    pub fn warnings(&self) -> Vec<String> {
+    fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();
         if let Some(p) = &self.maxmemory_policy {
             if p != "noeviction" && !p.starts_with("volatile-") {
@@ -103,33 +120,6 @@ impl Server {
 
     fn persistence_off(&self) -> bool {
         self.persistent() == Some(false)
-    }
-}
-
-fn time(ms: i64) -> String {
-    Utc.timestamp_millis_opt(ms)
-        .single()
-        .map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true))
-        .unwrap_or_else(|| ms.to_string())
-}
-
-fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Secs, true)
-}
-
-/// 1536 -> "1.5 KiB".
-pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
     }
 }
 
@@ -156,15 +146,15 @@ fn rate(p: f64) -> String {
 }
 
 /// One filter's report.
-pub struct Report {
-    pub info: Info,
-    pub next_rotation_at: Option<DateTime<Utc>>,
-    pub warnings: Vec<String>,
+struct Report {
+    info: Info,
+    next_rotation_at: Option<DateTime<Utc>>,
+    warnings: Vec<String>,
 }
 
 impl Report {
-    pub fn new(filter: &AnyFilter, info: Info, server: &Server) -> Report {
-        let next_rotation_at = filter.next_rotation_at();
+    fn new(filter: &AnyFilter, info: Info, server: &Server) -> Report {
+        let next_rotation_at = any::next_rotation_at(filter);
         let mut warnings = Vec::new();
         for g in &info.generations {
             if g.count > 0 && (g.memory_bytes == 0 || g.set_bits == 0) {
@@ -209,7 +199,7 @@ impl Report {
         self.info.generations.iter().map(|g| g.capacity).sum()
     }
 
-    pub fn text(&self, server: &Server) -> String {
+    fn text(&self, server: &Server) -> String {
         let i = &self.info;
         let mut out = String::new();
         let mut head = format!("{}: {}", i.name, i.kind);
@@ -287,7 +277,7 @@ impl Report {
         out
     }
 
-    pub fn json(&self) -> Value {
+    fn json(&self) -> Value {
         let i = &self.info;
         let skip = [
             "format",
@@ -345,7 +335,7 @@ impl Report {
     }
 }
 
-pub fn server_json(server: &Server) -> Value {
+fn server_json(server: &Server) -> Value {
     json!({
         "time": rfc3339(server.now),
         "maxmemory_policy": server.maxmemory_policy,

@@ -1,0 +1,20 @@
+//! `rotabloom add`: items from the arguments or standard input.
+
+use crate::connect::Ctx;
+use crate::lines::{for_each_batch, Source};
+use crate::show::count;
+use std::ffi::OsString;
+use std::io::{self, Write};
+
+pub fn run(ctx: &Ctx, name: &str, items: Vec<OsString>) -> anyhow::Result<u8> {
+    let mut conn = ctx.connect()?;
+    let f = ctx.open_for_write(&mut conn, name)?;
+    let mut total = 0u64;
+    for_each_batch(&mut Source::new(items), 1000, "items", |batch, _| {
+        f.insert_many(&mut conn, batch)?;
+        total += batch.len() as u64;
+        Ok(())
+    })?;
+    writeln!(io::stdout(), "{name}: added {}", count(total, "item"))?;
+    Ok(0)
+}

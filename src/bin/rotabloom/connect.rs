@@ -1,0 +1,177 @@
+//! Where Redis is, connecting to it, and finding filters there.
+
+use crate::any::{self, AnyFilter};
+use crate::errors::{usage, Fail};
+use redis::Connection;
+use rotabloom::config::{Config, FilterDef, RedisUrl, Secrets};
+use rotabloom::{Error, FilterName, Keys, KEY_PREFIX};
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
+
+/// What every command starts from: the configuration, and the Redis URL.
+pub struct Ctx {
+    config: Option<Config>,
+    /// Resolved at once, so that the password in use is known to every
+    /// message; a bad URL is only an error for a command that connects.
+    url: Result<RedisUrl, Fail>,
+    secrets: Secrets,
+}
+
+impl Ctx {
+    pub fn new(config: Option<&Path>, url_flag: Option<&str>) -> anyhow::Result<Ctx> {
+        let config = config.map(Config::load).transpose()?;
+        let url = redis_url(url_flag, config.as_ref());
+        let secrets = url.as_ref().map(RedisUrl::secrets).unwrap_or_default();
+        Ok(Ctx {
+            config,
+            url,
+            secrets,
+        })
+    }
+
+    /// The secrets to scrub from every message.
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
+    }
+
+    pub fn config(&self) -> Option<&Config> {
+        self.config.as_ref()
+    }
+
+    pub fn connect(&self) -> anyhow::Result<Connection> {
+        let url = self.url.clone()?;
+        let fail = |e: redis::RedisError| {
+            anyhow::Error::new(Fail {
+                code: 3,
+                message: format!(
+                    "cannot connect to {url}: {}",
+                    self.secrets.redact(&e.to_string())
+                ),
+            })
+        };
+        let client = redis::Client::open(url.expose()).map_err(fail)?;
+        let conn = client
+            .get_connection_with_timeout(Duration::from_secs(10))
+            .map_err(fail)?;
+        conn.set_read_timeout(Some(Duration::from_secs(120)))
+            .map_err(fail)?;
+        conn.set_write_timeout(Some(Duration::from_secs(120)))
+            .map_err(fail)?;
+        Ok(conn)
+    }
+
+    /// The configuration's definition of `name`, if any.
+    pub fn def(&self, name: &str) -> Option<&FilterDef> {
+        self.config.as_ref().and_then(|c| c.filter(name))
+    }
+
+    /// An error from creating `name` from the configuration: a parameter
+    /// that differs from Redis is a configuration error at that key.
+    pub fn create_error(&self, name: &str, e: Error) -> anyhow::Error {
+        let key = match &e {
+            Error::ParameterMismatch { field, .. } => Some(field.clone()),
+            Error::KindMismatch { .. } => Some("kind".to_string()),
+            _ => None,
+        };
+        match (key, &self.config) {
+            (Some(key), Some(c)) if c.filter(name).is_some() => {
+                anyhow::Error::new(c.error_at(name, &key, e.to_string()))
+            }
+            _ => anyhow::Error::new(e),
+        }
+    }
+
+    /// For commands that write: create the filter from the configuration if
+    /// it declares it (checking its parameters), else open it.
+    pub fn open_for_write(&self, conn: &mut Connection, name: &str) -> anyhow::Result<AnyFilter> {
+        match self.def(name) {
+            Some(def) => any::create_or_open(conn, def)
+                .map(|(f, _)| f)
+                .map_err(|e| self.create_error(name, e)),
+            None => open(conn, name),
+        }
+    }
+}
+
+/// The first of `--redis`, the configuration's URL and `$REDIS_URL`, else
+/// the default.
+fn redis_url(flag: Option<&str>, config: Option<&Config>) -> Result<RedisUrl, Fail> {
+    let bad = |message: String| Fail { code: 2, message };
+    if let Some(u) = flag {
+        return RedisUrl::new(u).map_err(|m| bad(format!("--redis: {m}")));
+    }
+    if let Some(c) = config {
+        if let Some(u) = c.redis_url().map_err(|e| bad(e.to_string()))? {
+            return Ok(u);
+        }
+    }
+    match std::env::var("REDIS_URL") {
+        Ok(u) if !u.trim().is_empty() => {
+            RedisUrl::new(u).map_err(|m| bad(format!("$REDIS_URL: {m}")))
+        }
+        _ => RedisUrl::new(DEFAULT_URL).map_err(bad),
+    }
+}
+
+/// Opens an existing filter, with a hint when it does not exist.
+pub fn open(conn: &mut Connection, name: &str) -> anyhow::Result<AnyFilter> {
+    match AnyFilter::open(conn, name) {
+        Ok(f) => Ok(f),
+        Err(Error::NotFound { .. }) => Err(usage(format!(
+            "filter {name:?} does not exist (create it with `rotabloom create`)"
+        ))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The named filters, or every filter in the database when none is named.
+pub fn names_or_all(conn: &mut Connection, names: Vec<String>) -> anyhow::Result<Vec<String>> {
+    if !names.is_empty() {
+        return Ok(names);
+    }
+    Ok(all_names(conn).map_err(Error::from)?)
+}
+
+/// Every filter name in the database: SCAN for `rotabloom:{*}:meta`. In a
+/// SCAN pattern only `*`, `?`, `[`, `]` and `\` are special, so the braces
+/// of the hash tag match themselves. The library's `Keys` gives the keys of
+/// one named filter only, so the pattern and the name's place in a key are
+/// spelled here.
+fn all_names(conn: &mut Connection) -> redis::RedisResult<Vec<String>> {
+    let prefix = format!("{KEY_PREFIX}:{{");
+    let suffix = "}:meta";
+    let pattern = format!("{prefix}*{suffix}");
+    let mut names = BTreeSet::new();
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(&pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query(conn)?;
+        for key in keys {
+            let Ok(key) = String::from_utf8(key) else {
+                continue;
+            };
+            let name = key
+                .strip_prefix(&prefix)
+                .and_then(|k| k.strip_suffix(suffix))
+                .and_then(|n| FilterName::new(n).ok());
+            // A key the pattern matches by accident (`rotabloom:{a}:b}:meta`)
+            // is not the meta key of the name read from it.
+            if let Some(name) = name.filter(|n| Keys::new(n.clone()).meta() == key) {
+                names.insert(name.to_string());
+            }
+        }
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    Ok(names.into_iter().collect())
+}

@@ -1,0 +1,282 @@
+//! Reading the TOML text: its raw structure, where each key is, and each
+//! filter section's keys put into [`FilterParams`] through the settings
+//! table.
+//!
+//! Filter sections are read as plain tables of spanned values rather than
+//! typed structures, so that the table, not a struct mirroring it, decides
+//! which keys exist and what type each takes.
+
+use super::error::{ConfigError, Location};
+use super::settings::{setting, settings, FilterParams, Slot};
+use super::url::{RedisSetting, RedisUrl};
+use super::validate::Locations;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::ops::Range;
+use toml::{Spanned, Value};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFile {
+    pub defaults: Option<RawDefaults>,
+    #[serde(default)]
+    pub filter: BTreeMap<String, Spanned<RawFilter>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDefaults {
+    redis_url: Option<Spanned<String>>,
+    redis_url_env: Option<Spanned<String>>,
+}
+
+/// A filter section: each key and its value, with where they are.
+pub(super) type RawFilter = BTreeMap<Spanned<String>, Spanned<Value>>;
+
+/// Where the configuration says Redis is, where it says so, and the key.
+pub(super) type RedisAt = (RedisSetting, Location, &'static str);
+
+/// Parses the TOML `text` of `file`.
+pub(super) fn read(text: &str, file: &str) -> Result<RawFile, ConfigError> {
+    toml::from_str(text).map_err(|e| {
+        let (loc, key) = match e.span() {
+            Some(span) => (
+                Some(Location::of_offset(text, span.start)),
+                key_at(text, span.start),
+            ),
+            None => (None, None),
+        };
+        let message = e.message().trim().replace('\n', "; ");
+        ConfigError::new(file, loc, key, message)
+    })
+}
+
+/// The `[defaults]` section: at most one of `redis_url` and
+/// `redis_url_env`.
+pub(super) fn defaults(
+    text: &str,
+    file: &str,
+    raw: RawDefaults,
+) -> Result<Option<RedisAt>, ConfigError> {
+    let at = |s: &Spanned<String>, key: &'static str| key_location(text, key, &s.span());
+    let err = |loc: Location, key: &str, message: String| {
+        ConfigError::new(file, Some(loc), Some(format!("defaults.{key}")), message)
+    };
+    match (raw.redis_url, raw.redis_url_env) {
+        (Some(u), Some(_)) => Err(err(
+            at(&u, "redis_url"),
+            "redis_url",
+            "set either redis_url or redis_url_env, not both".into(),
+        )),
+        (Some(u), None) => {
+            let loc = at(&u, "redis_url");
+            let url = RedisUrl::new(u.into_inner()).map_err(|m| err(loc, "redis_url", m))?;
+            Ok(Some((RedisSetting::Url(url), loc, "redis_url")))
+        }
+        (None, Some(v)) => {
+            let loc = at(&v, "redis_url_env");
+            let setting =
+                RedisSetting::env(v.into_inner()).map_err(|m| err(loc, "redis_url_env", m))?;
+            Ok(Some((setting, loc, "redis_url_env")))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+/// A key of a filter section that cannot be used: where, which key (as
+/// written), and why.
+pub(super) type KeyError = (Location, String, String);
+
+/// Puts the keys of a filter section into [`FilterParams`], in file order
+/// so that the first mistake in the file is the one reported, and records
+/// where each key is.
+pub(super) fn lower(text: &str, raw: RawFilter) -> Result<(FilterParams, Locations), KeyError> {
+    let mut entries: Vec<_> = raw.into_iter().collect();
+    entries.sort_by_key(|(k, _)| k.span().start);
+    let mut params = FilterParams::default();
+    let mut locations = Locations::new();
+    for (key, value) in entries {
+        let key_at = Location::of_offset(text, key.span().start);
+        let Some(s) = setting(key.get_ref()) else {
+            let expected: Vec<String> = settings()
+                .iter()
+                .map(|s| format!("`{}`", s.key()))
+                .collect();
+            let message = format!(
+                "unknown field `{}`, expected one of {}",
+                key.get_ref(),
+                expected.join(", ")
+            );
+            return Err((key_at, key.into_inner(), message));
+        };
+        let value_at = Location::of_offset(text, value.span().start);
+        match store(s.slot(&mut params), value.get_ref()) {
+            Ok(()) => {}
+            Err(Bad::Type(m)) => return Err((value_at, s.key().to_string(), m)),
+            Err(Bad::Value(m)) => return Err((key_at, s.key().to_string(), m)),
+        }
+        locations.insert(s.key(), key_at);
+    }
+    Ok((params, locations))
+}
+
+/// Why a TOML value does not fit a setting: its type, reported where the
+/// value is (as the TOML parser reports type errors), or the value itself,
+/// reported at its key.
+enum Bad {
+    Type(String),
+    Value(String),
+}
+
+fn store(slot: Slot<'_>, value: &Value) -> Result<(), Bad> {
+    let wrong = |expected: &str| {
+        Bad::Type(format!(
+            "invalid type: {}, expected {expected}",
+            unexpected(value)
+        ))
+    };
+    match (slot, value) {
+        (Slot::Count(v), Value::Integer(i)) => *v = Some(non_negative(*i).map_err(Bad::Value)?),
+        (Slot::Count(_), _) => return Err(wrong("an integer")),
+        (Slot::Small(v), Value::Integer(i)) => *v = Some(small(*i).map_err(Bad::Value)?),
+        (Slot::Small(_), _) => return Err(wrong("an integer")),
+        (Slot::Number(v), Value::Float(f)) => *v = Some(*f),
+        (Slot::Number(v), Value::Integer(i)) => *v = Some(*i as f64),
+        (Slot::Number(_), _) => return Err(wrong("a number")),
+        (Slot::Switch(v), Value::Boolean(b)) => *v = Some(*b),
+        (Slot::Switch(_), _) => return Err(wrong("true or false")),
+        (Slot::Bytes(v), Value::Integer(i)) => *v = Some(non_negative(*i).map_err(Bad::Value)?),
+        (slot @ Slot::Bytes(_), Value::String(s)) | (slot @ Slot::Word(_), Value::String(s)) => {
+            slot.set_text(s).map_err(Bad::Value)?
+        }
+        (Slot::Bytes(_), _) => return Err(wrong("an integer or a string like \"4GiB\"")),
+        (Slot::Word(_), _) => return Err(wrong("a string")),
+    }
+    Ok(())
+}
+
+/// A TOML value as serde names an unexpected one (`string "many"`).
+fn unexpected(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("string {s:?}"),
+        Value::Integer(i) => format!("integer `{i}`"),
+        Value::Float(f) => format!("floating point `{f}`"),
+        Value::Boolean(b) => format!("boolean `{b}`"),
+        Value::Datetime(_) => "datetime".to_string(),
+        Value::Array(_) => "sequence".to_string(),
+        Value::Table(_) => "map".to_string(),
+    }
+}
+
+fn non_negative(v: i64) -> Result<u64, String> {
+    u64::try_from(v).map_err(|_| format!("{v} is negative"))
+}
+
+fn small(v: i64) -> Result<u32, String> {
+    if v < 0 {
+        return Err(format!("{v} is negative"));
+    }
+    u32::try_from(v).map_err(|_| format!("{v} is too large"))
+}
+
+/// The location of `key` whose value spans `span`: the start of the key
+/// when it is on the value's line, else the start of the value.
+fn key_location(text: &str, key: &str, span: &Range<usize>) -> Location {
+    let mut start = span.start.min(text.len());
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let offset = match text[line_start..start].rfind(key) {
+        Some(i) => line_start + i,
+        None => start,
+    };
+    Location::of_offset(text, offset)
+}
+
+/// The parts of a table header line (`[filter."a b"]` -> `filter`, `a b`).
+fn header_parts(line: &str) -> Option<Vec<String>> {
+    let inner = line.trim_start().strip_prefix('[')?;
+    let inner = inner
+        .trim_start_matches('[')
+        .split(']')
+        .next()
+        .unwrap_or("");
+    Some(
+        inner
+            .split('.')
+            .map(|p| p.trim().trim_matches('"').trim_matches('\'').to_string())
+            .collect(),
+    )
+}
+
+/// The dotted key at byte `offset` of a TOML document: the table header
+/// above it plus the key on its line (a best effort, for error messages of
+/// the TOML parser, which give a span but no key).
+fn key_at(text: &str, offset: usize) -> Option<String> {
+    let offset = offset.min(text.len());
+    let mut table = String::new();
+    let mut line_start = 0;
+    for line in text.split_inclusive('\n') {
+        let line_end = line_start + line.len();
+        let on_this_line = offset >= line_start && (offset < line_end || line_end == text.len());
+        if let Some(parts) = header_parts(line) {
+            table = parts.join(".");
+            if on_this_line {
+                return Some(table);
+            }
+        } else if on_this_line {
+            if let Some((k, _)) = line.split_once('=') {
+                let k = k.trim().trim_matches('"');
+                if !k.is_empty() && !k.starts_with('#') {
+                    return Some(if table.is_empty() {
+                        k.to_string()
+                    } else {
+                        format!("{table}.{k}")
+                    });
+                }
+            }
+            return (!table.is_empty()).then_some(table);
+        }
+        line_start = line_end;
+    }
+    (!table.is_empty()).then_some(table)
+}
+
+/// Locates the `[filter.NAME]` header of a filter in the text.
+pub(super) fn find_filter_header(text: &str, name: &str) -> Option<Location> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if let Some(parts) = header_parts(line) {
+            if parts.len() == 2 && parts[0] == "filter" && parts[1] == name {
+                let indent = line.len() - line.trim_start().len();
+                return Some(Location::of_offset(text, offset + indent));
+            }
+        }
+        offset += line.len();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_at_offsets() {
+        let t = "[defaults]\nredis_url = 1\n\n[filter.a]\nkind = 2\n";
+        assert_eq!(key_at(t, 12).as_deref(), Some("defaults.redis_url"));
+        assert_eq!(key_at(t, 40).as_deref(), Some("filter.a.kind"));
+        assert_eq!(key_at(t, 28).as_deref(), Some("filter.a"));
+    }
+
+    #[test]
+    fn headers() {
+        let t = "x = 1\n  [filter.\"a\"]\n";
+        assert_eq!(
+            find_filter_header(t, "a"),
+            Some(Location { line: 2, column: 3 })
+        );
+        assert_eq!(find_filter_header(t, "b"), None);
+    }
+}

@@ -1,0 +1,183 @@
+//! Configuration files: filters declared in TOML, validated at the edge.
+//!
+//! A file declares one or more filters and, optionally, where Redis is:
+//!
+//! ```toml
+//! [defaults]
+//! redis_url_env = "REDIS_URL"      # the URL is in this environment variable
+//!
+//! [filter.crawl]
+//! kind = "bloom"
+//! capacity = 100_000_000
+//! error_rate = 0.001
+//!
+//! [filter.recrawl]
+//! kind = "circular"
+//! generations = 4
+//! capacity = 10_000_000
+//! schedule = "monthly:1@00:00"
+//! ```
+//!
+//! [`Config::parse`] turns the text into validated values: every filter
+//! becomes a [`FilterDef`] holding the library's own validated spec
+//! ([`BloomSpec`](crate::BloomSpec), [`ExpandingSpec`](crate::ExpandingSpec) or
+//! [`CircularSpec`](crate::CircularSpec)), so a loaded configuration
+//! cannot hold an invalid filter. Unknown keys and bad values are rejected
+//! with one [`ConfigError`] naming the file, the line and the key:
+//!
+//! ```
+//! use rotabloom::config::Config;
+//! let text = "[filter.recrawl]\nkind = \"circular\"\ngenerations = 1\ncapacity = 10\n";
+//! let err = Config::parse(text, "rotabloom.toml").unwrap_err();
+//! assert_eq!(
+//!     err.to_string(),
+//!     "rotabloom.toml:3:1: filter.recrawl.generations: 1 is not between 2 and 256"
+//! );
+//! ```
+//!
+//! Once a filter exists, its metadata in Redis is the source of truth: a
+//! configuration is only used to create filters (`create_or_open`, which
+//! refuses a filter whose stored parameters differ) and never rewrites one.
+//!
+//! A Redis URL may hold a password. [`RedisUrl`] never shows it: its
+//! `Display` and `Debug` redact it, and no error of this module contains it.
+//!
+//! Every filter setting is a row of one table ([`settings()`]): the keys a
+//! file may use, the kinds that take each, and `rotabloom create`'s flags
+//! all come from it.
+
+mod error;
+mod file;
+mod settings;
+mod url;
+mod validate;
+
+pub use crate::redact::Secrets;
+pub use error::{ConfigError, Location, ParamError};
+pub use settings::{parse_bytes, parse_kind, settings, FilterParams, Setting};
+pub use url::{redact, RedisSetting, RedisUrl};
+pub use validate::{FilterDef, FilterSpec};
+
+use std::path::Path;
+
+/// A loaded, validated configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    file: String,
+    redis: Option<file::RedisAt>,
+    filters: Vec<FilterDef>,
+}
+
+impl Config {
+    /// Reads and validates the file at `path`.
+    pub fn load(path: impl AsRef<Path>) -> Result<Config, ConfigError> {
+        let path = path.as_ref();
+        let label = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            let what = match e.kind() {
+                std::io::ErrorKind::NotFound => "no such file".to_string(),
+                std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+                std::io::ErrorKind::InvalidData => "not UTF-8 text".to_string(),
+                _ => e.to_string(),
+            };
+            ConfigError::new(
+                &label,
+                None,
+                None,
+                format!("cannot read the configuration: {what}"),
+            )
+        })?;
+        Config::parse(&text, label)
+    }
+
+    /// Validates configuration `text`; `file` names it in error messages.
+    /// When the file has several mistakes, the first filter's (in file
+    /// order) is reported.
+    pub fn parse(text: &str, file: impl Into<String>) -> Result<Config, ConfigError> {
+        let file = file.into();
+        let raw = file::read(text, &file)?;
+        let redis = match raw.defaults {
+            Some(d) => file::defaults(text, &file, d)?,
+            None => None,
+        };
+        let mut sections: Vec<_> = raw
+            .filter
+            .into_iter()
+            .map(|(name, section)| {
+                let header = file::find_filter_header(text, &name)
+                    .unwrap_or_else(|| Location::of_offset(text, section.span().start));
+                (header, name, section.into_inner())
+            })
+            .collect();
+        sections.sort_by_key(|(header, _, _)| *header);
+        let mut filters = Vec::new();
+        for (header, name, section) in sections {
+            let err = |loc: Location, key: Option<&str>, message: String| {
+                let key = match key {
+                    Some(k) => format!("filter.{name}.{k}"),
+                    None => format!("filter.{name}"),
+                };
+                ConfigError::new(&file, Some(loc), Some(key), message)
+            };
+            let (params, locations) = file::lower(text, section)
+                .map_err(|(loc, key, message)| err(loc, Some(&key), message))?;
+            let mut def = params.validate(&name).map_err(|e| {
+                let loc = e.key.and_then(|k| locations.get(k).copied());
+                err(loc.unwrap_or(header), e.key, e.message)
+            })?;
+            def.header = Some(header);
+            def.locations = locations;
+            filters.push(def);
+        }
+        Ok(Config {
+            file,
+            redis,
+            filters,
+        })
+    }
+
+    /// The file name used in messages.
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// Every filter, in file order.
+    pub fn filters(&self) -> &[FilterDef] {
+        &self.filters
+    }
+
+    /// The filter called `name`, if the file declares it.
+    pub fn filter(&self, name: &str) -> Option<&FilterDef> {
+        self.filters.iter().find(|d| d.name() == name)
+    }
+
+    /// Where the file says Redis is, if it does.
+    pub fn redis_setting(&self) -> Option<&RedisSetting> {
+        self.redis.as_ref().map(|(s, _, _)| s)
+    }
+
+    /// The Redis URL of the file (`redis_url`, or the environment variable
+    /// named by `redis_url_env`), if it gives one. An `redis_url_env` naming
+    /// an unset variable, or one holding something else than a Redis URL,
+    /// is an error.
+    pub fn redis_url(&self) -> Result<Option<RedisUrl>, ConfigError> {
+        let Some((setting, loc, key)) = &self.redis else {
+            return Ok(None);
+        };
+        setting.resolve().map(Some).map_err(|m| {
+            ConfigError::new(&self.file, Some(*loc), Some(format!("defaults.{key}")), m)
+        })
+    }
+
+    /// An error about `key` of filter `name` (for example a parameter that
+    /// differs from the filter stored in Redis), located where the file
+    /// sets it, or at the filter's section when it does not.
+    pub fn error_at(&self, name: &str, key: &str, message: impl Into<String>) -> ConfigError {
+        let def = self.filter(name);
+        let (loc, key) = match def.and_then(|d| d.location(key)) {
+            Some(loc) => (Some(loc), format!("filter.{name}.{key}")),
+            None => (def.and_then(|d| d.header()), format!("filter.{name}")),
+        };
+        ConfigError::new(&self.file, loc, Some(key), message.into())
+    }
+}

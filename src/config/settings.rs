@@ -1,0 +1,565 @@
+//! The filter settings, in one table.
+//!
+//! Each row of [`SETTINGS`] names a setting once for every place it shows
+//! up: the configuration key (also the metadata field the library stores
+//! it under, so a mismatch reported by Redis maps back to the line that set
+//! it), the `rotabloom create` flag, the kinds that accept it, its help
+//! text, and the [`FilterParams`] field its value goes to. The file reader,
+//! the kind check, the command-line flags and the documentation test all
+//! read the table, so a new setting is a field of [`FilterParams`], a row
+//! here, and the builder call in `validate.rs`.
+
+use super::error::ParamError;
+use crate::{Backend, Error, Kind, Mode, Schedule};
+
+/// The settings of one filter as a person writes them (a section of a
+/// configuration file, or command-line flags), before validation.
+///
+/// Every field is optional; [`validate`](Self::validate) checks that the
+/// ones given fit the kind and turns them into a
+/// [`FilterDef`](super::FilterDef).
+///
+/// ```
+/// use rotabloom::config::FilterParams;
+/// use rotabloom::Kind;
+/// let mut p = FilterParams::default();
+/// p.kind = Some(Kind::Bloom);
+/// p.capacity = Some(1_000_000);
+/// p.error_rate = Some(0.001);
+/// let def = p.validate("crawl").unwrap();
+/// assert_eq!(def.kind(), Kind::Bloom);
+/// p.generations = Some(4);
+/// assert_eq!(p.validate("crawl").unwrap_err().key, Some("generations"));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct FilterParams {
+    /// `kind`: bloom, expanding or circular. Required.
+    pub kind: Option<Kind>,
+    /// `capacity`: items (bloom), items of the first generation
+    /// (expanding), items per period (circular).
+    pub capacity: Option<u64>,
+    /// `error_rate`: the false-positive rate of a query at capacity.
+    pub error_rate: Option<f64>,
+    /// `bits` (bloom): explicit size, with `hashes`, instead of capacity.
+    pub bits: Option<u64>,
+    /// `hashes` (bloom): explicit number of hash functions, with `bits`.
+    pub hashes: Option<u32>,
+    /// `growth` (expanding).
+    pub growth: Option<f64>,
+    /// `tightening` (expanding).
+    pub tightening: Option<f64>,
+    /// `max_generations` (expanding).
+    pub max_generations: Option<u32>,
+    /// `max_bytes` (expanding); 0 for no limit.
+    pub max_bytes: Option<u64>,
+    /// `generations` (circular).
+    pub generations: Option<u32>,
+    /// `mode` (circular).
+    pub mode: Option<Mode>,
+    /// `schedule` (circular).
+    pub schedule: Option<Schedule>,
+    /// `lazy` (circular).
+    pub lazy: Option<bool>,
+    /// `backend` (bloom, circular): where generations are kept.
+    pub backend: Option<Backend>,
+    /// `max_bits`: the largest generation allowed, in bits.
+    pub max_bits: Option<u64>,
+    /// `max_block_bits`: the block size, in bits.
+    pub max_block_bits: Option<u64>,
+}
+
+const ALL: &[Kind] = &[Kind::Bloom, Kind::Expanding, Kind::Circular];
+
+/// Every filter setting, in the order of the documentation.
+static SETTINGS: &[Setting] = &[
+    Setting {
+        key: "kind",
+        flag: "kind",
+        kinds: ALL,
+        value_name: "KIND",
+        help: "bloom, expanding or circular",
+        slot: |p| Slot::Word(&mut p.kind),
+    },
+    Setting {
+        key: "capacity",
+        flag: "capacity",
+        kinds: ALL,
+        value_name: "N",
+        help: "Items (bloom), items of the first generation (expanding), items per period (circular)",
+        slot: |p| Slot::Count(&mut p.capacity),
+    },
+    Setting {
+        key: "error_rate",
+        flag: "error-rate",
+        kinds: ALL,
+        value_name: "P",
+        help: "False-positive rate of a query at capacity (default 0.01)",
+        slot: |p| Slot::Number(&mut p.error_rate),
+    },
+    Setting {
+        key: "bits",
+        flag: "bits",
+        kinds: &[Kind::Bloom],
+        value_name: "M",
+        help: "Explicit size in bits (with --hashes) instead of --capacity",
+        slot: |p| Slot::Count(&mut p.bits),
+    },
+    Setting {
+        key: "hashes",
+        flag: "hashes",
+        kinds: &[Kind::Bloom],
+        value_name: "K",
+        help: "Explicit number of hash functions (with --bits)",
+        slot: |p| Slot::Small(&mut p.hashes),
+    },
+    Setting {
+        key: "growth",
+        flag: "growth",
+        kinds: &[Kind::Expanding],
+        value_name: "S",
+        help: "Capacity factor from one generation to the next (default 2)",
+        slot: |p| Slot::Number(&mut p.growth),
+    },
+    Setting {
+        key: "tightening",
+        flag: "tightening",
+        kinds: &[Kind::Expanding],
+        value_name: "R",
+        help: "Error-rate factor from one generation to the next (default 0.5)",
+        slot: |p| Slot::Number(&mut p.tightening),
+    },
+    Setting {
+        key: "max_generations",
+        flag: "max-generations",
+        kinds: &[Kind::Expanding],
+        value_name: "N",
+        help: "Most generations (default 32)",
+        slot: |p| Slot::Small(&mut p.max_generations),
+    },
+    Setting {
+        key: "max_bytes",
+        flag: "max-bytes",
+        kinds: &[Kind::Expanding],
+        value_name: "SIZE",
+        help: "Most bytes of all generations (e.g. 4GiB; default: no limit)",
+        slot: |p| Slot::Bytes(&mut p.max_bytes),
+    },
+    Setting {
+        key: "generations",
+        flag: "generations",
+        kinds: &[Kind::Circular],
+        value_name: "N",
+        help: "Number of generations, the window in periods (2 to 256)",
+        slot: |p| Slot::Small(&mut p.generations),
+    },
+    Setting {
+        key: "mode",
+        flag: "mode",
+        kinds: &[Kind::Circular],
+        value_name: "MODE",
+        help: "insert-newest-query-all (default) or insert-all-query-oldest",
+        slot: |p| Slot::Word(&mut p.mode),
+    },
+    Setting {
+        key: "schedule",
+        flag: "every",
+        kinds: &[Kind::Circular],
+        value_name: "SCHEDULE",
+        help: "Rotation schedule (30d, 6h, daily@03:00, weekly:mon@03:00, monthly:1@00:00, ...)",
+        slot: |p| Slot::Word(&mut p.schedule),
+    },
+    Setting {
+        key: "lazy",
+        flag: "lazy",
+        kinds: &[Kind::Circular],
+        value_name: "",
+        help: "Rotate lazily, on the first operation after a boundary",
+        slot: |p| Slot::Switch(&mut p.lazy),
+    },
+    Setting {
+        key: "backend",
+        flag: "backend",
+        kinds: &[Kind::Bloom, Kind::Circular],
+        value_name: "BACKEND",
+        help: "Where generations are kept: bitmap (Redis strings, default) or redisbloom (the RedisBloom module)",
+        slot: |p| Slot::Word(&mut p.backend),
+    },
+    Setting {
+        key: "max_bits",
+        flag: "max-bits",
+        kinds: ALL,
+        value_name: "M",
+        help: "Largest generation allowed, in bits (default 2^37)",
+        slot: |p| Slot::Count(&mut p.max_bits),
+    },
+    Setting {
+        key: "max_block_bits",
+        flag: "max-block-bits",
+        kinds: ALL,
+        value_name: "B",
+        help: "Block size in bits (default 2^26)",
+        slot: |p| Slot::Count(&mut p.max_block_bits),
+    },
+];
+
+/// One filter setting: a row of the table behind configuration files,
+/// `rotabloom create`'s flags and their documentation.
+#[derive(Debug)]
+pub struct Setting {
+    key: &'static str,
+    flag: &'static str,
+    kinds: &'static [Kind],
+    value_name: &'static str,
+    help: &'static str,
+    slot: fn(&mut FilterParams) -> Slot<'_>,
+}
+
+impl Setting {
+    /// The key in a configuration file, which is also the field the
+    /// filter's metadata stores it under (`error_rate`).
+    pub fn key(&self) -> &'static str {
+        self.key
+    }
+
+    /// The long command-line flag, without `--` (`error-rate`).
+    pub fn flag(&self) -> &'static str {
+        self.flag
+    }
+
+    /// The kinds of filter that take this setting.
+    pub fn kinds(&self) -> &'static [Kind] {
+        self.kinds
+    }
+
+    /// Whether a filter of `kind` takes this setting.
+    pub fn accepts(&self, kind: Kind) -> bool {
+        self.kinds.contains(&kind)
+    }
+
+    /// One line of help, for `--help`.
+    pub fn help(&self) -> &'static str {
+        self.help
+    }
+
+    /// The placeholder of its value in help (`P`), or `None` for a switch,
+    /// a flag that takes no value on the command line.
+    pub fn value_name(&self) -> Option<&'static str> {
+        let switch = matches!((self.slot)(&mut FilterParams::default()), Slot::Switch(_));
+        (!switch).then_some(self.value_name)
+    }
+
+    pub(super) fn slot<'a>(&self, params: &'a mut FilterParams) -> Slot<'a> {
+        (self.slot)(params)
+    }
+}
+
+/// Every filter setting, in a stable order (the documentation's).
+pub fn settings() -> &'static [Setting] {
+    SETTINGS
+}
+
+/// The setting spelled `key` in a configuration file.
+pub(super) fn setting(key: &str) -> Option<&'static Setting> {
+    SETTINGS.iter().find(|s| s.key == key)
+}
+
+/// The keys a filter of `kind` takes, sorted, for messages.
+pub(super) fn keys_of(kind: Kind) -> Vec<&'static str> {
+    let mut keys: Vec<_> = SETTINGS
+        .iter()
+        .filter(|s| s.accepts(kind))
+        .map(|s| s.key)
+        .collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// Where a setting's value goes, which also decides what values it takes.
+pub(super) enum Slot<'a> {
+    /// An integer, at least 0.
+    Count(&'a mut Option<u64>),
+    /// An integer from 0 to 2^32 - 1.
+    Small(&'a mut Option<u32>),
+    /// A number, integer or not.
+    Number(&'a mut Option<f64>),
+    /// `true` or `false`; on the command line, a flag without a value.
+    Switch(&'a mut Option<bool>),
+    /// A size in bytes: an integer, or a string with a unit (`"4GiB"`).
+    Bytes(&'a mut Option<u64>),
+    /// A word the library parses (a kind, a mode, a schedule, ...).
+    Word(&'a mut dyn WordSlot),
+}
+
+impl Slot<'_> {
+    fn is_set(&self) -> bool {
+        match self {
+            Slot::Count(v) | Slot::Bytes(v) => v.is_some(),
+            Slot::Small(v) => v.is_some(),
+            Slot::Number(v) => v.is_some(),
+            Slot::Switch(v) => v.is_some(),
+            Slot::Word(v) => v.is_set(),
+        }
+    }
+
+    /// Stores `text`, a value as written on a command line.
+    pub(super) fn set_text(self, text: &str) -> Result<(), String> {
+        let whole = || format!("{text:?} is not a whole number");
+        match self {
+            Slot::Count(v) => *v = Some(text.parse().map_err(|_| whole())?),
+            Slot::Small(v) => *v = Some(text.parse().map_err(|_| whole())?),
+            Slot::Number(v) => {
+                *v = Some(
+                    text.parse()
+                        .map_err(|_| format!("{text:?} is not a number"))?,
+                )
+            }
+            Slot::Switch(v) => {
+                *v = Some(
+                    text.parse()
+                        .map_err(|_| format!("{text:?} is not true or false"))?,
+                )
+            }
+            Slot::Bytes(v) => *v = Some(parse_bytes(text)?),
+            Slot::Word(v) => v.set_word(text)?,
+        }
+        Ok(())
+    }
+}
+
+/// A value the library parses from a word.
+pub(super) trait Word: Sized {
+    fn parse_word(s: &str) -> Result<Self, String>;
+}
+
+/// The reason of an `InvalidParameter`, which already names the value;
+/// the setting's key is added by whoever reports it.
+fn reason(e: Error) -> String {
+    match e {
+        Error::InvalidParameter { reason, .. } => reason,
+        e => e.to_string(),
+    }
+}
+
+impl Word for Kind {
+    fn parse_word(s: &str) -> Result<Self, String> {
+        parse_kind(s)
+    }
+}
+
+impl Word for Mode {
+    fn parse_word(s: &str) -> Result<Self, String> {
+        s.parse().map_err(reason)
+    }
+}
+
+impl Word for Schedule {
+    fn parse_word(s: &str) -> Result<Self, String> {
+        s.parse().map_err(reason)
+    }
+}
+
+impl Word for Backend {
+    fn parse_word(s: &str) -> Result<Self, String> {
+        s.parse().map_err(reason)
+    }
+}
+
+/// A [`FilterParams`] field holding a [`Word`], whatever its type.
+pub(super) trait WordSlot {
+    fn set_word(&mut self, s: &str) -> Result<(), String>;
+    fn is_set(&self) -> bool;
+}
+
+impl<T: Word> WordSlot for Option<T> {
+    fn set_word(&mut self, s: &str) -> Result<(), String> {
+        *self = Some(T::parse_word(s)?);
+        Ok(())
+    }
+
+    fn is_set(&self) -> bool {
+        self.is_some()
+    }
+}
+
+/// Parses a kind name (`bloom`, `expanding`, `circular`).
+pub fn parse_kind(s: &str) -> Result<Kind, String> {
+    s.parse::<Kind>()
+        .map_err(|_| format!("{s:?} is not a kind (bloom, expanding or circular)"))
+}
+
+/// Parses a size in bytes: a plain number, or a number with a unit
+/// `B`, `KiB`, `MiB`, `GiB`, `TiB` (powers of 1024) or `kB`, `MB`, `GB`,
+/// `TB` (powers of 1000). Spaces between the number and the unit are
+/// allowed; units are case-insensitive.
+///
+/// ```
+/// use rotabloom::config::parse_bytes;
+/// assert_eq!(parse_bytes("4GiB"), Ok(4 << 30));
+/// assert_eq!(parse_bytes("1.5 MiB"), Ok(1_572_864));
+/// assert_eq!(parse_bytes("2GB"), Ok(2_000_000_000));
+/// assert_eq!(parse_bytes("1024"), Ok(1024));
+/// assert!(parse_bytes("4 gigs").is_err());
+/// ```
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let num = num.replace('_', "");
+    let bad = || format!("{s:?} is not a size like 4GiB, 512MiB or 1048576");
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        _ => return Err(bad()),
+    };
+    if num.is_empty() {
+        return Err(bad());
+    }
+    if let Ok(n) = num.parse::<u64>() {
+        return n
+            .checked_mul(mult)
+            .ok_or_else(|| format!("{s:?} is too large"));
+    }
+    let f: f64 = num.parse().map_err(|_| bad())?;
+    let v = (f * mult as f64).round();
+    if !(v.is_finite() && v >= 0.0 && v < u64::MAX as f64) {
+        return Err(format!("{s:?} is too large"));
+    }
+    Ok(v as u64)
+}
+
+impl FilterParams {
+    /// The keys that are set, as spelled in a configuration file, in the
+    /// order of [`settings`].
+    pub fn keys_set(&self) -> Vec<&'static str> {
+        // The table reaches fields through `&mut` only (one accessor per
+        // row serves reading and writing), hence the scratch copy.
+        let mut scratch = self.clone();
+        SETTINGS
+            .iter()
+            .filter(|s| s.slot(&mut scratch).is_set())
+            .map(|s| s.key)
+            .collect()
+    }
+
+    /// Sets the setting spelled `key` in a configuration file from `value`
+    /// as written on a command line (`"0.001"`, `"4GiB"`, `"true"`).
+    /// Whether the kind takes it is checked by [`validate`](Self::validate).
+    ///
+    /// ```
+    /// use rotabloom::config::FilterParams;
+    /// let mut p = FilterParams::default();
+    /// p.set("max_bytes", "4GiB").unwrap();
+    /// assert_eq!(p.max_bytes, Some(4 << 30));
+    /// let e = p.set("kind", "bloomy").unwrap_err();
+    /// assert_eq!(e.to_string(), "kind: \"bloomy\" is not a kind (bloom, expanding or circular)");
+    /// ```
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ParamError> {
+        let s = setting(key).ok_or_else(|| ParamError::whole(format!("no setting {key:?}")))?;
+        s.slot(self)
+            .set_text(value)
+            .map_err(|m| ParamError::at(s.key, m))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value each setting takes, by the kind of its slot.
+    fn example(s: &Setting) -> &'static str {
+        match (s.key, s.slot(&mut FilterParams::default())) {
+            ("kind", _) => "circular",
+            ("mode", _) => "insert-all-query-oldest",
+            ("schedule", _) => "6h",
+            ("backend", _) => "redisbloom",
+            (_, Slot::Switch(_)) => "true",
+            (_, Slot::Number(_)) => "0.5",
+            (key, Slot::Word(_)) => panic!("no example for {key}: add one here"),
+            _ => "7",
+        }
+    }
+
+    #[test]
+    fn every_row_has_its_own_field() {
+        for s in SETTINGS {
+            let mut p = FilterParams::default();
+            p.set(s.key, example(s)).unwrap();
+            assert_eq!(p.keys_set(), [s.key], "{} writes its own field only", s.key);
+        }
+        let mut keys: Vec<_> = SETTINGS.iter().map(|s| s.key).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), SETTINGS.len(), "keys are unique");
+    }
+
+    #[test]
+    fn flags_are_unique_and_spelled_like_keys() {
+        for s in SETTINGS {
+            assert!(
+                s.flag == s.key.replace('_', "-") || s.key == "schedule",
+                "{}: flag --{} (only schedule has another name: --every)",
+                s.key,
+                s.flag
+            );
+            assert_eq!(SETTINGS.iter().filter(|o| o.flag == s.flag).count(), 1);
+            assert!(!s.kinds.is_empty(), "{}", s.key);
+        }
+    }
+
+    /// The rows of the settings table of docs/CLI.md: key, flag with its
+    /// value, kinds.
+    fn documented() -> Vec<(String, String, String)> {
+        let doc = include_str!("../../docs/CLI.md");
+        let mut lines = doc
+            .lines()
+            .skip_while(|l| !l.starts_with("| key | flag | kinds |"))
+            .skip(2);
+        let mut rows = Vec::new();
+        for line in lines.by_ref().take_while(|l| l.starts_with('|')) {
+            let cells: Vec<String> = line
+                .split(" | ")
+                .map(|c| {
+                    c.trim_matches(|c| c == '|' || c == ' ' || c == '`')
+                        .to_string()
+                })
+                .collect();
+            rows.push((cells[0].clone(), cells[1].clone(), cells[2].clone()));
+        }
+        rows
+    }
+
+    #[test]
+    fn the_documentation_lists_every_setting() {
+        let doc = documented();
+        let table: Vec<(String, String, String)> = SETTINGS
+            .iter()
+            .map(|s| {
+                let flag = match s.value_name() {
+                    Some(v) => format!("--{} {v}", s.flag),
+                    None => format!("--{}", s.flag),
+                };
+                let kinds = if s.kinds == ALL {
+                    "all".to_string()
+                } else {
+                    let names: Vec<&str> = s.kinds.iter().map(|k| k.as_str()).collect();
+                    names.join(", ")
+                };
+                (s.key.to_string(), flag, kinds)
+            })
+            .collect();
+        assert_eq!(
+            doc, table,
+            "docs/CLI.md's settings table (key | flag | kinds) and SETTINGS differ"
+        );
+    }
+}
