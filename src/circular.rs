@@ -22,6 +22,7 @@
 use crate::bloom::backend_of;
 use crate::clock::{Clock, ServerClock};
 use crate::engine::chain::MachineExt;
+use crate::engine::probe::probed;
 use crate::engine::roll::{Decide, DueRotation, Now, RollMachine, Rotation, Step};
 use crate::engine::{create, Core};
 use crate::error::{Error, Result};
@@ -217,13 +218,21 @@ impl CircularFilter {
         crate::exec::run_async(conn, self.due(Some(now))).await
     }
 
-    fn manual(&self) -> RollMachine<ManualRotation> {
+    fn manual(&self) -> impl crate::exec::Machine<Output = Rotation> + Send {
         let epoch_seen = self.core.view().epoch;
-        RollMachine::new(self.core.clone(), ManualRotation { epoch_seen })
+        probed(
+            &self.core,
+            RollMachine::new(self.core.clone(), ManualRotation { epoch_seen }),
+        )
     }
 
-    fn due(&self, now: Option<DateTime<Utc>>) -> RollMachine<DueRotation> {
-        RollMachine::with_view(self.core.clone(), self.core.view(), DueRotation::new(), now)
+    fn due(
+        &self,
+        now: Option<DateTime<Utc>>,
+    ) -> impl crate::exec::Machine<Output = Rotation> + Send {
+        let m =
+            RollMachine::with_view(self.core.clone(), self.core.view(), DueRotation::new(), now);
+        probed(&self.core, m)
     }
 }
 
@@ -690,13 +699,24 @@ fn decode(f: &Fields, c: &Common) -> Result<Arc<dyn Policy>> {
         Some(s) => {
             let period = f.i64(field::PERIOD)?;
             let due_at = f.i64(field::DUE_AT)?;
-            ScheduleState::at(&s, period).ok_or_else(|| {
+            let state = ScheduleState::at(&s, period).ok_or_else(|| {
                 f.corrupt(
                     field::PERIOD,
                     format!("period {period} has no representable end"),
                 )
             })?;
-            Some(ScheduleState { period, due_at })
+            // The deadline is derived from the period; one that disagrees
+            // would make lazy rotation wait for a rotation never owed.
+            if state.due_at != due_at {
+                return Err(f.corrupt(
+                    field::DUE_AT,
+                    format!(
+                        "{due_at} is not the end of period {period}, {}",
+                        state.due_at
+                    ),
+                ));
+            }
+            Some(state)
         }
     };
     Ok(Arc::new(CircularPolicy {

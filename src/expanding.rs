@@ -10,6 +10,7 @@
 //! `p / 2^(i+1)`.
 
 use crate::engine::chain::MachineExt;
+use crate::engine::probe::probed;
 use crate::engine::roll::{Grow, RollMachine};
 use crate::engine::{create, load::LoadMachine, Core};
 use crate::error::{Error, Result};
@@ -91,7 +92,10 @@ impl ExpandingFilter {
     /// another process changed the filter first (the handle then holds the
     /// new state). Of many concurrent calls with the same view, one expands.
     pub fn expand<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Result<bool> {
-        crate::exec::run(conn, RollMachine::new(self.core.clone(), Grow))
+        crate::exec::run(
+            conn,
+            probed(&self.core, RollMachine::new(self.core.clone(), Grow)),
+        )
     }
 
     /// Async [`expand`](Self::expand).
@@ -99,7 +103,11 @@ impl ExpandingFilter {
         &self,
         conn: &mut C,
     ) -> Result<bool> {
-        crate::exec::run_async(conn, RollMachine::new(self.core.clone(), Grow)).await
+        crate::exec::run_async(
+            conn,
+            probed(&self.core, RollMachine::new(self.core.clone(), Grow)),
+        )
+        .await
     }
 }
 

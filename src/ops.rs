@@ -5,7 +5,9 @@
 use crate::engine::alloc::PreallocMachine;
 use crate::engine::chain::{BestEffort, MachineExt, Ready};
 use crate::engine::data::DataMachine;
+use crate::engine::info::InfoMachine;
 use crate::engine::mirror::FillMachine;
+use crate::engine::probe::probed;
 use crate::engine::whole::{Which, WholeMachine};
 use crate::engine::Core;
 use crate::error::Error;
@@ -21,7 +23,7 @@ where
 {
     let data = DataMachine::new(core.clone(), op, items);
     let keys = core.keys.clone();
-    FillMachine::new(core.clone()).then(move |()| {
+    let fill = FillMachine::new(core.clone()).then(move |()| {
         Ok(data.then(move |(out, ahead)| {
             let alloc: Box<dyn Machine<Output = ()> + Send> = match ahead {
                 Some((gen, view)) => {
@@ -31,7 +33,8 @@ where
             };
             Ok(alloc.map(move |()| Ok(out)))
         }))
-    })
+    });
+    probed(core, fill)
 }
 
 /// One item's answer.
@@ -53,14 +56,19 @@ pub(crate) fn count(core: &Core) -> impl Machine<Output = u64> + Send {
 
 pub(crate) fn clear(core: &Core) -> impl Machine<Output = ()> + Send {
     let name = core.name().to_string();
-    WholeMachine::new(core.clone(), Which::Clear).map(move |there| match there {
+    let m = WholeMachine::new(core.clone(), Which::Clear).map(move |there| match there {
         true => Ok(()),
         false => Err(Error::NotFound { name }),
-    })
+    });
+    probed(core, m)
 }
 
-pub(crate) fn drop_filter(core: &Core) -> WholeMachine {
-    WholeMachine::new(core.clone(), Which::Drop)
+pub(crate) fn drop_filter(core: &Core) -> impl Machine<Output = bool> + Send {
+    probed(core, WholeMachine::new(core.clone(), Which::Drop))
+}
+
+pub(crate) fn info(core: &Core) -> impl Machine<Output = crate::Info> + Send {
+    probed(core, InfoMachine::new(core.clone()))
 }
 
 /// Gives a filter handle type (a struct with a `core: Core` field) every
@@ -184,7 +192,7 @@ macro_rules! impl_filter_ops {
             /// Parameters, fill ratio (BITCOUNT), current false-positive
             /// rate and memory of every generation.
             pub fn info<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> $crate::Result<$crate::Info> {
-                $crate::exec::run(conn, $crate::engine::info::InfoMachine::new(self.core.clone()))
+                $crate::exec::run(conn, $crate::ops::info(&self.core))
             }
 
             /// Empties every generation; the filter and its parameters stay.
@@ -250,7 +258,7 @@ macro_rules! impl_filter_ops {
 
             /// Async [`info`](Self::info).
             pub async fn info_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C) -> $crate::Result<$crate::Info> {
-                $crate::exec::run_async(conn, $crate::engine::info::InfoMachine::new(self.core.clone())).await
+                $crate::exec::run_async(conn, $crate::ops::info(&self.core)).await
             }
 
             /// Async [`clear`](Self::clear).

@@ -74,7 +74,6 @@ macro_rules! scenario {
 }
 
 #[test]
-#[ignore = "target behaviour of the engine redesign (issue 9); enabled by the engine branch"]
 fn a_user_denied_watch_gets_a_clear_error_and_nothing_is_written() {
     let server = RedisServer::start();
     let mut admin = server.connection();

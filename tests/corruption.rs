@@ -1300,7 +1300,6 @@ fn without_case_names(detail: &str) -> String {
 // The test
 
 #[test]
-#[ignore = "target behaviour of the engine redesign (issue 9); enabled by the engine branch"]
 fn corrupt_metadata_never_panics_or_answers_wrongly() {
     let started = Instant::now();
     let server = RedisServer::start();

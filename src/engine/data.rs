@@ -44,8 +44,8 @@ enum State {
     Read(ReadRound),
     Tx(TxRound),
     Commit,
+    Preflight,
     Reload,
-    Probe(Vec<(String, &'static str)>, Box<Error>),
     Lazy(Box<RollMachine<DueRotation>>),
     Grow(Box<RollMachine<Grow>>),
 }
@@ -139,6 +139,10 @@ impl DataMachine {
                     script::request(&self.core.keys, &view, self.op, &round, self.batch(), &now);
                 self.state = State::Script(ScriptRound { chunks });
                 Ok(Poll::Send(req))
+            }
+            Path::Tx { .. } if !self.core.watch_ok() => {
+                self.state = State::Preflight;
+                Ok(Poll::Send(txn::preflight_request(&self.core.keys)))
             }
             Path::Tx { read, serve } => {
                 let local = match self.op {
@@ -247,7 +251,6 @@ impl DataMachine {
                     Grow,
                     None,
                 ));
-                self.pace.progress = true;
                 match m.step(None)? {
                     Poll::Send(req) => {
                         self.state = State::Grow(m);
@@ -325,8 +328,6 @@ impl DataMachine {
             DueRotation::new(),
             None,
         ));
-        // The rotation is the filter moving on: progress.
-        self.pace.progress = true;
         match m.step(None)? {
             Poll::Send(req) => {
                 self.state = State::Lazy(m);
@@ -341,19 +342,6 @@ impl DataMachine {
             return Err(Error::ModuleMissing {
                 name: self.core.name().to_string(),
             });
-        }
-        if crate::proto::is_wrongtype(&e) {
-            // Which key? The view names them all; TYPE tells.
-            let mut keys = vec![(self.core.keys.meta().to_string(), "hash")];
-            keys.extend(
-                crate::proto::whole::block_keys(&self.core.keys, &self.view)
-                    .into_iter()
-                    .map(|k| (k, "string")),
-            );
-            keys.push((self.core.keys.fence(), "string"));
-            let req = crate::proto::probe::request(&keys);
-            self.state = State::Probe(keys, Box::new(e));
-            return Ok(Poll::Send(req));
         }
         Err(e)
     }
@@ -371,7 +359,14 @@ impl DataMachine {
                 Ok(Poll::Send(req))
             }
             Poll::Ready(_) => {
-                self.view = m.view();
+                // A change of structure is the filter moving on: progress.
+                // A due rotation that changed nothing is not, so a deadline
+                // that never passes ends in Contention, not a loop.
+                let view = m.view();
+                if view.epoch != self.view.epoch || view.uid != self.view.uid {
+                    self.pace.progress = true;
+                }
+                self.view = view;
                 self.after_reload()
             }
         }
@@ -404,8 +399,10 @@ impl Machine for DataMachine {
                 take_one(replies)?.map_err(|e| Error::from_script(self.core.name(), e))?;
                 self.after_verdict(Verdict::Ok)
             }
-            State::Probe(keys, original) => {
-                Err(crate::proto::probe::verdict(&keys, replies, *original))
+            State::Preflight => {
+                txn::decode_preflight(replies.unwrap_or_default())?;
+                self.core.set_watch_ok();
+                self.next_round()
             }
             State::Reload => {
                 let view = match load::decode(&self.core.keys, self.core.accept, take_one(replies)?)
@@ -431,7 +428,9 @@ mod tests {
     use redis::Value;
 
     fn core(view: View) -> Core {
-        Core::new(keys("t"), view, Accept::Any(ALL), Vec::new())
+        let c = Core::new(keys("t"), view, Accept::Any(ALL), Vec::new());
+        c.set_watch_ok();
+        c
     }
 
     fn machine(core: &Core, op: DataOp, n: usize) -> DataMachine {
@@ -523,6 +522,34 @@ mod tests {
             Poll::Ready((out, _)) => assert_eq!(out, vec![true; 20]),
             Poll::Send(_) => panic!("expected the answers"),
         }
+    }
+
+    #[test]
+    fn no_transaction_is_sent_before_the_server_accepted_watch() {
+        let fresh = Core::new(keys("t"), view_of("bloom", 1), Accept::Any(ALL), Vec::new());
+        let mut m = machine(&fresh, DataOp::CheckAdd, 20);
+        let pre = send(m.step(None).unwrap());
+        assert_eq!(
+            (pre.args(0)[0].as_str(), pre.args(1)[0].as_str()),
+            ("WATCH", "UNWATCH")
+        );
+        let denied = crate::testkit::server_error(
+            "NOPERM User u has no permissions to run the 'watch' command",
+        );
+        match m.step(Some(vec![Err(denied), Ok(Value::Okay)])) {
+            Err(Error::PermissionDenied { message }) => assert!(message.contains("watch")),
+            Err(e) => panic!("{e:?}"),
+            Ok(_) => panic!("a transaction was sent after WATCH was refused"),
+        }
+        // Accepted: the transaction follows, and the next machine of the
+        // handle goes straight to it.
+        let mut m = machine(&fresh, DataOp::CheckAdd, 20);
+        let pre = send(m.step(None).unwrap());
+        let tx = send(m.step(Some(vec![Ok(Value::Okay); pre.len()])).unwrap());
+        assert_eq!(tx.args(0)[0], "WATCH");
+        assert_eq!(tx.args(2)[0], "MULTI");
+        let mut again = machine(&fresh, DataOp::CheckAdd, 20);
+        assert_eq!(send(again.step(None).unwrap()).args(2)[0], "MULTI");
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub(crate) mod info;
 pub(crate) mod load;
 pub(crate) mod mirror;
 pub(crate) mod plan;
+pub(crate) mod probe;
 pub(crate) mod roll;
 pub(crate) mod whole;
 
@@ -19,7 +20,7 @@ use crate::clock::{Clock, ServerClock};
 use crate::error::Result;
 use crate::keys::Keys;
 use crate::view::{Accept, View};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Consecutive reloads without progress before giving up with
@@ -48,6 +49,10 @@ pub(crate) struct Core {
     pub max_retries: u32,
     /// Whether data operations may use the guarded-transaction path.
     pub transactions: bool,
+    /// Whether this handle family has seen the server accept `WATCH`. A
+    /// transaction is pipelined in one piece, so a refused `WATCH` would
+    /// let it run unguarded: the first one is preceded by a `WATCH` alone.
+    watch_ok: Arc<AtomicBool>,
 }
 
 impl Core {
@@ -67,7 +72,16 @@ impl Core {
             cache: None,
             max_retries: DEFAULT_MAX_RETRIES,
             transactions: true,
+            watch_ok: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    pub fn watch_ok(&self) -> bool {
+        self.watch_ok.load(Ordering::Relaxed)
+    }
+
+    pub fn set_watch_ok(&self) {
+        self.watch_ok.store(true, Ordering::Relaxed);
     }
 
     pub fn name(&self) -> &str {

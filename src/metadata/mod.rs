@@ -96,11 +96,16 @@ pub(crate) struct Common {
 impl Common {
     /// Decodes and checks the fields every kind has (§6.1, §6.2, §6.4).
     pub fn decode(f: &Fields) -> Result<Common> {
-        let format = f.str(field::FORMAT)?;
-        if format != FORMAT_VERSION.to_string() {
+        // Any other version, readable or not, is one this library does not
+        // know: refused as such, not as corruption.
+        let format = f
+            .raw
+            .get(field::FORMAT)
+            .ok_or_else(|| f.corrupt(field::FORMAT, "missing"))?;
+        if format.as_slice() != FORMAT_VERSION.to_string().as_bytes() {
             return Err(Error::UnsupportedFormat {
                 name: f.name.clone(),
-                found: format.chars().take(40).collect(),
+                found: String::from_utf8_lossy(format).chars().take(40).collect(),
                 supported: FORMAT_VERSION,
             });
         }

@@ -268,6 +268,22 @@ fn takes_part(op: DataOp, role: Role) -> (bool, bool) {
     }
 }
 
+/// `WATCH fence; UNWATCH`: whether the server lets this user watch, asked
+/// before the first transaction rather than learnt from one that ran
+/// unguarded.
+pub(crate) fn preflight_request(keys: &Keys) -> Request {
+    let mut req = Request::new();
+    req.push(redis::cmd("WATCH").arg(keys.fence()).clone(), None);
+    req.push(redis::cmd("UNWATCH"), None);
+    req
+}
+
+pub(crate) fn decode_preflight(replies: Replies) -> Result<()> {
+    let mut replies = replies.into_iter();
+    expect_ok("WATCH", replies.next())?;
+    expect_ok("UNWATCH", replies.next())
+}
+
 /// `WATCH fence; guard; MULTI; commands...; EXEC` over `round`. `gens` are
 /// the generations the server must serve (mirrored ones are answered
 /// locally); `present` tells, per round position, whether the item is

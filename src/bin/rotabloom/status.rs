@@ -196,7 +196,10 @@ impl Report {
     }
 
     fn capacity(&self) -> u64 {
-        self.info.generations.iter().map(|g| g.capacity).sum()
+        self.info
+            .generations
+            .iter()
+            .fold(0u64, |a, g| a.saturating_add(g.capacity))
     }
 
     fn text(&self, server: &Server) -> String {
