@@ -635,7 +635,7 @@ impl Policy for CircularPolicy {
         };
         if p <= state.period {
             let next = ScheduleState::at(&schedule, state.period).ok_or_else(unrepresentable)?;
-            return Ok(Due::NotDue {
+            return Ok(Due::Later {
                 next_at: Utc
                     .timestamp_millis_opt(next.due_at)
                     .single()
@@ -690,7 +690,7 @@ fn decode(f: &Fields, c: &Common) -> Result<Arc<dyn Policy>> {
                 return Err(f.corrupt(field::LAZY, "lazy rotation without a schedule"));
             }
             for fld in [field::PERIOD, field::DUE_AT] {
-                if f.str(fld)? != "" {
+                if !f.str(fld)?.is_empty() {
                     return Err(f.corrupt(fld, "set, but the filter has no schedule"));
                 }
             }

@@ -77,7 +77,7 @@ pub(crate) enum Due {
     /// The filter has no schedule.
     Unscheduled,
     /// This period's rotation is done; the next one is due then.
-    NotDue { next_at: DateTime<Utc> },
+    Later { next_at: DateTime<Utc> },
     /// `roll` performs the rotations owed.
     Owed {
         roll: Roll,

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::exec::{Machine, Poll, Replies, Request};
 use crate::hashing::ItemHash;
 use crate::proto::script::{self, Batch, DataOp, Status};
-use crate::proto::txn::{self, TxOutcome, Verdict};
+use crate::proto::txn::{self, RoundOf, TxOutcome, Verdict};
 use crate::proto::{is_module_missing, load, now_arg, take_one};
 use crate::view::{NewGen, View};
 use std::sync::Arc;
@@ -152,8 +152,16 @@ impl DataMachine {
                 if read.is_empty() {
                     return Ok(Poll::Send(self.send_tx(view, round, local, &serve)));
                 }
-                let (req, sent) =
-                    txn::read_request(&self.core.keys, &view, &read, &round, self.batch(), &now);
+                let (req, sent) = txn::read_request(
+                    RoundOf {
+                        keys: &self.core.keys,
+                        view: &view,
+                        round: &round,
+                        batch: self.batch(),
+                    },
+                    &read,
+                    &now,
+                );
                 self.state = State::Read(ReadRound {
                     view,
                     round,
@@ -173,16 +181,13 @@ impl DataMachine {
         present: Vec<bool>,
         serve: &[usize],
     ) -> Request {
-        let (req, sent) = txn::tx_request(
-            &self.core.keys,
-            &view,
-            self.op,
-            serve,
-            &round,
-            &present,
-            self.batch(),
-            &self.now(),
-        );
+        let r = RoundOf {
+            keys: &self.core.keys,
+            view: &view,
+            round: &round,
+            batch: self.batch(),
+        };
+        let (req, sent) = txn::tx_request(r, self.op, serve, &present, &self.now());
         self.state = State::Tx(TxRound {
             view,
             round,

@@ -7,10 +7,13 @@ use crate::error::{Error, Result};
 use crate::exec::{Machine, Poll, Replies};
 use crate::proto::{is_wrongtype, probe, whole};
 
+/// The keys being probed, with the type each should have, and the error.
+type Probing = (Vec<(String, &'static str)>, Box<Error>);
+
 pub(crate) struct Probed<M> {
     inner: M,
     core: Core,
-    probing: Option<(Vec<(String, &'static str)>, Box<Error>)>,
+    probing: Option<Probing>,
 }
 
 pub(crate) fn probed<M: Machine>(core: &Core, inner: M) -> Probed<M> {

@@ -64,7 +64,7 @@ pub(crate) trait Decide: Send {
 enum State {
     Start,
     Time,
-    Alloc(PreallocMachine, Request),
+    Alloc(Box<(PreallocMachine, Request)>),
     Sent,
     Reload(bool),
 }
@@ -122,7 +122,7 @@ impl<D: Decide> RollMachine<D> {
                 let mut alloc = PreallocMachine::new(&self.core.keys, &self.view, &ahead);
                 match alloc.step(None)? {
                     Poll::Send(first) => {
-                        self.state = State::Alloc(alloc, req);
+                        self.state = State::Alloc(Box::new((alloc, req)));
                         Ok(Poll::Send(first))
                     }
                     Poll::Ready(()) => {
@@ -154,14 +154,14 @@ impl<D: Decide> Machine for RollMachine<D> {
                 self.now = Some(decode_time(take_one(replies)?)?);
                 self.decide()
             }
-            State::Alloc(mut alloc, req) => match alloc.step(replies)? {
+            State::Alloc(mut pending) => match pending.0.step(replies)? {
                 Poll::Send(next) => {
-                    self.state = State::Alloc(alloc, req);
+                    self.state = State::Alloc(pending);
                     Ok(Poll::Send(next))
                 }
                 Poll::Ready(()) => {
                     self.state = State::Sent;
-                    Ok(Poll::Send(req))
+                    Ok(Poll::Send(pending.1))
                 }
             },
             State::Sent => {
@@ -275,12 +275,12 @@ impl Decide for DueRotation {
 
     fn decide(&mut self, view: &View, now: Option<DateTime<Utc>>) -> Result<Step<Rotation>> {
         let now = now.ok_or_else(|| Error::Internal("a scheduled rotation without now".into()))?;
-        match view.policy.due(&view, now)? {
+        match view.policy.due(view, now)? {
             Due::Unscheduled => Err(Error::InvalidParameter {
                 name: "schedule",
                 reason: format!("filter {:?} has no schedule; use rotate()", view.name),
             }),
-            Due::NotDue { next_at } => Ok(Step::Done(Rotation::NotDue { next_at })),
+            Due::Later { next_at } => Ok(Step::Done(Rotation::NotDue { next_at })),
             Due::Owed {
                 roll,
                 rotations,

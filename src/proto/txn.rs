@@ -76,19 +76,32 @@ pub(crate) fn verdict(reply: &redis::RedisResult<Value>) -> Result<Verdict> {
     }
 }
 
+/// What every request of a round is built from: the filter's keys, the
+/// snapshot, the round (indexes into the batch) and the batch.
+#[derive(Clone, Copy)]
+pub(crate) struct RoundOf<'a> {
+    pub keys: &'a Keys,
+    pub view: &'a View,
+    pub round: &'a [usize],
+    pub batch: Batch<'a>,
+}
+
 /// Appends the commands for generation `gen` over the round positions
-/// `positions` (of `round`, indexes into the batch), grouped by block.
+/// `positions`, grouped by block.
 fn commands(
-    keys: &Keys,
-    view: &View,
+    r: RoundOf<'_>,
     gen: usize,
     set: bool,
-    round: &[usize],
     positions: &[usize],
-    batch: Batch<'_>,
     req: &mut Request,
     parts: &mut Vec<Part>,
 ) {
+    let RoundOf {
+        keys,
+        view,
+        round,
+        batch,
+    } = r;
     let Some(g) = view.gens.get(gen) else { return };
     if g.layout.scheme.is_module() {
         let key = keys.block(&view.uid, g.seq, 0);
@@ -199,22 +212,13 @@ pub(crate) struct ReadSent {
     pub parts: Vec<Part>,
 }
 
-pub(crate) fn read_request(
-    keys: &Keys,
-    view: &View,
-    gens: &[usize],
-    round: &[usize],
-    batch: Batch<'_>,
-    now: &str,
-) -> (Request, ReadSent) {
+pub(crate) fn read_request(r: RoundOf<'_>, gens: &[usize], now: &str) -> (Request, ReadSent) {
     let mut req = Request::new();
-    req.push(guard(keys, view, now), None);
+    req.push(guard(r.keys, r.view, now), None);
     let mut parts = Vec::new();
-    let all: Vec<usize> = (0..round.len()).collect();
+    let all: Vec<usize> = (0..r.round.len()).collect();
     for &g in gens {
-        commands(
-            keys, view, g, false, round, &all, batch, &mut req, &mut parts,
-        );
+        commands(r, g, false, &all, &mut req, &mut parts);
     }
     (req, ReadSent { parts })
 }
@@ -288,17 +292,16 @@ pub(crate) fn decode_preflight(replies: Replies) -> Result<()> {
 /// the generations the server must serve (mirrored ones are answered
 /// locally); `present` tells, per round position, whether the item is
 /// already known present (check-and-insert writes only the others).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn tx_request(
-    keys: &Keys,
-    view: &View,
+    r: RoundOf<'_>,
     op: DataOp,
     gens: &[usize],
-    round: &[usize],
     present: &[bool],
-    batch: Batch<'_>,
     now: &str,
 ) -> (Request, TxSent) {
+    let RoundOf {
+        keys, view, round, ..
+    } = r;
     let mut req = Request::new();
     req.push(redis::cmd("WATCH").arg(keys.fence()).clone(), None);
     req.push(guard(keys, view, now), None);
@@ -316,9 +319,7 @@ pub(crate) fn tx_request(
         };
         let (take, set) = takes_part(op, role);
         if take && !positions.is_empty() {
-            commands(
-                keys, view, g, set, round, &positions, batch, &mut req, &mut parts,
-            );
+            commands(r, g, set, &positions, &mut req, &mut parts);
         }
     }
     req.push(redis::cmd("EXEC"), None);
@@ -491,16 +492,13 @@ mod tests {
             hashes: &h,
             items: &[],
         };
-        let (req, sent) = tx_request(
-            &keys("t"),
-            &view,
-            DataOp::CheckAdd,
-            &[0],
-            &[0, 1, 2],
-            &[false, true, false],
+        let r = RoundOf {
+            keys: &keys("t"),
+            view: &view,
+            round: &[0, 1, 2],
             batch,
-            "",
-        );
+        };
+        let (req, sent) = tx_request(r, DataOp::CheckAdd, &[0], &[false, true, false], "");
         assert_eq!(req.args(0), ["WATCH", "rotabloom:{t}:fence"]);
         let guard = req.args(1);
         assert_eq!(guard[0], "EVAL");
@@ -522,16 +520,13 @@ mod tests {
             hashes: &h,
             items: &[],
         };
-        let (_, sent) = tx_request(
-            &keys("t"),
-            &view,
-            op,
-            &[0],
-            &[0, 1],
-            &[false, false],
+        let r = RoundOf {
+            keys: &keys("t"),
+            view: &view,
+            round: &[0, 1],
             batch,
-            "",
-        );
+        };
+        let (_, sent) = tx_request(r, op, &[0], &[false, false], "");
         (view, sent)
     }
 
@@ -632,7 +627,13 @@ mod tests {
             hashes: &h,
             items: &[],
         };
-        let (req, sent) = read_request(&keys("t"), &view, &[0, 1], &[0, 1], batch, "");
+        let r = RoundOf {
+            keys: &keys("t"),
+            view: &view,
+            round: &[0, 1],
+            batch,
+        };
+        let (req, sent) = read_request(r, &[0, 1], "");
         assert_eq!(req.args(0)[0], "EVAL");
         assert_eq!(sent.parts.len(), 2);
         assert!(sent.parts.iter().all(|p| !p.set));
