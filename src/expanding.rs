@@ -339,6 +339,7 @@ impl ExpandingBuilder {
             keys,
             builder: self.clone(),
             state: ConvertState::Load(LoadMachine::new(k.clone(), CONVERTIBLE)),
+            stalls: 0,
         }
         .map(move |view| {
             Ok(ExpandingFilter {
@@ -569,6 +570,7 @@ struct ConvertMachine {
     keys: Keys,
     builder: ExpandingBuilder,
     state: ConvertState,
+    stalls: u32,
 }
 
 impl ConvertMachine {
@@ -648,8 +650,18 @@ impl Machine for ConvertMachine {
                 Ok(Poll::Send(load::request(&self.keys)))
             }
             ConvertState::Reload => {
-                let view = load::decode(&self.keys, Accept::One(CODEC), take_one(replies)?)?;
-                Ok(Poll::Ready(view))
+                // Converted (by us or another process), or changed under
+                // the conversion and still a base filter: decide again.
+                let view = load::decode(&self.keys, CONVERTIBLE, take_one(replies)?)?;
+                self.stalls += 1;
+                if view.kind != Kind::Expanding && self.stalls > crate::engine::DEFAULT_MAX_RETRIES
+                {
+                    return Err(Error::Contention {
+                        name: view.name.clone(),
+                        retries: self.stalls,
+                    });
+                }
+                self.decide(view)
             }
         }
     }
