@@ -267,8 +267,8 @@ impl Decide for ManualRotation {
 }
 
 /// `k` rotations: the `k` oldest generations go, `k` new ones of the
-/// newest's shape come. Only the first new one is allocated ahead (after
-/// missed runs the others fill lazily).
+/// newest's shape come, every one allocated before the roll (a block that
+/// does not exist later is lost data).
 fn rotation(
     c: &Common,
     k: u32,
@@ -287,7 +287,7 @@ fn rotation(
             .collect(),
         expect,
         set,
-        allocate: 1,
+        allocate: k as usize,
     }
 }
 

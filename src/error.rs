@@ -145,6 +145,31 @@ pub enum Error {
         name: String,
     },
 
+    /// Block keys of listed generations are gone (evicted, deleted): the
+    /// filter would answer "absent" for what it holds, so it answers
+    /// nothing. Every block is allocated when its generation is made, so a
+    /// missing one is always lost data.
+    #[error("filter {name:?} has lost data: {} of its block keys are missing ({}): evicted or deleted? No answer is given; restore the filter or drop and re-create it", keys.len(), keys.iter().take(3).cloned().collect::<Vec<_>>().join(", "))]
+    MissingData {
+        /// The filter's name.
+        name: String,
+        /// The missing keys.
+        keys: Vec<String>,
+    },
+
+    /// The server refused to allocate memory for the filter (`maxmemory`
+    /// with `noeviction`, or the machine's memory). Nothing of the refused
+    /// step is left behind.
+    #[error("filter {name:?}: the Redis server refused {bytes} bytes of memory (maxmemory reached?): {message}")]
+    OutOfMemory {
+        /// The filter's name.
+        name: String,
+        /// The bytes asked for.
+        bytes: u64,
+        /// The server's words.
+        message: String,
+    },
+
     /// The Redis user may not run a command rotabloom needs (ACL), or may
     /// not touch one of the filter's keys. Nothing was written by the
     /// command refused.

@@ -300,13 +300,17 @@ impl ExpandingBuilder {
         let k = keys.clone();
         let mut bp = spec.blueprint();
         bp.params.push((field::LEGACY_GENS, "1".into()));
-        Ok(
-            crate::legacy::adopt(keys, Accept::One(CODEC), bp, legacy)?.map(move |(view, _)| {
-                Ok(ExpandingFilter {
-                    core: Core::new(k, view, Accept::One(CODEC), Vec::new()),
-                })
-            }),
-        )
+        let adopt = crate::legacy::adopt(keys, Accept::One(CODEC), bp, legacy)?;
+        Ok(adopt.then(move |(view, how)| {
+            let core = Core::new(k, view, Accept::One(CODEC), Vec::new());
+            // The generation that takes the new items is allocated whole,
+            // as at every creation; the adopted bitmap stays as it was.
+            let alloc: Box<dyn Machine<Output = ()> + Send> = match how {
+                Opened::Created => Box::new(crate::engine::create::allocate_all(&core)),
+                Opened::Existing => Box::new(crate::engine::chain::Ready(Some(()))),
+            };
+            Ok(alloc.map(move |()| Ok(ExpandingFilter { core })))
+        }))
     }
 
     /// Turns the existing base [`BloomFilter`](crate::BloomFilter) of this

@@ -62,6 +62,13 @@ impl Scheme {
         matches!(self, Scheme::Md5Edh | Scheme::RedisBloom)
     }
 
+    /// Whether every block key of such a generation exists from its
+    /// creation on (rotabloom allocates them all); an adopted legacy bitmap
+    /// may lack blocks its crawler never wrote.
+    pub(crate) fn always_allocated(self) -> bool {
+        self.writable()
+    }
+
     /// Whether the generation is a RedisBloom key rather than a bitmap.
     pub fn is_module(self) -> bool {
         self == Scheme::RedisBloom

@@ -59,6 +59,7 @@ pub(crate) static LOAD: LuaScript = LuaScript::new(include_str!("lua/load.lua"))
 pub(crate) static DATA: LuaScript = LuaScript::new(with_prelude!("lua/data.lua"));
 pub(crate) static CREATE: LuaScript = LuaScript::new(include_str!("lua/create.lua"));
 pub(crate) static CLEAR: LuaScript = LuaScript::new(with_prelude!("lua/clear.lua"));
+pub(crate) static ZERO: LuaScript = LuaScript::new(with_prelude!("lua/zero.lua"));
 pub(crate) static DROP: LuaScript = LuaScript::new(with_prelude!("lua/drop.lua"));
 pub(crate) static ROLL: LuaScript = LuaScript::new(with_prelude!("lua/roll.lua"));
 pub(crate) static CONVERT: LuaScript = LuaScript::new(with_prelude!("lua/convert.lua"));
@@ -68,8 +69,8 @@ pub(crate) static PREALLOC: LuaScript = LuaScript::new(include_str!("lua/preallo
 
 /// Every script, for tests over all of them.
 #[cfg(test)]
-pub(crate) static ALL: [&LuaScript; 10] = [
-    &LOAD, &DATA, &CREATE, &CLEAR, &DROP, &ROLL, &CONVERT, &GUARD, &COMMIT, &PREALLOC,
+pub(crate) static ALL: [&LuaScript; 11] = [
+    &LOAD, &DATA, &CREATE, &CLEAR, &ZERO, &DROP, &ROLL, &CONVERT, &GUARD, &COMMIT, &PREALLOC,
 ];
 
 #[cfg(test)]

@@ -86,6 +86,14 @@ pub(crate) trait MachineExt: Machine + Sized {
             f: Some(f),
         }
     }
+
+    fn or_undo<U: Machine>(self, undo: U) -> OrUndo<Self, U> {
+        OrUndo {
+            m: self,
+            undo: Some(undo),
+            failed: None,
+        }
+    }
 }
 
 impl<M: Machine> MachineExt for M {}
@@ -118,6 +126,73 @@ where
                 f(out).map(Poll::Ready)
             }
         }
+    }
+}
+
+/// Runs `m`; if it fails, runs `undo` (whose own outcome is dropped) and
+/// then fails with `m`'s error. For steps that must not leave half a
+/// result behind.
+pub(crate) struct OrUndo<M, U> {
+    m: M,
+    undo: Option<U>,
+    failed: Option<crate::Error>,
+}
+
+impl<M: Machine, U: Machine> Machine for OrUndo<M, U> {
+    type Output = M::Output;
+
+    fn allow_transactions(&mut self, yes: bool) {
+        self.m.allow_transactions(yes);
+        if let Some(u) = &mut self.undo {
+            u.allow_transactions(yes);
+        }
+    }
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<M::Output>> {
+        if let Some(e) = self.failed.take() {
+            // Undoing: go on until it is done, whatever it says.
+            return match self.undo.as_mut().map(|u| u.step(replies)) {
+                Some(Ok(Poll::Send(req))) => {
+                    self.failed = Some(e);
+                    Ok(Poll::Send(req))
+                }
+                _ => Err(e),
+            };
+        }
+        match self.m.step(replies) {
+            Err(e) => match self.undo.as_mut().map(|u| u.step(None)) {
+                Some(Ok(Poll::Send(req))) => {
+                    self.failed = Some(e);
+                    Ok(Poll::Send(req))
+                }
+                _ => Err(e),
+            },
+            other => other,
+        }
+    }
+}
+
+/// A machine whose error is transformed.
+pub(crate) struct MapErr<M, F> {
+    m: M,
+    f: F,
+}
+
+impl<M, F> MapErr<M, F> {
+    pub fn new(m: M, f: F) -> MapErr<M, F> {
+        MapErr { m, f }
+    }
+}
+
+impl<M: Machine, F: Fn(crate::Error) -> crate::Error> Machine for MapErr<M, F> {
+    type Output = M::Output;
+
+    fn allow_transactions(&mut self, yes: bool) {
+        self.m.allow_transactions(yes);
+    }
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<M::Output>> {
+        self.m.step(replies).map_err(&self.f)
     }
 }
 

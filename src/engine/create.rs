@@ -3,7 +3,8 @@
 //! blocks.
 
 use super::alloc::{ModuleMachine, PreallocMachine};
-use super::chain::{BestEffort, MachineExt, Ready};
+use super::chain::{MachineExt, MapErr, Ready};
+use super::whole::{Which, WholeMachine};
 use super::Core;
 use crate::error::Result;
 use crate::exec::{Machine, Poll, Replies};
@@ -56,6 +57,46 @@ fn initial(bp: &Blueprint) -> Vec<NewGen> {
         .collect()
 }
 
+/// Every block of every generation rotabloom made in a new filter (not an
+/// adopted legacy one, which keeps what its crawler wrote), or the filter
+/// dropped again and the error (a refusal for memory said so, with the size
+/// asked).
+pub(crate) fn allocate_all(core: &Core) -> impl Machine<Output = ()> + Send {
+    let view = core.view();
+    let gens: Vec<NewGen> = view
+        .gens
+        .iter()
+        .filter(|g| g.layout.scheme.always_allocated())
+        .map(|g| NewGen {
+            seq: g.seq,
+            layout: g.layout,
+            capacity: g.capacity,
+        })
+        .collect();
+    let bytes: u64 = gens
+        .iter()
+        .map(|g| g.layout.bytes())
+        .fold(0, u64::saturating_add);
+    let name = core.name().to_string();
+    let alloc = MapErr::new(PreallocMachine::new(&core.keys, &view, &gens), move |e| {
+        out_of_memory(&name, bytes, e)
+    });
+    alloc.or_undo(WholeMachine::new(core.clone(), Which::Drop))
+}
+
+/// A refusal for memory as [`Error::OutOfMemory`](crate::Error::OutOfMemory),
+/// other errors as they are.
+pub(crate) fn out_of_memory(name: &str, bytes: u64, e: crate::Error) -> crate::Error {
+    match &e {
+        crate::Error::Redis(r) if r.inner().code() == Some("OOM") => crate::Error::OutOfMemory {
+            name: name.to_string(),
+            bytes,
+            message: r.inner().detail().unwrap_or("out of memory").to_string(),
+        },
+        _ => e,
+    }
+}
+
 /// The whole create-or-open.
 pub(crate) fn create_or_open(
     keys: Keys,
@@ -69,26 +110,15 @@ pub(crate) fn create_or_open(
         Ok(
             CreateMachine::new(k.clone(), accept, bp).then(move |(view, how)| {
                 // A lost race: the generations reserved for this attempt's uid
-                // are not part of the filter. A won one: allocate its blocks
-                // now, best effort, as every allocation ahead of need.
+                // are not part of the filter. A won one: allocate every block
+                // now, or remove the filter again: a block missing later is
+                // lost data, never a block not made yet.
+                let core = Core::new(k.clone(), view, accept, expect);
                 let follow_up: Box<dyn Machine<Output = ()> + Send> = match how {
                     Opened::Existing => Box::new(ModuleMachine::undo(&k, &blocks)),
-                    Opened::Created => Box::new(BestEffort(PreallocMachine::new(
-                        &k,
-                        &view,
-                        &view
-                            .gens
-                            .iter()
-                            .map(|g| NewGen {
-                                seq: g.seq,
-                                layout: g.layout,
-                                capacity: g.capacity,
-                            })
-                            .collect::<Vec<_>>(),
-                    ))),
+                    Opened::Created => Box::new(allocate_all(&core)),
                 };
-                Ok(follow_up
-                    .then(move |()| Ok(Ready(Some((Core::new(k, view, accept, expect), how))))))
+                Ok(follow_up.then(move |()| Ok(Ready(Some((core, how))))))
             }),
         )
     })

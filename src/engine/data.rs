@@ -268,7 +268,7 @@ impl DataMachine {
     }
 
     fn on_read(&mut self, r: ReadRound, replies: Replies) -> Result<Poll<DataOutput>> {
-        match txn::decode_read(&r.sent, r.round.len(), replies) {
+        match txn::decode_read(self.core.name(), &r.sent, r.round.len(), replies) {
             Err(e) => self.fail(e),
             Ok(Err(v)) => self.after_verdict(v),
             Ok(Ok(read)) => {

@@ -64,7 +64,8 @@ pub(crate) trait Decide: Send {
 enum State {
     Start,
     Time,
-    Alloc(Box<(PreallocMachine, Request)>),
+    /// Allocating the new generations (and their bytes) before the roll.
+    Alloc(Box<(PreallocMachine, Request, u64)>),
     Sent,
     Reload(bool),
 }
@@ -122,7 +123,11 @@ impl<D: Decide> RollMachine<D> {
                 let mut alloc = PreallocMachine::new(&self.core.keys, &self.view, &ahead);
                 match alloc.step(None)? {
                     Poll::Send(first) => {
-                        self.state = State::Alloc(Box::new((alloc, req)));
+                        let bytes = ahead
+                            .iter()
+                            .map(|g| g.layout.bytes())
+                            .fold(0, u64::saturating_add);
+                        self.state = State::Alloc(Box::new((alloc, req, bytes)));
                         Ok(Poll::Send(first))
                     }
                     Poll::Ready(()) => {
@@ -154,7 +159,10 @@ impl<D: Decide> Machine for RollMachine<D> {
                 self.now = Some(decode_time(take_one(replies)?)?);
                 self.decide()
             }
-            State::Alloc(mut pending) => match pending.0.step(replies)? {
+            State::Alloc(mut pending) => match pending.0.step(replies).map_err(|e| {
+                let bytes = pending.2;
+                super::create::out_of_memory(self.core.name(), bytes, e)
+            })? {
                 Poll::Send(next) => {
                     self.state = State::Alloc(pending);
                     Ok(Poll::Send(next))

@@ -10,8 +10,9 @@
 -- ARGV: op, uid, epoch, cleared, n, due, now, ngroups, then per group:
 --   role ('q' query only, 'd' decides and is written, 'w' written only;
 --   upper case for a RedisBloom generation), seq, k, nblocks, capacity (0:
---   no limit), then n * (block, k positions), or for a RedisBloom
---   generation n * (item).
+--   no limit), must ('1': every block key must exist, '0': an adopted
+--   legacy bitmap, whose never-written blocks may be absent), then
+--   n * (block, k positions), or for a RedisBloom generation n * (item).
 -- A capacity above 0 on the deciding group means writes stop there: the
 -- group never holds more than it was sized for.
 -- due is the view's lazy-rotation deadline in ms, or '' (the fence check
@@ -19,8 +20,10 @@
 -- in ms, or '' for the server's. Once due, writes and reads wait (DUE).
 --
 -- Returns {status, processed, flags, fill}: status OK, STALE (nothing
--- done), DUE (nothing done: rotate first) or FULL (the deciding group is at
--- its capacity and items are left); processed is how many items (a prefix
+-- done), DUE (nothing done: rotate first), FULL (the deciding group is at
+-- its capacity and items are left) or MISSING (nothing done: flags holds
+-- the missing block keys, separated by spaces; every block is allocated
+-- when its generation is made, so a missing one is lost data); processed is how many items (a prefix
 -- of the input) were handled; flags holds one '0'/'1' per handled item;
 -- fill is the deciding group's count after the call when it is capped,
 -- else -1.
@@ -38,20 +41,35 @@ end
 local n = tonumber(ARGV[5])
 local groups = {}
 local a, kix = 9, 3
--- Filters written before the fence existed get one on first write.
-if op ~= 'has' and redis.call('EXISTS', KEYS[2]) == 0 then
-  redis.call('SET', KEYS[2], ARGV[2] .. ':' .. ARGV[3] .. ':' .. ARGV[4])
-end
 
 for g = 1, tonumber(ARGV[8]) do
   local k = tonumber(ARGV[a + 2])
   local role = ARGV[a]
   local bf = role ~= string.lower(role)
   local grp = {role = string.lower(role), bf = bf, seq = ARGV[a + 1], k = k, nb = tonumber(ARGV[a + 3]),
-               cap = tonumber(ARGV[a + 4]), key0 = kix, base = a + 5, stride = bf and 1 or k + 1}
+               cap = tonumber(ARGV[a + 4]), must = ARGV[a + 5] == '1', key0 = kix, base = a + 6,
+               stride = bf and 1 or k + 1}
   kix = kix + grp.nb
-  a = a + 5 + n * grp.stride
+  a = a + 6 + n * grp.stride
   groups[g] = grp
+end
+
+-- A missing block would answer "absent" for everything it held.
+local missing = {}
+for _, grp in ipairs(groups) do
+  if grp.must then
+    for b = 0, grp.nb - 1 do
+      if redis.call('EXISTS', KEYS[grp.key0 + b]) == 0 then missing[#missing + 1] = KEYS[grp.key0 + b] end
+    end
+  end
+end
+if #missing > 0 then
+  return {'MISSING', 0, table.concat(missing, ' '), -1}
+end
+
+-- Filters written before the fence existed get one on first write.
+if op ~= 'has' and redis.call('EXISTS', KEYS[2]) == 0 then
+  redis.call('SET', KEYS[2], ARGV[2] .. ':' .. ARGV[3] .. ':' .. ARGV[4])
 end
 
 -- Check every count this call may add to before any bit is written: a

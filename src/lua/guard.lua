@@ -5,9 +5,12 @@
 -- the transaction (WATCH sees any write), and says why. It creates no key
 -- but the fence of a filter that exists: a missing fence is written and
 -- deleted again, or, when the metadata matches the caller's view, created.
--- KEYS[1]: fence; KEYS[2]: metadata hash. ARGV: 'UID:EPOCH:CLEARED', the
+-- KEYS[1]: fence; KEYS[2]: metadata hash; KEYS[3..]: the block keys the
+-- transaction reads or writes that must exist (every block of a generation
+-- rotabloom made is allocated when it is made: a missing one is lost data,
+-- and reading it would answer "absent"). ARGV: 'UID:EPOCH:CLEARED', the
 -- view's lazy-rotation deadline in ms or '', now in ms or ''.
--- Returns 'OK', 'STALE' or 'DUE'.
+-- Returns 'OK', 'STALE', 'DUE', or 'MISSING key...' (space-separated).
 local f = redis.call('GET', KEYS[1])
 local verdict = 'OK'
 if f ~= ARGV[1] then
@@ -21,6 +24,13 @@ elseif ARGV[2] ~= '' then
     now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   end
   if now >= tonumber(ARGV[2]) then verdict = 'DUE' end
+end
+if verdict == 'OK' then
+  local missing = {}
+  for i = 3, #KEYS do
+    if redis.call('EXISTS', KEYS[i]) == 0 then missing[#missing + 1] = KEYS[i] end
+  end
+  if #missing > 0 then verdict = 'MISSING ' .. table.concat(missing, ' ') end
 end
 if verdict ~= 'OK' then
   if f then

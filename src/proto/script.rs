@@ -125,7 +125,8 @@ pub(crate) fn request(
                     .arg(gen.seq)
                     .arg(0)
                     .arg(1)
-                    .arg(cap);
+                    .arg(cap)
+                    .arg("1");
                 for &i in chunk {
                     cmd.arg(batch.item(i).unwrap_or_default());
                 }
@@ -135,7 +136,12 @@ pub(crate) fn request(
                 .arg(gen.seq)
                 .arg(gen.layout.hashes)
                 .arg(gen.layout.blocks)
-                .arg(cap);
+                .arg(cap)
+                .arg(if gen.layout.scheme.always_allocated() {
+                    "1"
+                } else {
+                    "0"
+                });
             for &i in chunk {
                 let Some(h) = batch.hashes.get(i) else {
                     continue;
@@ -165,6 +171,18 @@ pub(crate) enum Status {
     Full,
 }
 
+/// The block keys a call found missing, when it found any.
+fn missing(name: &str, status: &str, flags: &str) -> Option<Error> {
+    (status == "MISSING").then(|| Error::MissingData {
+        name: name.to_string(),
+        keys: flags
+            .split(' ')
+            .filter(|k| !k.is_empty())
+            .map(str::to_string)
+            .collect(),
+    })
+}
+
 /// One call's outcome: answers for a prefix of its chunk.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Chunk {
@@ -187,6 +205,9 @@ pub(crate) fn decode(name: &str, len: usize, reply: redis::RedisResult<Value>) -
     ) else {
         return Err(unexpected("data script", &v));
     };
+    if let Some(e) = missing(name, &status, &flags) {
+        return Err(e);
+    }
     let processed = usize::try_from(*processed).map_err(|_| unexpected("data script count", &v))?;
     if processed > len || flags.len() != processed {
         return Err(unexpected("data script flags", &v));
@@ -242,10 +263,11 @@ mod tests {
             &args[6..14],
             ["cai", "0123456789abcdef", "0", "0", "2", "", "", "1"]
         );
-        // One group: decide, seq 0, k, 1 block, no cap, then per item block + k positions.
+        // One group: decide, seq 0, k, 1 block, no cap, every block must
+        // exist, then per item block + k positions.
         let k = view.gens[0].layout.hashes as usize;
-        assert_eq!(&args[14..19], ["d", "0", &k.to_string(), "1", "0"]);
-        assert_eq!(args.len(), 19 + 2 * (1 + k));
+        assert_eq!(&args[14..20], ["d", "0", &k.to_string(), "1", "0", "1"]);
+        assert_eq!(args.len(), 20 + 2 * (1 + k));
     }
 
     #[test]
@@ -268,6 +290,10 @@ mod tests {
             decode("t", 3, reply("DUE", 0, "", -1)).unwrap().status,
             Status::Due
         );
+        match decode("t", 3, reply("MISSING", 0, "k1 k2", -1)) {
+            Err(Error::MissingData { keys, .. }) => assert_eq!(keys, ["k1", "k2"]),
+            other => panic!("{other:?}"),
+        }
         for bad in [
             reply("OK", 4, "1011", -1),
             reply("OK", 2, "1", -1),

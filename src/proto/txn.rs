@@ -44,32 +44,45 @@ pub(crate) enum Verdict {
     Due,
 }
 
-/// `EVAL guard 2 fence meta token due now`, sent in full so that it can
-/// never be missing from the script cache: a guard that did not run would
-/// let the transaction through unchecked.
-fn guard(keys: &Keys, view: &View, now: &str) -> redis::Cmd {
+/// `EVAL guard n fence meta blocks... token due now`, sent in full so that
+/// it can never be missing from the script cache: a guard that did not run
+/// would let the transaction through unchecked. `gens` are the generations
+/// the transaction touches: their blocks must all exist.
+fn guard(keys: &Keys, view: &View, gens: &[usize], now: &str) -> redis::Cmd {
     let due = view
         .policy
         .lazy_due_at()
         .map(|t| t.to_string())
         .unwrap_or_default();
+    let blocks: Vec<String> = gens
+        .iter()
+        .filter_map(|&g| view.gens.get(g))
+        .filter(|g| g.layout.scheme.always_allocated())
+        .flat_map(|g| (0..g.layout.blocks).map(move |b| keys.block(&view.uid, g.seq, b)))
+        .collect();
     let mut cmd = redis::cmd("EVAL");
     cmd.arg(scripts::GUARD.source)
-        .arg(2)
+        .arg(2 + blocks.len())
         .arg(keys.fence())
-        .arg(keys.meta())
-        .arg(view.token())
-        .arg(due)
-        .arg(now);
+        .arg(keys.meta());
+    for b in &blocks {
+        cmd.arg(b);
+    }
+    cmd.arg(view.token()).arg(due).arg(now);
     cmd
 }
 
-pub(crate) fn verdict(reply: &redis::RedisResult<Value>) -> Result<Verdict> {
+/// The guard's answer; missing blocks are the call's error.
+pub(crate) fn verdict(name: &str, reply: &redis::RedisResult<Value>) -> Result<Verdict> {
     match reply {
         Ok(v) => match super::as_string(v).as_deref() {
             Some("OK") => Ok(Verdict::Ok),
             Some("STALE") => Ok(Verdict::Stale),
             Some("DUE") => Ok(Verdict::Due),
+            Some(s) if s.starts_with("MISSING ") => Err(Error::MissingData {
+                name: name.to_string(),
+                keys: s.split(' ').skip(1).map(str::to_string).collect(),
+            }),
             _ => Err(super::unexpected("guard", v)),
         },
         Err(e) => Err(e.clone().into()),
@@ -214,7 +227,7 @@ pub(crate) struct ReadSent {
 
 pub(crate) fn read_request(r: RoundOf<'_>, gens: &[usize], now: &str) -> (Request, ReadSent) {
     let mut req = Request::new();
-    req.push(guard(r.keys, r.view, now), None);
+    req.push(guard(r.keys, r.view, gens, now), None);
     let mut parts = Vec::new();
     let all: Vec<usize> = (0..r.round.len()).collect();
     for &g in gens {
@@ -226,12 +239,13 @@ pub(crate) fn read_request(r: RoundOf<'_>, gens: &[usize], now: &str) -> (Reques
 /// Per round position, whether a read generation holds the item; or the
 /// guard's verdict when the view was not current.
 pub(crate) fn decode_read(
+    name: &str,
     sent: &ReadSent,
     len: usize,
     replies: Replies,
 ) -> Result<std::result::Result<Vec<bool>, Verdict>> {
     let mut replies = replies.into_iter();
-    let v = verdict(&replies.next().ok_or_else(|| missing("guard"))?)?;
+    let v = verdict(name, &replies.next().ok_or_else(|| missing("guard"))?)?;
     if v != Verdict::Ok {
         return Ok(Err(v));
     }
@@ -304,7 +318,7 @@ pub(crate) fn tx_request(
     } = r;
     let mut req = Request::new();
     req.push(redis::cmd("WATCH").arg(keys.fence()).clone(), None);
-    req.push(guard(keys, view, now), None);
+    req.push(guard(keys, view, gens, now), None);
     req.push(redis::cmd("MULTI"), None);
     let positions: Vec<usize> = match op {
         DataOp::CheckAdd => (0..round.len())
@@ -359,7 +373,7 @@ pub(crate) fn decode_tx(
     // A refused WATCH (an ACL without it) would leave the writes unguarded:
     // it is the call's error.
     expect_ok("WATCH", replies.next())?;
-    let v = verdict(&replies.next().ok_or_else(|| missing("guard"))?)?;
+    let v = verdict(&view.name, &replies.next().ok_or_else(|| missing("guard"))?)?;
     expect_ok("MULTI", replies.next())?;
     // A command refused when queued (ACL, OOM) makes EXEC fail with
     // EXECABORT, which hides why: the first refusal is the error.
@@ -643,9 +657,9 @@ mod tests {
             Ok(ones(k, 2, 1)),
             Ok(ones(k, 2, 0)),
         ];
-        assert_eq!(decode_read(&sent, 2, r).unwrap(), Ok(vec![true, true]));
+        assert_eq!(decode_read("t", &sent, 2, r).unwrap(), Ok(vec![true, true]));
         let r = vec![Ok(Value::BulkString(b"STALE".to_vec()))];
-        assert_eq!(decode_read(&sent, 2, r).unwrap(), Err(Verdict::Stale));
+        assert_eq!(decode_read("t", &sent, 2, r).unwrap(), Err(Verdict::Stale));
     }
 
     #[test]

@@ -16,9 +16,45 @@ pub(crate) fn block_keys(keys: &Keys, view: &View) -> Vec<String> {
         .collect()
 }
 
+/// Each block to empty in a clear, with how: its size (a bitmap rotabloom
+/// made, kept allocated), `bf|rate|capacity` (a RedisBloom generation,
+/// reserved again), or nothing (an adopted legacy block, deleted).
+pub(crate) fn zero_targets(keys: &Keys, view: &View) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    for g in &view.gens {
+        let how: Vec<String> = if g.layout.scheme.is_module() {
+            vec![
+                "bf".into(),
+                fmt_f64(g.layout.error_rate_at(g.capacity)),
+                g.capacity.to_string(),
+            ]
+        } else if g.layout.scheme.always_allocated() {
+            vec![g.layout.block_bits().div_ceil(8).to_string()]
+        } else {
+            vec![String::new()]
+        };
+        for b in 0..g.layout.blocks {
+            out.push((keys.block(&view.uid, g.seq, b), how.clone()));
+        }
+    }
+    out
+}
+
+/// Empties one block, while the view is current.
+pub(crate) fn zero_request(keys: &Keys, view: &View, block: &str, how: &[String]) -> Request {
+    let mut cmd = scripts::ZERO.invoke(&[keys.meta(), block]);
+    cmd.arg(&view.uid).arg(view.epoch).arg(view.cleared);
+    for a in how {
+        cmd.arg(a);
+    }
+    let mut req = Request::new();
+    req.script(&scripts::ZERO, cmd);
+    req
+}
+
+/// The last step of a clear: counts reset, the clear counted, the fence
+/// moved.
 pub(crate) fn clear_request(keys: &Keys, view: &View) -> Result<Request> {
-    let mut key_list = vec![keys.meta().to_string(), keys.fence()];
-    key_list.extend(block_keys(keys, view));
     let cleared = view
         .cleared
         .checked_add(1)
@@ -27,27 +63,13 @@ pub(crate) fn clear_request(keys: &Keys, view: &View) -> Result<Request> {
             field: crate::metadata::field::CLEARED.into(),
             reason: "cannot count another clear".into(),
         })?;
-    let mut cmd = scripts::CLEAR.invoke(&key_list);
+    let mut cmd = scripts::CLEAR.invoke(&[keys.meta().to_string(), keys.fence()]);
     cmd.arg(&view.uid)
         .arg(view.epoch)
         .arg(view.cleared)
-        .arg(cleared)
-        .arg(view.gens.len());
+        .arg(cleared);
     for g in &view.gens {
         cmd.arg(g.seq);
-    }
-    for g in &view.gens {
-        for _ in 0..g.layout.blocks {
-            if g.layout.scheme.is_module() {
-                cmd.arg(format!(
-                    "{}|{}",
-                    fmt_f64(g.layout.error_rate_at(g.capacity)),
-                    g.capacity
-                ));
-            } else {
-                cmd.arg("");
-            }
-        }
     }
     let mut req = Request::new();
     req.script(&scripts::CLEAR, cmd);
