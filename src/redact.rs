@@ -74,7 +74,7 @@ pub fn redact_urls(text: &str) -> String {
 /// replaced by `***`.
 pub(crate) fn redact(text: &str, secrets: &Secrets) -> String {
     let mut out = redact_userinfo(text);
-    for param in ["pass=", "password="] {
+    for param in ["pass=", "password=", "sentinel_password="] {
         out = redact_query_param(&out, param);
     }
     for secret in &secrets.0 {

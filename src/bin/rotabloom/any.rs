@@ -2,7 +2,7 @@
 //! from a configured definition, and rotating.
 
 use chrono::{DateTime, Utc};
-use redis::Connection;
+use rotabloom::connect::Connection;
 use rotabloom::config::{FilterDef, FilterSpec};
 use rotabloom::{CircularFilter, Opened, Result, Rotation};
 
