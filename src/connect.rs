@@ -66,7 +66,10 @@ pub struct TlsOptions {
 
 impl TlsOptions {
     fn is_set(&self) -> bool {
-        self.ca_file.is_some() || self.cert_file.is_some() || self.key_file.is_some() || self.insecure
+        self.ca_file.is_some()
+            || self.cert_file.is_some()
+            || self.key_file.is_some()
+            || self.insecure
     }
 
     /// The files read, checked for what they must hold.
@@ -165,10 +168,18 @@ impl Target {
         let url = url.trim();
         let (scheme, rest) = url.split_once("://").ok_or(NOT_A_URL)?;
         let (deployment, secure) = match scheme {
-            "redis+cluster" | "rediss+cluster" => (cluster(rest, scheme.starts_with("rediss"))?, scheme.starts_with("rediss")),
-            "redis+sentinel" | "rediss+sentinel" => (sentinel(rest, scheme.starts_with("rediss"))?, scheme.starts_with("rediss")),
+            "redis+cluster" | "rediss+cluster" => (
+                cluster(rest, scheme.starts_with("rediss"))?,
+                scheme.starts_with("rediss"),
+            ),
+            "redis+sentinel" | "rediss+sentinel" => (
+                sentinel(rest, scheme.starts_with("rediss"))?,
+                scheme.starts_with("rediss"),
+            ),
             _ => {
-                let info = url.into_connection_info().map_err(|_| NOT_A_URL.to_string())?;
+                let info = url
+                    .into_connection_info()
+                    .map_err(|_| NOT_A_URL.to_string())?;
                 let secure = matches!(info.addr(), ConnectionAddr::TcpTls { .. });
                 (Deployment::Standalone(info), secure)
             }
@@ -315,7 +326,11 @@ impl Target {
     /// The error of a connection that could not be opened: one line,
     /// without credentials.
     fn failed(&self, e: &redis::RedisError) -> crate::Error {
-        let reason = e.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+        let reason = e
+            .to_string()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
         crate::Error::Connect {
             target: self.shown.clone(),
             reason: self.secrets.redact(&reason),
@@ -379,7 +394,12 @@ impl Target {
 impl Deployment {
     fn passwords(&self) -> Vec<String> {
         match self {
-            Deployment::Standalone(info) => info.redis_settings().password().map(str::to_string).into_iter().collect(),
+            Deployment::Standalone(info) => info
+                .redis_settings()
+                .password()
+                .map(str::to_string)
+                .into_iter()
+                .collect(),
             Deployment::Cluster(nodes) => nodes
                 .iter()
                 .filter_map(|n| n.redis_settings().password().map(str::to_string))
@@ -451,7 +471,9 @@ fn node_url(userinfo: Option<&str>, host: &str, port: u16, db: &str) -> String {
 fn cluster(rest: &str, tls: bool) -> Result<Deployment, String> {
     let (userinfo, list, tail) = split_authority(rest);
     if !tail.trim_matches('/').is_empty() {
-        return Err("a cluster URL has no database nor options: redis+cluster://HOST:PORT,HOST:PORT".into());
+        return Err(
+            "a cluster URL has no database nor options: redis+cluster://HOST:PORT,HOST:PORT".into(),
+        );
     }
     let mut nodes = Vec::new();
     for (host, port) in hosts(list, REDIS_PORT)? {
@@ -479,7 +501,9 @@ fn sentinel(rest: &str, tls: bool) -> Result<Deployment, String> {
     let mut parts = path.trim_start_matches('/').split('/');
     let master = parts.next().unwrap_or("").to_string();
     if master.is_empty() {
-        return Err("a Sentinel URL names the master: redis+sentinel://HOST:PORT,HOST:PORT/MASTER".into());
+        return Err(
+            "a Sentinel URL names the master: redis+sentinel://HOST:PORT,HOST:PORT/MASTER".into(),
+        );
     }
     let db = parts.next().filter(|d| !d.is_empty()).unwrap_or("0");
     if parts.next().is_some_and(|p| !p.is_empty()) {
@@ -499,8 +523,8 @@ fn sentinel(rest: &str, tls: bool) -> Result<Deployment, String> {
             "sentinel_password" => sentinel_password = Some(v),
             _ => {
                 return Err(format!(
-                    "unknown Sentinel URL option {k:?} (expected sentinel_username, sentinel_password)"
-                ))
+                "unknown Sentinel URL option {k:?} (expected sentinel_username, sentinel_password)"
+            ))
             }
         }
     }
@@ -554,6 +578,15 @@ pub enum Connection {
     Cluster(Box<redis::cluster::ClusterConnection>),
 }
 
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Connection::Single(_) => "Connection::Single",
+            Connection::Cluster(_) => "Connection::Cluster",
+        })
+    }
+}
+
 impl Connection {
     /// Every key matching `pattern` (a `SCAN MATCH` pattern), on every
     /// primary of a cluster: `SCAN` walks one node only.
@@ -571,7 +604,11 @@ impl Connection {
             let mut cursor: u64 = 0;
             loop {
                 let mut cmd = redis::cmd("SCAN");
-                cmd.arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(1000);
+                cmd.arg(cursor)
+                    .arg("MATCH")
+                    .arg(pattern)
+                    .arg("COUNT")
+                    .arg(1000);
                 let reply = match (&mut *self, &node) {
                     (Connection::Cluster(c), Some((host, port))) => c.route_command(
                         &cmd,
@@ -723,7 +760,10 @@ mod tests {
         let s = parse("redis+sentinel://:pw2@a,b:2/m/3?sentinel_password=sp%41").unwrap();
         assert!(s.to_string().ends_with("sentinel_password=***"), "{s}");
         assert_eq!(s.secrets().redact("pw2 spA"), "*** ***");
-        let Deployment::Sentinel { sentinels, node, .. } = &s.deployment else {
+        let Deployment::Sentinel {
+            sentinels, node, ..
+        } = &s.deployment
+        else {
             panic!()
         };
         assert_eq!(sentinels.len(), 2);
@@ -746,7 +786,9 @@ mod tests {
             insecure: true,
             ..TlsOptions::default()
         };
-        assert!(Target::parse("redis://h", tls.clone()).unwrap_err().contains("rediss://"));
+        assert!(Target::parse("redis://h", tls.clone())
+            .unwrap_err()
+            .contains("rediss://"));
         assert!(Target::parse("rediss://h", tls).unwrap().is_insecure());
         let missing = TlsOptions {
             ca_file: Some("/nonexistent/ca.pem".into()),

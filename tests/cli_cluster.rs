@@ -40,8 +40,20 @@ fn every_subcommand_on_a_cluster() {
     // The configuration's seed nodes.
     let cfg = dir.join("rotabloom.toml");
     let list: Vec<String> = seeds.iter().map(|s| format!("\"{s}\"")).collect();
-    std::fs::write(&cfg, format!("[defaults]\ncluster_nodes = [{}]\n", list.join(", "))).unwrap();
-    let out = rb(&["--config", cfg.to_str().unwrap(), "check", "b0", "x", "nope"]).ok();
+    std::fs::write(
+        &cfg,
+        format!("[defaults]\ncluster_nodes = [{}]\n", list.join(", ")),
+    )
+    .unwrap();
+    let out = rb(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "check",
+        "b0",
+        "x",
+        "nope",
+    ])
+    .ok();
     assert_eq!(out.stdout, "x\n");
 
     // No seed node answers: one line, exit 3.
@@ -50,5 +62,8 @@ fn every_subcommand_on_a_cluster() {
     drop(dead);
     let down = format!("redis+cluster://127.0.0.1:{port}");
     let line = rb(&["--redis", &down, "status"]).failed(3).to_string();
-    assert!(line.starts_with(&format!("rotabloom: cannot connect to {down}: ")), "{line}");
+    assert!(
+        line.starts_with(&format!("rotabloom: cannot connect to {down}: ")),
+        "{line}"
+    );
 }

@@ -32,7 +32,17 @@ fn library_and_command_line_reach_the_primary_by_name() {
 
     // The command line, by URL and by configuration keys; what it wrote is
     // on the primary.
-    rb(&["--redis", &url, "create", "s", "--kind", "bloom", "--capacity", "100"]).ok();
+    rb(&[
+        "--redis",
+        &url,
+        "create",
+        "s",
+        "--kind",
+        "bloom",
+        "--capacity",
+        "100",
+    ])
+    .ok();
     rb(&["--redis", &url, "add", "s", "one"]).ok();
     let dir = set.primary.dir().join("cfg");
     std::fs::create_dir_all(&dir).unwrap();
@@ -50,7 +60,15 @@ fn library_and_command_line_reach_the_primary_by_name() {
         ),
     )
     .unwrap();
-    let out = rb(&["--config", cfg.to_str().unwrap(), "check", "s", "one", "two"]).ok();
+    let out = rb(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "check",
+        "s",
+        "one",
+        "two",
+    ])
+    .ok();
     assert_eq!(out.stdout, "one\n");
     let n: i64 = redis::cmd("EXISTS")
         .arg(rotabloom::Keys::new(rotabloom::FilterName::new("s").unwrap()).meta())
@@ -62,14 +80,25 @@ fn library_and_command_line_reach_the_primary_by_name() {
     let wrong = url.replace("/rbmaster", "/nosuchmaster");
     let out = rb(&["--redis", &wrong, "status"]);
     let line = out.failed(3);
-    assert!(line.starts_with("rotabloom: cannot connect to redis+sentinel://"), "{line}");
+    assert!(
+        line.starts_with("rotabloom: cannot connect to redis+sentinel://"),
+        "{line}"
+    );
     let dead = RedisServer::start();
     let port = dead.port();
     drop(dead);
-    let out = rb(&["--redis", &format!("redis+sentinel://127.0.0.1:{port}/rbmaster"), "status"]);
+    let out = rb(&[
+        "--redis",
+        &format!("redis+sentinel://127.0.0.1:{port}/rbmaster"),
+        "status",
+    ]);
     out.failed(3);
     // A password never shows.
-    let out = rb(&["--redis", &format!("redis+sentinel://:s3cretpw@127.0.0.1:{port}/rbmaster?sentinel_password=s3cretsp"), "status"]);
+    let out = rb(&[
+        "--redis",
+        &format!("redis+sentinel://:s3cretpw@127.0.0.1:{port}/rbmaster?sentinel_password=s3cretsp"),
+        "status",
+    ]);
     let line = out.failed(3);
     assert!(!line.contains("s3cret"), "{line}");
 }

@@ -34,7 +34,10 @@ fn library_over_mutual_tls() {
     // No client certificate, or a CA that did not sign the server's.
     let no_cert = Target::parse(&server.url(), options(&files, false)).unwrap();
     let e = no_cert.connect().unwrap_err().to_string();
-    assert!(e.starts_with("cannot connect to rediss://127.0.0.1:"), "{e}");
+    assert!(
+        e.starts_with("cannot connect to rediss://127.0.0.1:"),
+        "{e}"
+    );
     let wrong_ca = TlsOptions {
         ca_file: Some(files.other_ca.clone()),
         ..options(&files, true)
@@ -51,7 +54,11 @@ fn library_over_mutual_tls() {
 fn command_line_over_tls() {
     let files = TlsFiles::make();
     let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
-    let (ca, cert, key) = (path(&files.ca), path(&files.client_cert), path(&files.client_key));
+    let (ca, cert, key) = (
+        path(&files.ca),
+        path(&files.client_cert),
+        path(&files.client_key),
+    );
 
     // Server certificates only: the CA from a flag, from the system's trust
     // store (SSL_CERT_FILE), from the configuration.
@@ -62,7 +69,11 @@ fn command_line_over_tls() {
     let out = rotabloom(&["--redis", &url, "status"], &[("SSL_CERT_FILE", &ca)], b"").ok();
     assert!(out.stdout.contains("b0"), "{out:?}");
     let cfg = dir.join("rotabloom.toml");
-    std::fs::write(&cfg, format!("[defaults]\nredis_url = \"{url}\"\ntls_ca_file = \"{ca}\"\n")).unwrap();
+    std::fs::write(
+        &cfg,
+        format!("[defaults]\nredis_url = \"{url}\"\ntls_ca_file = \"{ca}\"\n"),
+    )
+    .unwrap();
     rb(&["--config", cfg.to_str().unwrap(), "check", "b0", "x"]).ok();
 
     // A CA that did not sign the server's certificate; a plain-text URL
@@ -70,18 +81,39 @@ fn command_line_over_tls() {
     let other = path(&files.other_ca);
     let out = rb(&["--redis", &url, "--tls-ca", &other, "status"]);
     let line = out.failed(3);
-    assert!(line.starts_with(&format!("rotabloom: cannot connect to {url}: ")), "{line}");
+    assert!(
+        line.starts_with(&format!("rotabloom: cannot connect to {url}: ")),
+        "{line}"
+    );
     assert!(line.contains("certificate"), "{line}");
     let out = rb(&["--redis", &url, "--tls-insecure", "check", "b0", "x"]).ok();
-    assert!(out.stderr.starts_with("rotabloom: warning: insecure TLS"), "{out:?}");
-    let out = rb(&["--redis", &url.replace("rediss", "redis"), "--tls-ca", &ca, "status"]);
+    assert!(
+        out.stderr.starts_with("rotabloom: warning: insecure TLS"),
+        "{out:?}"
+    );
+    let out = rb(&[
+        "--redis",
+        &url.replace("rediss", "redis"),
+        "--tls-ca",
+        &ca,
+        "status",
+    ]);
     assert!(out.failed(2).contains("use rediss://"), "{out:?}");
 
     // Mutual TLS: the client certificate from flags, or from the
     // environment; without it, one line and exit 3.
     let mtls = RedisServer::start_tls(&files, true, &[]);
     let url = mtls.url();
-    let flags = ["--redis", &url, "--tls-ca", &ca, "--tls-cert", &cert, "--tls-key", &key];
+    let flags = [
+        "--redis",
+        &url,
+        "--tls-ca",
+        &ca,
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+    ];
     let mut args = flags.to_vec();
     args.extend(["create", "m", "--kind", "bloom", "--capacity", "100"]);
     rb(&args).ok();
@@ -95,8 +127,19 @@ fn command_line_over_tls() {
     assert_eq!(out.stdout, "item\n");
     let out = rb(&["--redis", &url, "--tls-ca", &ca, "check", "m", "item"]);
     let line = out.failed(3);
-    assert!(line.starts_with(&format!("rotabloom: cannot connect to {url}: ")), "{line}");
-    let out = rb(&["--redis", &url, "--tls-ca", &ca, "--tls-cert", &cert, "status"]);
+    assert!(
+        line.starts_with(&format!("rotabloom: cannot connect to {url}: ")),
+        "{line}"
+    );
+    let out = rb(&[
+        "--redis",
+        &url,
+        "--tls-ca",
+        &ca,
+        "--tls-cert",
+        &cert,
+        "status",
+    ]);
     assert!(out.failed(2).contains("needs its key"), "{out:?}");
 }
 

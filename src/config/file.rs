@@ -102,7 +102,11 @@ pub(super) fn defaults(
         given.push(("redis_url", at(u, "redis_url"), Ok(u.get_ref().clone())));
     }
     if let Some(v) = &raw.redis_url_env {
-        given.push(("redis_url_env", at(v, "redis_url_env"), Err(v.get_ref().clone())));
+        given.push((
+            "redis_url_env",
+            at(v, "redis_url_env"),
+            Err(v.get_ref().clone()),
+        ));
     }
     if let Some(n) = &raw.cluster_nodes {
         let loc = key_location(text, "cluster_nodes", &n.span());
@@ -112,12 +116,21 @@ pub(super) fn defaults(
     match (&raw.sentinels, &raw.sentinel_master) {
         (Some(n), Some(m)) => {
             let loc = key_location(text, "sentinels", &n.span());
-            let url = format!("{}{}/{}", scheme("sentinel"), n.get_ref().join(","), m.get_ref());
+            let url = format!(
+                "{}{}/{}",
+                scheme("sentinel"),
+                n.get_ref().join(","),
+                m.get_ref()
+            );
             given.push(("sentinels", loc, Ok(url)));
         }
         (Some(n), None) => {
             let loc = key_location(text, "sentinels", &n.span());
-            return Err(err(loc, "sentinels", "sentinels needs sentinel_master".into()));
+            return Err(err(
+                loc,
+                "sentinels",
+                "sentinels needs sentinel_master".into(),
+            ));
         }
         (None, Some(m)) => {
             return Err(err(
@@ -129,7 +142,10 @@ pub(super) fn defaults(
         (None, None) => {}
     }
     if let Some(t) = &raw.tls {
-        if !given.iter().any(|(k, _, _)| matches!(*k, "cluster_nodes" | "sentinels")) {
+        if !given
+            .iter()
+            .any(|(k, _, _)| matches!(*k, "cluster_nodes" | "sentinels"))
+        {
             let loc = key_location(text, "tls", &t.span());
             return Err(err(
                 loc,

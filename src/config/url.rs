@@ -28,7 +28,10 @@ impl RedisUrl {
     }
 
     /// The target this URL names, with TLS settings `tls`.
-    pub fn target(&self, tls: crate::connect::TlsOptions) -> Result<crate::connect::Target, String> {
+    pub fn target(
+        &self,
+        tls: crate::connect::TlsOptions,
+    ) -> Result<crate::connect::Target, String> {
         crate::connect::Target::parse(&self.0, tls)
     }
 

@@ -14,7 +14,11 @@ pub struct Run {
 
 impl std::fmt::Debug for Run {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit {}\n[stdout]\n{}[stderr]\n{}", self.code, self.stdout, self.stderr)
+        write!(
+            f,
+            "exit {}\n[stdout]\n{}[stderr]\n{}",
+            self.code, self.stdout, self.stderr
+        )
     }
 }
 
@@ -97,8 +101,16 @@ pub fn every_subcommand(base: &[&str], dir: &std::path::Path) {
     }
     run(&["create", "grow", "--kind", "expanding", "--capacity", "100"]).ok();
     run(&[
-        "create", "circ", "--kind", "circular", "--generations", "2", "--capacity", "100",
-        "--every", "daily@00:00",
+        "create",
+        "circ",
+        "--kind",
+        "circular",
+        "--generations",
+        "2",
+        "--capacity",
+        "10000",
+        "--every",
+        "daily@00:00",
     ])
     .ok();
     let out = run(&["add", "b0", "x", "y"]).ok();
@@ -112,7 +124,7 @@ pub fn every_subcommand(base: &[&str], dir: &std::path::Path) {
     let items: String = (0..500).map(|i| format!("item-{i}\n")).collect();
     std::fs::write(&file, items).unwrap();
     let out = run(&["load", "circ", file.to_str().unwrap()]).ok();
-    assert!(out.stderr.contains("500"), "{out:?}");
+    assert!(out.stdout.contains("loaded 500 items"), "{out:?}");
     let out = run(&["check", "--absent", "circ", "item-1", "new"]).ok();
     assert_eq!(out.stdout, "new\n");
     let out = run(&["status"]).ok();

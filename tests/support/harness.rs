@@ -180,9 +180,15 @@ enum Role {
     ClusterNode,
     /// Listens with TLS only (`--port 0 --tls-port PORT`); with
     /// `auth_clients`, requires a client certificate.
-    Tls { files: TlsFiles, auth_clients: bool },
+    Tls {
+        files: TlsFiles,
+        auth_clients: bool,
+    },
     /// `redis-server --sentinel` watching master `name` at `primary`.
-    Sentinel { name: String, primary: u16 },
+    Sentinel {
+        name: String,
+        primary: u16,
+    },
 }
 
 impl RedisServer {
@@ -194,7 +200,10 @@ impl RedisServer {
     /// Start a private server with extra `redis-server` arguments, e.g.
     /// `&["--loadmodule", "/path/to/module.so"]`.
     pub fn start_with(extra_args: &[&str]) -> RedisServer {
-        Self::start_impl(extra_args.iter().map(|s| s.to_string()).collect(), Role::Plain)
+        Self::start_impl(
+            extra_args.iter().map(|s| s.to_string()).collect(),
+            Role::Plain,
+        )
     }
 
     /// A cluster-enabled node (used by [`RedisCluster`]).
@@ -261,7 +270,12 @@ impl RedisServer {
             args.extend([conf.to_string_lossy().into_owned(), "--sentinel".into()]);
         }
         let port_args: Vec<String> = match &self.role {
-            Role::Tls { .. } => vec!["--port".into(), "0".into(), "--tls-port".into(), self.port.to_string()],
+            Role::Tls { .. } => vec![
+                "--port".into(),
+                "0".into(),
+                "--tls-port".into(),
+                self.port.to_string(),
+            ],
             _ => vec!["--port".into(), self.port.to_string()],
         };
         args.extend(port_args);
@@ -693,15 +707,34 @@ fn openssl(dir: &Path, args: &[&str]) {
 impl TlsFiles {
     pub fn make() -> TlsFiles {
         let dir = make_temp_dir();
-        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
         for ca in ["ca", "other-ca"] {
             let mut args = vec!["req", "-x509"];
             args.extend(ec);
-            let (key, crt, subj) = (format!("{ca}.key"), format!("{ca}.crt"), format!("/CN=rotabloom test {ca}"));
+            let (key, crt, subj) = (
+                format!("{ca}.key"),
+                format!("{ca}.crt"),
+                format!("/CN=rotabloom test {ca}"),
+            );
             args.extend([
-                "-keyout", &key, "-out", &crt, "-days", "2", "-subj", &subj,
-                "-addext", "basicConstraints=critical,CA:TRUE",
-                "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+                "-keyout",
+                &key,
+                "-out",
+                &crt,
+                "-days",
+                "2",
+                "-subj",
+                &subj,
+                "-addext",
+                "basicConstraints=critical,CA:TRUE",
+                "-addext",
+                "keyUsage=critical,keyCertSign,cRLSign",
             ]);
             openssl(&dir, &args);
         }
@@ -730,8 +763,21 @@ impl TlsFiles {
             openssl(
                 &dir,
                 &[
-                    "x509", "-req", "-in", &csr, "-CA", "ca.crt", "-CAkey", "ca.key",
-                    "-CAcreateserial", "-out", &crt, "-days", "2", "-extfile", &ext,
+                    "x509",
+                    "-req",
+                    "-in",
+                    &csr,
+                    "-CA",
+                    "ca.crt",
+                    "-CAkey",
+                    "ca.key",
+                    "-CAcreateserial",
+                    "-out",
+                    &crt,
+                    "-days",
+                    "2",
+                    "-extfile",
+                    &ext,
                 ],
             );
         }
@@ -812,7 +858,9 @@ impl SentinelSet {
                 return;
             }
             if Instant::now() >= deadline {
-                panic!("sentinels not ready within {CLUSTER_TIMEOUT:?}; last: {last}; replica: {info}");
+                panic!(
+                    "sentinels not ready within {CLUSTER_TIMEOUT:?}; last: {last}; replica: {info}"
+                );
             }
             thread::sleep(Duration::from_millis(50));
         }

@@ -59,9 +59,7 @@ impl Ctx {
     /// Sentinels name. A failure is one line, exit code 3.
     pub fn connect(&self) -> anyhow::Result<Connection> {
         let url = self.url.clone()?;
-        let target = url
-            .target(self.tls.clone())
-            .map_err(usage)?;
+        let target = url.target(self.tls.clone()).map_err(usage)?;
         if target.is_insecure() {
             eprintln!(
                 "rotabloom: warning: insecure TLS: the server's certificate is not verified, \
@@ -155,19 +153,19 @@ fn all_names(conn: &mut Connection) -> redis::RedisResult<Vec<String>> {
     let pattern = format!("{prefix}*{suffix}");
     let mut names = BTreeSet::new();
     let keys = conn.scan_match(&pattern)?;
-        for key in keys {
-            let Ok(key) = String::from_utf8(key) else {
-                continue;
-            };
-            let name = key
-                .strip_prefix(&prefix)
-                .and_then(|k| k.strip_suffix(suffix))
-                .and_then(|n| FilterName::new(n).ok());
-            // A key the pattern matches by accident (`rotabloom:{a}:b}:meta`)
-            // is not the meta key of the name read from it.
-            if let Some(name) = name.filter(|n| Keys::new(n.clone()).meta() == key) {
-                names.insert(name.to_string());
-            }
+    for key in keys {
+        let Ok(key) = String::from_utf8(key) else {
+            continue;
+        };
+        let name = key
+            .strip_prefix(&prefix)
+            .and_then(|k| k.strip_suffix(suffix))
+            .and_then(|n| FilterName::new(n).ok());
+        // A key the pattern matches by accident (`rotabloom:{a}:b}:meta`)
+        // is not the meta key of the name read from it.
+        if let Some(name) = name.filter(|n| Keys::new(n.clone()).meta() == key) {
+            names.insert(name.to_string());
         }
+    }
     Ok(names.into_iter().collect())
 }
