@@ -38,22 +38,9 @@ fn every_subcommand_on_a_cluster() {
     assert!(holding >= 2, "filters on {holding} node(s)");
 
     // The configuration's seed nodes.
-    let cfg = dir.join("rotabloom.toml");
     let list: Vec<String> = seeds.iter().map(|s| format!("\"{s}\"")).collect();
-    std::fs::write(
-        &cfg,
-        format!("[defaults]\ncluster_nodes = [{}]\n", list.join(", ")),
-    )
-    .unwrap();
-    let out = rb(&[
-        "--config",
-        cfg.to_str().unwrap(),
-        "check",
-        "b0",
-        "x",
-        "nope",
-    ])
-    .ok();
+    let toml = format!("[defaults]\ncluster_nodes = [{}]\n", list.join(", "));
+    let out = bin::with_config(&dir, &toml, &["check", "b0", "x", "nope"]).ok();
     assert_eq!(out.stdout, "x\n");
 
     // No seed node answers: one line, exit 3.

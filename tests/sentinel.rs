@@ -46,29 +46,11 @@ fn library_and_command_line_reach_the_primary_by_name() {
     rb(&["--redis", &url, "add", "s", "one"]).ok();
     let dir = set.primary.dir().join("cfg");
     std::fs::create_dir_all(&dir).unwrap();
-    let cfg = dir.join("rotabloom.toml");
-    let sentinels: Vec<String> = set
-        .sentinels
-        .iter()
-        .map(|s| format!("\"127.0.0.1:{}\"", s.port()))
-        .collect();
-    std::fs::write(
-        &cfg,
-        format!(
-            "[defaults]\nsentinels = [{}]\nsentinel_master = \"rbmaster\"\n",
-            sentinels.join(", ")
-        ),
-    )
-    .unwrap();
-    let out = rb(&[
-        "--config",
-        cfg.to_str().unwrap(),
-        "check",
-        "s",
-        "one",
-        "two",
-    ])
-    .ok();
+    let toml = format!(
+        "[defaults]\nsentinels = [{}]\nsentinel_master = \"rbmaster\"\n",
+        sentinels.join(", ")
+    );
+    let out = bin::with_config(&dir, &toml, &["check", "s", "one", "two"]).ok();
     assert_eq!(out.stdout, "one\n");
     let n: i64 = redis::cmd("EXISTS")
         .arg(rotabloom::Keys::new(rotabloom::FilterName::new("s").unwrap()).meta())

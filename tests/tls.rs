@@ -68,13 +68,8 @@ fn command_line_over_tls() {
     bin::every_subcommand(&["--redis", &url, "--tls-ca", &ca], &dir);
     let out = rotabloom(&["--redis", &url, "status"], &[("SSL_CERT_FILE", &ca)], b"").ok();
     assert!(out.stdout.contains("b0"), "{out:?}");
-    let cfg = dir.join("rotabloom.toml");
-    std::fs::write(
-        &cfg,
-        format!("[defaults]\nredis_url = \"{url}\"\ntls_ca_file = \"{ca}\"\n"),
-    )
-    .unwrap();
-    rb(&["--config", cfg.to_str().unwrap(), "check", "b0", "x"]).ok();
+    let toml = format!("[defaults]\nredis_url = \"{url}\"\ntls_ca_file = \"{ca}\"\n");
+    bin::with_config(&dir, &toml, &["check", "b0", "x"]).ok();
 
     // A CA that did not sign the server's certificate; a plain-text URL
     // to a TLS port; insecure mode warns on every run.
@@ -131,15 +126,9 @@ fn command_line_over_tls() {
         line.starts_with(&format!("rotabloom: cannot connect to {url}: ")),
         "{line}"
     );
-    let out = rb(&[
-        "--redis",
-        &url,
-        "--tls-ca",
-        &ca,
-        "--tls-cert",
-        &cert,
-        "status",
-    ]);
+    let mut args = flags[..6].to_vec();
+    args.push("status");
+    let out = rb(&args);
     assert!(out.failed(2).contains("needs its key"), "{out:?}");
 }
 

@@ -154,12 +154,11 @@ pub(super) fn defaults(
             ));
         }
     }
-    if given.len() > 1 {
-        let (key, loc, _) = &given[1];
+    if let [(first, loc, _), (second, _, _), ..] = given.as_slice() {
         return Err(err(
             *loc,
-            key,
-            "set one of redis_url, redis_url_env, cluster_nodes and sentinels".into(),
+            first,
+            format!("set either {first} or {second}, not both"),
         ));
     }
     match given.pop() {

@@ -79,6 +79,15 @@ pub fn rb(args: &[&str]) -> Run {
     rotabloom(args, &[], b"")
 }
 
+/// `rotabloom --config DIR/rotabloom.toml ARGS`, the file holding `toml`.
+pub fn with_config(dir: &std::path::Path, toml: &str, args: &[&str]) -> Run {
+    let cfg = dir.join("rotabloom.toml");
+    std::fs::write(&cfg, toml).unwrap();
+    let mut all = vec!["--config", cfg.to_str().unwrap()];
+    all.extend_from_slice(args);
+    rb(&all)
+}
+
 /// The part of every subcommand a test of a deployment runs: create each
 /// kind, add, check, filter, load, status (text and JSON), rotate (by hand
 /// and as due), drop. `base` goes before every command's arguments
