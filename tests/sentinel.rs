@@ -46,6 +46,11 @@ fn library_and_command_line_reach_the_primary_by_name() {
     rb(&["--redis", &url, "add", "s", "one"]).ok();
     let dir = set.primary.dir().join("cfg");
     std::fs::create_dir_all(&dir).unwrap();
+    let sentinels: Vec<String> = set
+        .sentinels
+        .iter()
+        .map(|s| format!("\"127.0.0.1:{}\"", s.port()))
+        .collect();
     let toml = format!(
         "[defaults]\nsentinels = [{}]\nsentinel_master = \"rbmaster\"\n",
         sentinels.join(", ")

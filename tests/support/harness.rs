@@ -181,7 +181,7 @@ enum Role {
     /// Listens with TLS only (`--port 0 --tls-port PORT`); with
     /// `auth_clients`, requires a client certificate.
     Tls {
-        files: TlsFiles,
+        files: Box<TlsFiles>,
         auth_clients: bool,
     },
     /// `redis-server --sentinel` watching master `name` at `primary`.
@@ -216,7 +216,7 @@ impl RedisServer {
     /// `files.ca`.
     pub fn start_tls(files: &TlsFiles, auth_clients: bool, extra_args: &[&str]) -> RedisServer {
         let role = Role::Tls {
-            files: files.clone(),
+            files: Box::new(files.clone()),
             auth_clients,
         };
         Self::start_impl(extra_args.iter().map(|s| s.to_string()).collect(), role)
