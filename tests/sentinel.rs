@@ -88,4 +88,5 @@ fn library_and_command_line_reach_the_primary_by_name() {
     ]);
     let line = out.failed(3);
     assert!(!line.contains("s3cret"), "{line}");
+    assert!(line.contains("sentinel_password=***: "), "{line}");
 }
