@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Make sure `redis-server` and `redis-cli` are available for the test suite.
+# Make sure `redis-server` and `redis-cli` are available for the test suite,
+# and `openssl`, with which the TLS tests make their certificates.
 #
 # Silent (exit 0) when both are already on PATH. Otherwise installs the Debian/
 # Ubuntu `redis-server` package with apt-get when running as root or with
@@ -18,7 +19,11 @@ have_redis() {
         command -v "${cli:-redis-cli}" >/dev/null 2>&1
 }
 
-if have_redis; then
+have_all() {
+    have_redis && command -v openssl >/dev/null 2>&1
+}
+
+if have_all; then
     exit 0
 fi
 
@@ -40,7 +45,7 @@ if ! command -v apt-get >/dev/null 2>&1; then
     cannot_install "apt-get not available"
 fi
 
-echo "ensure-redis: installing redis-server with apt-get..." >&2
+echo "ensure-redis: installing redis-server and openssl with apt-get..." >&2
 
 # Don't let the package's own service start (which may fail in containers
 # without systemd, or when 6379 is taken) break the install: a policy-rc.d
@@ -70,15 +75,15 @@ if ! ${SUDO[@]+"${SUDO[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get -q updat
     tail -n 5 "$log" >&2 || true
 fi
 if ! ${SUDO[@]+"${SUDO[@]}"} env DEBIAN_FRONTEND=noninteractive apt-get install "${apt_opts[@]}" \
-    --no-install-recommends redis-server >"$log" 2>&1; then
+    --no-install-recommends redis-server openssl >"$log" 2>&1; then
     # A failing post-install service start can leave the package half
     # configured; finish configuring it, and judge by the binaries below.
     ${SUDO[@]+"${SUDO[@]}"} env DEBIAN_FRONTEND=noninteractive dpkg --configure -a >>"$log" 2>&1 || true
 fi
 
 hash -r
-if ! have_redis; then
+if ! have_all; then
     tail -n 15 "$log" >&2 || true
-    cannot_install "apt-get install redis-server failed or did not provide both binaries"
+    cannot_install "apt-get install redis-server openssl failed or did not provide redis-server, redis-cli and openssl"
 fi
 echo "ensure-redis: installed $(redis-server --version | head -n1)" >&2

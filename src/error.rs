@@ -184,6 +184,18 @@ pub enum Error {
     #[error("internal error (a bug in rotabloom, please report it): {0}")]
     Internal(String),
 
+    /// Opening a connection failed: the server refused it, TLS or a
+    /// certificate failed, the credentials were refused, the Sentinels did
+    /// not name a primary, the cluster is down... `target` is the URL
+    /// without credentials, `reason` is scrubbed of the passwords in use.
+    #[error("cannot connect to {target}: {reason}")]
+    Connect {
+        /// Where, without credentials.
+        target: String,
+        /// Why, on one line.
+        reason: String,
+    },
+
     /// An error from Redis or the connection to it.
     #[error("redis: {0}")]
     Redis(#[source] RedisError),

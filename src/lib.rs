@@ -8,6 +8,7 @@ mod cache;
 mod circular;
 mod clock;
 pub mod config;
+pub mod connect;
 mod engine;
 mod error;
 mod exec;

@@ -74,7 +74,7 @@ pub fn redact_urls(text: &str) -> String {
 /// replaced by `***`.
 pub(crate) fn redact(text: &str, secrets: &Secrets) -> String {
     let mut out = redact_userinfo(text);
-    for param in ["pass=", "password="] {
+    for param in ["pass=", "password=", "sentinel_password="] {
         out = redact_query_param(&out, param);
     }
     for secret in &secrets.0 {
@@ -119,7 +119,9 @@ fn redact_query_param(text: &str, param: &str) -> String {
         let start = from + i;
         let value = start + param.len();
         let preceded = start == 0 || matches!(out.as_bytes()[start - 1], b'?' | b'&');
-        if !preceded {
+        // Already masked: redacting twice changes nothing (the `:` after a
+        // masked value at the end of a URL stays).
+        if !preceded || out[value..].starts_with(MASK) {
             from = value;
             continue;
         }
@@ -163,6 +165,14 @@ mod tests {
             redact_urls("\"unix:///s?pass=a b\" and ?password=c#f"),
             "\"unix:///s?pass=*** b\" and ?password=***#f"
         );
+    }
+
+    #[test]
+    fn redacting_twice_changes_nothing() {
+        let url = redact_urls("redis+sentinel://:pw@h/m?sentinel_password=sp");
+        assert_eq!(url, "redis+sentinel://***@h/m?sentinel_password=***");
+        let line = format!("cannot connect to {url}: refused");
+        assert_eq!(redact_urls(&line), line);
     }
 
     #[test]

@@ -47,8 +47,11 @@ Exit codes:
      or exists with other parameters than the configuration asks for
   3  Redis error: connection, authentication, server, or the data in it
 
-Redis URL: --redis, else the configuration's redis_url / redis_url_env,
-else $REDIS_URL, else redis://127.0.0.1:6379. Passwords are never printed.";
+Redis URL: --redis, else the configuration's redis_url / redis_url_env /
+cluster_nodes / sentinels, else $REDIS_URL, else redis://127.0.0.1:6379.
+Forms: redis://, rediss:// (TLS), unix://, redis+cluster://H:P,H:P,
+redis+sentinel://H:P,H:P/MASTER (see docs/CLI.md). Passwords are never
+printed.";
 
 /// Bloom filters in Redis: create, inspect, rotate and use them from the shell.
 #[derive(Parser, Debug)]
@@ -62,6 +65,24 @@ struct Cli {
     /// with a password: the command line is visible to other users).
     #[arg(long, global = true, value_name = "URL")]
     redis: Option<String>,
+
+    /// PEM file of the certificate authorities to trust for rediss://
+    /// (default: the system's, which honours SSL_CERT_FILE / SSL_CERT_DIR).
+    #[arg(long, global = true, value_name = "FILE", env = "ROTABLOOM_TLS_CA")]
+    tls_ca: Option<PathBuf>,
+
+    /// PEM file of a client certificate (mutual TLS; with --tls-key).
+    #[arg(long, global = true, value_name = "FILE", env = "ROTABLOOM_TLS_CERT")]
+    tls_cert: Option<PathBuf>,
+
+    /// PEM file of the client certificate's private key.
+    #[arg(long, global = true, value_name = "FILE", env = "ROTABLOOM_TLS_KEY")]
+    tls_key: Option<PathBuf>,
+
+    /// Do not verify the server's certificate (tests only; warns on every
+    /// run).
+    #[arg(long, global = true, env = "ROTABLOOM_TLS_INSECURE")]
+    tls_insecure: bool,
 
     #[command(subcommand)]
     command: Command,
@@ -161,7 +182,13 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return errors::exit_clap(&e),
     };
-    let ctx = match Ctx::new(cli.config.as_deref(), cli.redis.as_deref()) {
+    let tls = rotabloom::connect::TlsOptions {
+        ca_file: cli.tls_ca,
+        cert_file: cli.tls_cert,
+        key_file: cli.tls_key,
+        insecure: cli.tls_insecure,
+    };
+    let ctx = match Ctx::new(cli.config.as_deref(), cli.redis.as_deref(), tls) {
         Ok(ctx) => ctx,
         Err(e) => return errors::exit(&e, &Secrets::default()),
     };

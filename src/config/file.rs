@@ -28,6 +28,35 @@ pub(super) struct RawFile {
 pub(super) struct RawDefaults {
     redis_url: Option<Spanned<String>>,
     redis_url_env: Option<Spanned<String>>,
+    cluster_nodes: Option<Spanned<Vec<String>>>,
+    sentinels: Option<Spanned<Vec<String>>>,
+    sentinel_master: Option<Spanned<String>>,
+    tls: Option<Spanned<bool>>,
+    tls_ca_file: Option<Spanned<String>>,
+    tls_cert_file: Option<Spanned<String>>,
+    tls_key_file: Option<Spanned<String>>,
+    tls_insecure: Option<Spanned<bool>>,
+}
+
+/// The `[defaults]` TLS keys, file names as written.
+#[derive(Clone, Debug, Default)]
+pub(super) struct RawTls {
+    pub ca_file: Option<String>,
+    pub cert_file: Option<String>,
+    pub key_file: Option<String>,
+    pub insecure: bool,
+}
+
+impl RawDefaults {
+    /// The TLS keys; taken out of `self`.
+    pub(super) fn take_tls(&mut self) -> RawTls {
+        RawTls {
+            ca_file: self.tls_ca_file.take().map(Spanned::into_inner),
+            cert_file: self.tls_cert_file.take().map(Spanned::into_inner),
+            key_file: self.tls_key_file.take().map(Spanned::into_inner),
+            insecure: self.tls_insecure.take().is_some_and(Spanned::into_inner),
+        }
+    }
 }
 
 /// A filter section: each key and its value, with where they are.
@@ -62,24 +91,86 @@ pub(super) fn defaults(
     let err = |loc: Location, key: &str, message: String| {
         ConfigError::new(file, Some(loc), Some(format!("defaults.{key}")), message)
     };
-    match (raw.redis_url, raw.redis_url_env) {
-        (Some(u), Some(_)) => Err(err(
-            at(&u, "redis_url"),
-            "redis_url",
-            "set either redis_url or redis_url_env, not both".into(),
-        )),
-        (Some(u), None) => {
-            let loc = at(&u, "redis_url");
-            let url = RedisUrl::new(u.into_inner()).map_err(|m| err(loc, "redis_url", m))?;
-            Ok(Some((RedisSetting::Url(url), loc, "redis_url")))
+    // `cluster_nodes` and `sentinels` + `sentinel_master` are spelled as
+    // the URL they stand for, which validates them.
+    let scheme = |kind: &str| {
+        let tls = raw.tls.as_ref().is_some_and(|t| *t.get_ref());
+        format!("{}+{kind}://", if tls { "rediss" } else { "redis" })
+    };
+    let mut given: Vec<(&'static str, Location, Result<String, String>)> = Vec::new();
+    if let Some(u) = &raw.redis_url {
+        given.push(("redis_url", at(u, "redis_url"), Ok(u.get_ref().clone())));
+    }
+    if let Some(v) = &raw.redis_url_env {
+        given.push((
+            "redis_url_env",
+            at(v, "redis_url_env"),
+            Err(v.get_ref().clone()),
+        ));
+    }
+    if let Some(n) = &raw.cluster_nodes {
+        let loc = key_location(text, "cluster_nodes", &n.span());
+        let url = format!("{}{}", scheme("cluster"), n.get_ref().join(","));
+        given.push(("cluster_nodes", loc, Ok(url)));
+    }
+    match (&raw.sentinels, &raw.sentinel_master) {
+        (Some(n), Some(m)) => {
+            let loc = key_location(text, "sentinels", &n.span());
+            let url = format!(
+                "{}{}/{}",
+                scheme("sentinel"),
+                n.get_ref().join(","),
+                m.get_ref()
+            );
+            given.push(("sentinels", loc, Ok(url)));
         }
-        (None, Some(v)) => {
-            let loc = at(&v, "redis_url_env");
-            let setting =
-                RedisSetting::env(v.into_inner()).map_err(|m| err(loc, "redis_url_env", m))?;
-            Ok(Some((setting, loc, "redis_url_env")))
+        (Some(n), None) => {
+            let loc = key_location(text, "sentinels", &n.span());
+            return Err(err(
+                loc,
+                "sentinels",
+                "sentinels needs sentinel_master".into(),
+            ));
         }
-        (None, None) => Ok(None),
+        (None, Some(m)) => {
+            return Err(err(
+                at(m, "sentinel_master"),
+                "sentinel_master",
+                "sentinel_master needs sentinels".into(),
+            ))
+        }
+        (None, None) => {}
+    }
+    if let Some(t) = &raw.tls {
+        if !given
+            .iter()
+            .any(|(k, _, _)| matches!(*k, "cluster_nodes" | "sentinels"))
+        {
+            let loc = key_location(text, "tls", &t.span());
+            return Err(err(
+                loc,
+                "tls",
+                "tls goes with cluster_nodes or sentinels (a URL says rediss:// itself)".into(),
+            ));
+        }
+    }
+    if let [(first, loc, _), (second, _, _), ..] = given.as_slice() {
+        return Err(err(
+            *loc,
+            first,
+            format!("set either {first} or {second}, not both"),
+        ));
+    }
+    match given.pop() {
+        Some((key, loc, Ok(url))) => {
+            let url = RedisUrl::new(url).map_err(|m| err(loc, key, m))?;
+            Ok(Some((RedisSetting::Url(url), loc, key)))
+        }
+        Some((key, loc, Err(var))) => {
+            let setting = RedisSetting::env(var).map_err(|m| err(loc, key, m))?;
+            Ok(Some((setting, loc, key)))
+        }
+        None => Ok(None),
     }
 }
 

@@ -65,6 +65,7 @@ use std::path::Path;
 pub struct Config {
     file: String,
     redis: Option<file::RedisAt>,
+    tls: file::RawTls,
     filters: Vec<FilterDef>,
 }
 
@@ -96,9 +97,12 @@ impl Config {
     pub fn parse(text: &str, file: impl Into<String>) -> Result<Config, ConfigError> {
         let file = file.into();
         let raw = file::read(text, &file)?;
-        let redis = match raw.defaults {
-            Some(d) => file::defaults(text, &file, d)?,
-            None => None,
+        let (redis, tls) = match raw.defaults {
+            Some(mut d) => {
+                let tls = d.take_tls();
+                (file::defaults(text, &file, d)?, tls)
+            }
+            None => (None, file::RawTls::default()),
         };
         let mut sections: Vec<_> = raw
             .filter
@@ -132,6 +136,7 @@ impl Config {
         Ok(Config {
             file,
             redis,
+            tls,
             filters,
         })
     }
@@ -167,6 +172,20 @@ impl Config {
         setting.resolve().map(Some).map_err(|m| {
             ConfigError::new(&self.file, Some(*loc), Some(format!("defaults.{key}")), m)
         })
+    }
+
+    /// The TLS settings of `[defaults]` (`tls_ca_file`, `tls_cert_file`,
+    /// `tls_key_file`, `tls_insecure`). A relative file name is relative
+    /// to the configuration file's directory.
+    pub fn tls_options(&self) -> crate::connect::TlsOptions {
+        let dir = Path::new(&self.file).parent().unwrap_or(Path::new(""));
+        let path = |p: &Option<String>| p.as_ref().map(|p| dir.join(p));
+        crate::connect::TlsOptions {
+            ca_file: path(&self.tls.ca_file),
+            cert_file: path(&self.tls.cert_file),
+            key_file: path(&self.tls.key_file),
+            insecure: self.tls.insecure,
+        }
     }
 
     /// An error about `key` of filter `name` (for example a parameter that

@@ -23,13 +23,16 @@ impl RedisUrl {
     /// error message does not repeat the URL.
     pub fn new(url: impl Into<String>) -> Result<RedisUrl, String> {
         let url = url.into().trim().to_string();
-        match redis::IntoConnectionInfo::into_connection_info(url.as_str()) {
-            Ok(_) => Ok(RedisUrl(url)),
-            Err(_) => Err(
-                "not a Redis URL (expected redis://HOST:PORT/DB, rediss://..., or unix:///PATH; a password goes before the host as :PASSWORD@)"
-                    .to_string(),
-            ),
-        }
+        crate::connect::Target::parse(&url, Default::default())?;
+        Ok(RedisUrl(url))
+    }
+
+    /// The target this URL names, with TLS settings `tls`.
+    pub fn target(
+        &self,
+        tls: crate::connect::TlsOptions,
+    ) -> Result<crate::connect::Target, String> {
+        crate::connect::Target::parse(&self.0, tls)
     }
 
     /// The URL with its password, to connect. Never print it.
@@ -37,8 +40,8 @@ impl RedisUrl {
         &self.0
     }
 
-    /// The password in the URL, if any (percent-decoding not applied), so
-    /// a program can scrub it from text it did not produce itself.
+    /// The password in the URL, if any (the data nodes'), so a program
+    /// can scrub it from text it did not produce itself.
     pub fn password(&self) -> Option<String> {
         let info = redis::IntoConnectionInfo::into_connection_info(self.0.as_str()).ok()?;
         info.redis_settings()
@@ -56,9 +59,9 @@ impl RedisUrl {
     /// assert_eq!(url.secrets().redact("bad password hunter2"), "bad password ***");
     /// ```
     pub fn secrets(&self) -> Secrets {
-        self.password()
-            .into_iter()
-            .fold(Secrets::default(), Secrets::with)
+        self.target(Default::default())
+            .map(|t| t.secrets().clone())
+            .unwrap_or_default()
     }
 }
 

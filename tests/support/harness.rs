@@ -170,7 +170,25 @@ pub struct RedisServer {
     port: u16,
     dir: PathBuf,
     extra_args: Vec<String>,
-    cluster: bool,
+    role: Role,
+}
+
+/// What a server is besides a plain one.
+#[derive(Clone)]
+enum Role {
+    Plain,
+    ClusterNode,
+    /// Listens with TLS only (`--port 0 --tls-port PORT`); with
+    /// `auth_clients`, requires a client certificate.
+    Tls {
+        files: Box<TlsFiles>,
+        auth_clients: bool,
+    },
+    /// `redis-server --sentinel` watching master `name` at `primary`.
+    Sentinel {
+        name: String,
+        primary: u16,
+    },
 }
 
 impl RedisServer {
@@ -182,21 +200,46 @@ impl RedisServer {
     /// Start a private server with extra `redis-server` arguments, e.g.
     /// `&["--loadmodule", "/path/to/module.so"]`.
     pub fn start_with(extra_args: &[&str]) -> RedisServer {
-        Self::start_impl(extra_args.iter().map(|s| s.to_string()).collect(), false)
+        Self::start_impl(
+            extra_args.iter().map(|s| s.to_string()).collect(),
+            Role::Plain,
+        )
     }
 
     /// A cluster-enabled node (used by [`RedisCluster`]).
     fn start_cluster_node() -> RedisServer {
-        Self::start_impl(Vec::new(), true)
+        Self::start_impl(Vec::new(), Role::ClusterNode)
     }
 
-    fn start_impl(extra_args: Vec<String>, cluster: bool) -> RedisServer {
+    /// A server listening with TLS only, with the certificates of `files`;
+    /// with `auth_clients`, it requires a client certificate signed by
+    /// `files.ca`.
+    pub fn start_tls(files: &TlsFiles, auth_clients: bool, extra_args: &[&str]) -> RedisServer {
+        let role = Role::Tls {
+            files: Box::new(files.clone()),
+            auth_clients,
+        };
+        Self::start_impl(extra_args.iter().map(|s| s.to_string()).collect(), role)
+    }
+
+    /// A Sentinel watching the primary on port `primary` as master `name`
+    /// (quorum 2).
+    pub fn start_sentinel(name: &str, primary: u16) -> RedisServer {
+        let role = Role::Sentinel {
+            name: name.to_string(),
+            primary,
+        };
+        Self::start_impl(Vec::new(), role)
+    }
+
+    fn start_impl(extra_args: Vec<String>, role: Role) -> RedisServer {
+        let cluster = matches!(role, Role::ClusterNode);
         let mut server = RedisServer {
             child: None,
             port: 0,
             dir: make_temp_dir(),
             extra_args,
-            cluster,
+            role,
         };
         let mut errors = Vec::new();
         for _ in 0..START_ATTEMPTS {
@@ -215,33 +258,74 @@ impl RedisServer {
 
     fn args(&self) -> Vec<String> {
         let dir = self.dir.to_string_lossy().into_owned();
-        let mut args: Vec<String> = vec![
-            "--port".into(),
-            self.port.to_string(),
+        let mut args: Vec<String> = Vec::new();
+        if let Role::Sentinel { name, primary } = &self.role {
+            // A Sentinel rewrites its configuration file: it must have one.
+            let conf = self.dir.join("sentinel.conf");
+            let text = format!(
+                "sentinel monitor {name} 127.0.0.1 {primary} 2\n\
+                 sentinel down-after-milliseconds {name} 5000\n"
+            );
+            fs::write(&conf, text).expect("write sentinel.conf");
+            args.extend([conf.to_string_lossy().into_owned(), "--sentinel".into()]);
+        }
+        let port_args: Vec<String> = match &self.role {
+            Role::Tls { .. } => vec![
+                "--port".into(),
+                "0".into(),
+                "--tls-port".into(),
+                self.port.to_string(),
+            ],
+            _ => vec!["--port".into(), self.port.to_string()],
+        };
+        args.extend(port_args);
+        args.extend([
             "--bind".into(),
             "127.0.0.1".into(),
-            "--protected-mode".into(),
-            "yes".into(),
             "--dir".into(),
             dir,
             "--logfile".into(),
             self.log_path().to_string_lossy().into_owned(),
+            "--daemonize".into(),
+            "no".into(),
+        ]);
+        if matches!(self.role, Role::Sentinel { .. }) {
+            return args;
+        }
+        args.extend([
+            "--protected-mode".into(),
+            "yes".into(),
             "--save".into(),
             "".into(),
             "--appendonly".into(),
             "no".into(),
-            "--daemonize".into(),
-            "no".into(),
-        ];
-        if self.cluster {
-            args.extend([
+        ]);
+        match &self.role {
+            Role::ClusterNode => args.extend([
                 "--cluster-enabled".into(),
                 "yes".into(),
                 "--cluster-config-file".into(),
                 format!("nodes-{}.conf", self.port),
                 "--cluster-node-timeout".into(),
                 "5000".into(),
-            ]);
+            ]),
+            Role::Tls {
+                files,
+                auth_clients,
+            } => {
+                let path = |p: &PathBuf| p.to_string_lossy().into_owned();
+                args.extend([
+                    "--tls-cert-file".into(),
+                    path(&files.server_cert),
+                    "--tls-key-file".into(),
+                    path(&files.server_key),
+                    "--tls-ca-cert-file".into(),
+                    path(&files.ca),
+                    "--tls-auth-clients".into(),
+                    if *auth_clients { "yes" } else { "no" }.into(),
+                ]);
+            }
+            Role::Plain | Role::Sentinel { .. } => {}
         }
         args.extend(self.extra_args.iter().cloned());
         args
@@ -274,7 +358,7 @@ impl RedisServer {
         let pid = child.id();
         self.child = Some(child);
 
-        let client = redis::Client::open(self.url()).map_err(|e| e.to_string())?;
+        let client = self.client();
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             let child = self.child.as_mut().expect("child");
@@ -329,9 +413,12 @@ impl RedisServer {
         }
     }
 
-    /// `redis://127.0.0.1:PORT/`
+    /// `redis://127.0.0.1:PORT/` (`rediss://` for a TLS server).
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
+        match self.role {
+            Role::Tls { .. } => format!("rediss://127.0.0.1:{}/", self.port),
+            _ => format!("redis://127.0.0.1:{}/", self.port),
+        }
     }
 
     pub fn port(&self) -> u16 {
@@ -348,8 +435,15 @@ impl RedisServer {
         self.child.as_ref().map(|c| c.id())
     }
 
+    /// A client; for a TLS server, trusting the test CA and presenting
+    /// the client certificate.
     pub fn client(&self) -> redis::Client {
-        redis::Client::open(self.url()).expect("valid redis URL")
+        match &self.role {
+            Role::Tls { files, .. } => {
+                redis::Client::build_with_tls(self.url(), files.certificates()).expect("TLS client")
+            }
+            _ => redis::Client::open(self.url()).expect("valid redis URL"),
+        }
     }
 
     pub fn connection(&self) -> redis::Connection {
@@ -566,5 +660,219 @@ impl Drop for RedisCluster {
         }
         // Each node's own Drop then reaps (or SIGKILLs) it and removes its dir.
         self.nodes.clear();
+    }
+}
+
+/// A CA, a server certificate for 127.0.0.1 / localhost and a client
+/// certificate it signed, and a second CA that signed nothing of these:
+/// PEM files made with `openssl` (scripts/ensure-redis.sh installs it) in
+/// a temporary directory, removed when the last clone is dropped.
+#[derive(Clone)]
+pub struct TlsFiles {
+    _dir: std::sync::Arc<TempDir>,
+    pub ca: PathBuf,
+    pub server_cert: PathBuf,
+    pub server_key: PathBuf,
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+    /// A CA that signed none of the certificates above.
+    pub other_ca: PathBuf,
+}
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run `openssl` (run scripts/ensure-redis.sh, or apt-get install openssl): {e}")
+        });
+    assert!(
+        out.status.success(),
+        "openssl {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl TlsFiles {
+    pub fn make() -> TlsFiles {
+        let dir = make_temp_dir();
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        for ca in ["ca", "other-ca"] {
+            let mut args = vec!["req", "-x509"];
+            args.extend(ec);
+            let (key, crt, subj) = (
+                format!("{ca}.key"),
+                format!("{ca}.crt"),
+                format!("/CN=rotabloom test {ca}"),
+            );
+            args.extend([
+                "-keyout",
+                &key,
+                "-out",
+                &crt,
+                "-days",
+                "2",
+                "-subj",
+                &subj,
+                "-addext",
+                "basicConstraints=critical,CA:TRUE",
+                "-addext",
+                "keyUsage=critical,keyCertSign,cRLSign",
+            ]);
+            openssl(&dir, &args);
+        }
+        fs::write(
+            dir.join("server.ext"),
+            "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n",
+        )
+        .unwrap();
+        fs::write(
+            dir.join("client.ext"),
+            "extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n",
+        )
+        .unwrap();
+        for who in ["server", "client"] {
+            let (key, csr, crt, ext, subj) = (
+                format!("{who}.key"),
+                format!("{who}.csr"),
+                format!("{who}.crt"),
+                format!("{who}.ext"),
+                format!("/CN=rotabloom test {who}"),
+            );
+            let mut args = vec!["req"];
+            args.extend(ec);
+            args.extend(["-keyout", &key, "-out", &csr, "-subj", &subj]);
+            openssl(&dir, &args);
+            openssl(
+                &dir,
+                &[
+                    "x509",
+                    "-req",
+                    "-in",
+                    &csr,
+                    "-CA",
+                    "ca.crt",
+                    "-CAkey",
+                    "ca.key",
+                    "-CAcreateserial",
+                    "-out",
+                    &crt,
+                    "-days",
+                    "2",
+                    "-extfile",
+                    &ext,
+                ],
+            );
+        }
+        TlsFiles {
+            ca: dir.join("ca.crt"),
+            server_cert: dir.join("server.crt"),
+            server_key: dir.join("server.key"),
+            client_cert: dir.join("client.crt"),
+            client_key: dir.join("client.key"),
+            other_ca: dir.join("other-ca.crt"),
+            _dir: std::sync::Arc::new(TempDir(dir)),
+        }
+    }
+
+    /// The test CA and the client certificate, for the redis crate.
+    pub fn certificates(&self) -> redis::TlsCertificates {
+        redis::TlsCertificates {
+            client_tls: Some(redis::ClientTlsConfig {
+                client_cert: fs::read(&self.client_cert).unwrap(),
+                client_key: fs::read(&self.client_key).unwrap(),
+            }),
+            root_cert: Some(fs::read(&self.ca).unwrap()),
+        }
+    }
+}
+
+/// A primary, one replica of it, and three Sentinels watching it as
+/// master `name`, on loopback.
+pub struct SentinelSet {
+    pub primary: RedisServer,
+    pub replica: RedisServer,
+    pub sentinels: Vec<RedisServer>,
+    pub name: String,
+}
+
+impl SentinelSet {
+    pub fn start(name: &str) -> SentinelSet {
+        let primary = RedisServer::start();
+        let of = primary.port().to_string();
+        let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &of]);
+        let sentinels: Vec<RedisServer> = (0..3)
+            .map(|_| RedisServer::start_sentinel(name, primary.port()))
+            .collect();
+        let set = SentinelSet {
+            primary,
+            replica,
+            sentinels,
+            name: name.to_string(),
+        };
+        set.wait_until_ready();
+        set
+    }
+
+    /// Every Sentinel names the primary; the replica is in sync.
+    fn wait_until_ready(&self) {
+        let deadline = Instant::now() + CLUSTER_TIMEOUT;
+        let mut last = String::new();
+        loop {
+            let primary = self.primary.port().to_string();
+            let ready = self.sentinels.iter().all(|s| {
+                let addr: redis::RedisResult<Vec<String>> = s
+                    .client()
+                    .get_connection_with_timeout(Duration::from_secs(1))
+                    .and_then(|mut c| {
+                        redis::cmd("SENTINEL")
+                            .arg("GET-MASTER-ADDR-BY-NAME")
+                            .arg(&self.name)
+                            .query(&mut c)
+                    });
+                last = format!("sentinel {}: {addr:?}", s.port());
+                matches!(&addr, Ok(a) if a.get(1) == Some(&primary))
+            });
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut self.replica.connection())
+                .unwrap_or_default();
+            if ready && info_field(&info, "master_link_status") == Some("up") {
+                return;
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "sentinels not ready within {CLUSTER_TIMEOUT:?}; last: {last}; replica: {info}"
+                );
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// `redis+sentinel://127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3/NAME`
+    pub fn url(&self) -> String {
+        let addrs: Vec<String> = self
+            .sentinels
+            .iter()
+            .map(|s| format!("127.0.0.1:{}", s.port()))
+            .collect();
+        format!("redis+sentinel://{}/{}", addrs.join(","), self.name)
     }
 }

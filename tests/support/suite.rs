@@ -83,6 +83,20 @@ pub fn sync_suite<C: redis::ConnectionLike>(conn: &mut C, prefix: &str) {
     ));
 }
 
+/// The blocking and the async suite, over connections `target` opens.
+pub fn suites_over(target: &rotabloom::connect::Target, prefix: &str) {
+    let mut conn = target.connect().unwrap();
+    sync_suite(&mut conn, prefix);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut conn = target.connect_async().await.unwrap();
+        async_suite(&mut conn, prefix).await;
+    });
+}
+
 pub async fn async_suite<C: redis::aio::ConnectionLike + Send>(conn: &mut C, prefix: &str) {
     let name = format!("{prefix}-asuite");
     let f = BloomFilter::builder(&name)

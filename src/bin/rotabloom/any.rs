@@ -2,8 +2,8 @@
 //! from a configured definition, and rotating.
 
 use chrono::{DateTime, Utc};
-use redis::Connection;
 use rotabloom::config::{FilterDef, FilterSpec};
+use rotabloom::connect::Connection;
 use rotabloom::{CircularFilter, Opened, Result, Rotation};
 
 pub use rotabloom::AnyFilter;

@@ -2,12 +2,11 @@
 
 use crate::any::{self, AnyFilter};
 use crate::errors::{usage, Fail};
-use redis::Connection;
 use rotabloom::config::{Config, FilterDef, RedisUrl, Secrets};
+use rotabloom::connect::{Connection, TlsOptions};
 use rotabloom::{Error, FilterName, Keys, KEY_PREFIX};
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::time::Duration;
 
 const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
@@ -17,17 +16,32 @@ pub struct Ctx {
     /// Resolved at once, so that the password in use is known to every
     /// message; a bad URL is only an error for a command that connects.
     url: Result<RedisUrl, Fail>,
+    tls: TlsOptions,
     secrets: Secrets,
 }
 
 impl Ctx {
-    pub fn new(config: Option<&Path>, url_flag: Option<&str>) -> anyhow::Result<Ctx> {
+    /// `tls` holds the TLS flags (and their environment variables); each
+    /// one given replaces the configuration's.
+    pub fn new(
+        config: Option<&Path>,
+        url_flag: Option<&str>,
+        tls: TlsOptions,
+    ) -> anyhow::Result<Ctx> {
         let config = config.map(Config::load).transpose()?;
         let url = redis_url(url_flag, config.as_ref());
         let secrets = url.as_ref().map(RedisUrl::secrets).unwrap_or_default();
+        let from_file = config.as_ref().map(Config::tls_options).unwrap_or_default();
+        let tls = TlsOptions {
+            ca_file: tls.ca_file.or(from_file.ca_file),
+            cert_file: tls.cert_file.or(from_file.cert_file),
+            key_file: tls.key_file.or(from_file.key_file),
+            insecure: tls.insecure || from_file.insecure,
+        };
         Ok(Ctx {
             config,
             url,
+            tls,
             secrets,
         })
     }
@@ -41,26 +55,18 @@ impl Ctx {
         self.config.as_ref()
     }
 
+    /// Opens the connection: one server, a cluster, or the primary the
+    /// Sentinels name. A failure is one line, exit code 3.
     pub fn connect(&self) -> anyhow::Result<Connection> {
         let url = self.url.clone()?;
-        let fail = |e: redis::RedisError| {
-            anyhow::Error::new(Fail {
-                code: 3,
-                message: format!(
-                    "cannot connect to {url}: {}",
-                    self.secrets.redact(&e.to_string())
-                ),
-            })
-        };
-        let client = redis::Client::open(url.expose()).map_err(fail)?;
-        let conn = client
-            .get_connection_with_timeout(Duration::from_secs(10))
-            .map_err(fail)?;
-        conn.set_read_timeout(Some(Duration::from_secs(120)))
-            .map_err(fail)?;
-        conn.set_write_timeout(Some(Duration::from_secs(120)))
-            .map_err(fail)?;
-        Ok(conn)
+        let target = url.target(self.tls.clone()).map_err(usage)?;
+        if target.is_insecure() {
+            eprintln!(
+                "rotabloom: warning: insecure TLS: the server's certificate is not verified, \
+                 anyone on the path can read and change the traffic"
+            );
+        }
+        Ok(target.connect()?)
     }
 
     /// The configuration's definition of `name`, if any.
@@ -135,7 +141,8 @@ pub fn names_or_all(conn: &mut Connection, names: Vec<String>) -> anyhow::Result
     Ok(all_names(conn).map_err(Error::from)?)
 }
 
-/// Every filter name in the database: SCAN for `rotabloom:{*}:meta`. In a
+/// Every filter name in the database (every primary of a cluster): SCAN
+/// for `rotabloom:{*}:meta`. In a
 /// SCAN pattern only `*`, `?`, `[`, `]` and `\` are special, so the braces
 /// of the hash tag match themselves. The library's `Keys` gives the keys of
 /// one named filter only, so the pattern and the name's place in a key are
@@ -145,33 +152,20 @@ fn all_names(conn: &mut Connection) -> redis::RedisResult<Vec<String>> {
     let suffix = "}:meta";
     let pattern = format!("{prefix}*{suffix}");
     let mut names = BTreeSet::new();
-    let mut cursor: u64 = 0;
-    loop {
-        let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(&pattern)
-            .arg("COUNT")
-            .arg(1000)
-            .query(conn)?;
-        for key in keys {
-            let Ok(key) = String::from_utf8(key) else {
-                continue;
-            };
-            let name = key
-                .strip_prefix(&prefix)
-                .and_then(|k| k.strip_suffix(suffix))
-                .and_then(|n| FilterName::new(n).ok());
-            // A key the pattern matches by accident (`rotabloom:{a}:b}:meta`)
-            // is not the meta key of the name read from it.
-            if let Some(name) = name.filter(|n| Keys::new(n.clone()).meta() == key) {
-                names.insert(name.to_string());
-            }
+    let keys = conn.scan_match(&pattern)?;
+    for key in keys {
+        let Ok(key) = String::from_utf8(key) else {
+            continue;
+        };
+        let name = key
+            .strip_prefix(&prefix)
+            .and_then(|k| k.strip_suffix(suffix))
+            .and_then(|n| FilterName::new(n).ok());
+        // A key the pattern matches by accident (`rotabloom:{a}:b}:meta`)
+        // is not the meta key of the name read from it.
+        if let Some(name) = name.filter(|n| Keys::new(n.clone()).meta() == key) {
+            names.insert(name.to_string());
         }
-        if next == 0 {
-            break;
-        }
-        cursor = next;
     }
     Ok(names.into_iter().collect())
 }

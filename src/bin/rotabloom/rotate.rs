@@ -6,7 +6,7 @@ use crate::connect::{self, Ctx};
 use crate::errors::{report, usage};
 use crate::show::{count, rfc3339};
 use chrono::{DateTime, Utc};
-use redis::Connection;
+use rotabloom::connect::Connection;
 use rotabloom::Rotation;
 use std::io::{self, Write};
 

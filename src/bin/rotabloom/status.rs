@@ -5,7 +5,7 @@ use crate::connect::{self, Ctx};
 use crate::errors::{is_redis, report};
 use crate::show::{bytes, rfc3339, time_ms as time};
 use chrono::{DateTime, TimeZone, Utc};
-use redis::Connection;
+use rotabloom::connect::Connection;
 use rotabloom::{Error, Info, Kind};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
