@@ -1,9 +1,11 @@
 //! `rotabloom load`: every line of a file inserted, with progress.
 
 use crate::connect::Ctx;
-use crate::errors::usage;
+use crate::errors::file_error;
 use crate::lines::{for_each_batch, Batches};
-use std::io::{self, IsTerminal, Read, Write};
+use crate::Output;
+use serde_json::json;
+use std::io::{self, IsTerminal, Read};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -13,20 +15,22 @@ pub fn run(
     file: &Path,
     batch_size: usize,
     progress_every: u64,
+    output: Output,
 ) -> anyhow::Result<u8> {
     let reader: Box<dyn Read> = if file.as_os_str() == "-" {
         Box::new(io::stdin())
     } else {
-        Box::new(std::fs::File::open(file).map_err(|e| {
-            usage(format!(
-                "cannot open {}: {}",
-                file.display(),
-                match e.kind() {
-                    io::ErrorKind::NotFound => "no such file".to_string(),
-                    _ => e.to_string(),
-                }
-            ))
-        })?)
+        let cannot = |why: String| file_error(format!("cannot read {}: {why}", file.display()));
+        let f = std::fs::File::open(file).map_err(|e| {
+            cannot(match e.kind() {
+                io::ErrorKind::NotFound => "no such file".to_string(),
+                _ => e.to_string(),
+            })
+        })?;
+        if f.metadata().is_ok_and(|m| m.is_dir()) {
+            return Err(cannot("it is a directory".to_string()));
+        }
+        Box::new(f)
     };
     let size = std::fs::metadata(file)
         .ok()
@@ -34,7 +38,7 @@ pub fn run(
         .map(|m| m.len());
     let mut conn = ctx.connect()?;
     let f = ctx.open_for_write(&mut conn, name)?;
-    let mut progress = Progress::new(size, progress_every);
+    let mut progress = Progress::new(size, progress_every, !output.quiet);
     let mut total = 0u64;
     let what = file.display().to_string();
     let result = for_each_batch(
@@ -51,10 +55,12 @@ pub fn run(
     progress.finish();
     result?;
     let secs = progress.start.elapsed().as_secs_f64();
-    writeln!(
-        io::stdout(),
-        "{name}: loaded {total} items in {secs:.1} s, {:.0} items/s",
-        progress.rate(total)
+    let rate = progress.rate(total);
+    output.print(
+        &mut io::stdout(),
+        &format!("{name}: loaded {total} items in {secs:.1} s, {rate:.0} items/s"),
+        &json!({ "name": name, "loaded": total, "seconds": secs, "items_per_second": rate }),
+        false,
     )?;
     Ok(0)
 }
@@ -67,10 +73,11 @@ struct Progress {
     last_draw: Instant,
     next_line: u64,
     every: u64,
+    shown: bool,
 }
 
 impl Progress {
-    fn new(total_bytes: Option<u64>, every: u64) -> Progress {
+    fn new(total_bytes: Option<u64>, every: u64, shown: bool) -> Progress {
         let now = Instant::now();
         Progress {
             tty: io::stderr().is_terminal(),
@@ -79,6 +86,7 @@ impl Progress {
             last_draw: now,
             next_line: every,
             every,
+            shown,
         }
     }
 
@@ -87,6 +95,9 @@ impl Progress {
     }
 
     fn update(&mut self, items: u64, bytes: u64) {
+        if !self.shown {
+            return;
+        }
         if self.tty {
             if self.last_draw.elapsed() < Duration::from_millis(200) {
                 return;
@@ -121,7 +132,7 @@ impl Progress {
     }
 
     fn finish(&self) {
-        if self.tty {
+        if self.tty && self.shown {
             eprint!("\r\x1b[K");
         }
     }
