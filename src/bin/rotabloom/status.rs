@@ -5,6 +5,7 @@ use crate::connect::{self, Ctx};
 use crate::errors::{is_redis, report};
 use crate::show::{bytes, rfc3339, time_ms as time};
 use chrono::{DateTime, TimeZone, Utc};
+use comfy_table::{presets, CellAlignment, Table};
 use redis::Connection;
 use rotabloom::{Error, GenerationInfo, Info, Kind, Level, Warning, WarningCode};
 use serde::Serialize;
@@ -271,31 +272,8 @@ impl Report {
             rate(i.false_positive_rate),
             bytes(i.memory_bytes),
         );
-        let _ = writeln!(
-            out,
-            "  {:>4}  {:<20}  {:>12}  {:>12}  {:>6}  {:>8}  {:>9}  {:>10}  role",
-            "gen", "created", "items", "capacity", "fill", "bits set", "fp rate", "memory"
-        );
-        for g in &i.generations {
-            let role = match (g.queried, g.written) {
-                (true, true) => "read+write",
-                (true, false) => "read",
-                (false, true) => "write",
-                (false, false) => "-",
-            };
-            let _ = writeln!(
-                out,
-                "  {:>4}  {:<20}  {:>12}  {:>12}  {:>5.1}%  {:>7.1}%  {:>9}  {:>10}  {}",
-                g.seq,
-                time(g.created_at_ms),
-                g.count,
-                g.capacity,
-                g.count as f64 * 100.0 / g.capacity.max(1) as f64,
-                g.fill_ratio * 100.0,
-                rate(g.false_positive_rate),
-                bytes(g.memory_bytes),
-                role
-            );
+        for line in generation_table(&i.generations).lines() {
+            let _ = writeln!(out, " {}", line.trim_end());
         }
         if let Some(t) = self.next_rotation_at {
             let when = if t > server.now {
@@ -357,6 +335,40 @@ impl Report {
             warnings: &self.warnings,
         })
     }
+}
+
+/// The generations, one row each, columns aligned.
+fn generation_table(generations: &[GenerationInfo]) -> Table {
+    let mut table = Table::new();
+    table.load_style(presets::NOTHING);
+    table.set_header(vec![
+        "gen", "created", "items", "capacity", "fill", "bits set", "fp rate", "memory", "role",
+    ]);
+    for g in generations {
+        let role = match (g.queried, g.written) {
+            (true, true) => "read+write",
+            (true, false) => "read",
+            (false, true) => "write",
+            (false, false) => "-",
+        };
+        table.add_row(vec![
+            g.seq.to_string(),
+            time(g.created_at_ms),
+            g.count.to_string(),
+            g.capacity.to_string(),
+            format!("{:.1}%", g.count as f64 * 100.0 / g.capacity.max(1) as f64),
+            format!("{:.1}%", g.fill_ratio * 100.0),
+            rate(g.false_positive_rate),
+            bytes(g.memory_bytes),
+            role.to_string(),
+        ]);
+    }
+    for i in [0, 2, 3, 4, 5, 6, 7] {
+        if let Some(c) = table.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    table
 }
 
 /// A filter in `status --json` (schema in docs/CLI.md).
