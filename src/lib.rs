@@ -42,7 +42,7 @@ pub use error::{Error, RedisError, Result};
 pub use expanding::{ExpandingBuilder, ExpandingFilter, ExpandingSpec, MAX_GENERATIONS};
 pub use generation::{Backend, Generation, ItemPositions, Layout, Scheme};
 pub use hashing::{ItemHash, Positions};
-pub use info::{GenerationInfo, Info};
+pub use info::{GenerationInfo, Info, Level, Warning, WarningCode};
 pub use keys::{FilterName, Keys, KEY_PREFIX};
 pub use legacy::Legacy;
 pub use metadata::{Kind, FORMAT_VERSION};

@@ -57,6 +57,7 @@ pub enum Every {
 /// | `daily@03:00` | every day at 03:00 |
 /// | `weekly:mon@03:00` | every Monday at 03:00 |
 /// | `monthly:1@00:00` | the first of every month at midnight |
+/// | `daily`, `weekly`, `monthly` | short for `daily@00:00`, `weekly:mon@00:00`, `monthly:1@00:00` |
 ///
 /// Calendar schedules take an optional UTC offset: `daily@03:00+08:00`.
 ///
@@ -393,6 +394,11 @@ impl FromStr for Schedule {
                 day: parse_weekday(d)?,
                 at: at0,
             },
+            ("weekly", None) => Every::Weekly {
+                day: Weekday::Mon,
+                at: at0,
+            },
+            ("monthly", None) => Every::Monthly { day: 1, at: at0 },
             ("monthly", Some(d)) => Every::Monthly {
                 day: d.parse().map_err(|_| invalid(format!("{d:?} is not a day of the month")))?,
                 at: at0,
@@ -500,10 +506,17 @@ mod tests {
             "hourly".parse::<Schedule>().unwrap().to_string(),
             "hourly:0"
         );
-        assert_eq!(
-            "daily".parse::<Schedule>().unwrap().to_string(),
-            "daily@00:00"
-        );
+        for (short, long) in [
+            ("daily", "daily@00:00"),
+            ("weekly", "weekly:mon@00:00"),
+            ("monthly", "monthly:1@00:00"),
+            ("weekly@03:00", "weekly:mon@03:00"),
+            ("monthly@06:30+02:00", "monthly:1@06:30+02:00"),
+        ] {
+            let s: Schedule = short.parse().unwrap();
+            assert_eq!(s.to_string(), long);
+            assert_eq!(s, long.parse::<Schedule>().unwrap());
+        }
     }
 
     #[test]

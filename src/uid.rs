@@ -8,7 +8,15 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// 64 random bits from the operating system, as 16 lowercase hex digits.
 pub(crate) fn new_uid() -> String {
+    let bits = getrandom::u64().unwrap_or_else(|_| fallback());
+    format!("{bits:016x}")
+}
+
+/// Where the operating system has no random source: the time, the process,
+/// a counter and the thread, hashed.
+fn fallback() -> u64 {
     let mut h = Md5::new();
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -18,12 +26,9 @@ pub(crate) fn new_uid() -> String {
     h.update(std::process::id().to_le_bytes());
     h.update(COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
     h.update(format!("{:?}", std::thread::current().id()).as_bytes());
-    let local = 0u8;
-    h.update((&local as *const u8 as usize).to_le_bytes());
-    h.finalize()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&h.finalize()[..8]);
+    u64::from_le_bytes(first)
 }
 
 #[cfg(test)]
@@ -32,7 +37,16 @@ mod tests {
     fn uids_differ() {
         let a = super::new_uid();
         let b = super::new_uid();
-        assert_eq!(a.len(), 16);
+        for u in [&a, &b] {
+            assert_eq!(u.len(), 16);
+            assert!(
+                u.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')),
+                "{u}"
+            );
+        }
         assert_ne!(a, b);
+        let f = format!("{:016x}", super::fallback());
+        assert_eq!(f.len(), 16);
+        assert_ne!(super::fallback(), super::fallback());
     }
 }

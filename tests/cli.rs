@@ -345,7 +345,7 @@ fn create_status_and_kind_dispatch_for_all_kinds() {
     assert!(
         warnings
             .iter()
-            .any(|w| w.as_str().unwrap().contains("no persistence")),
+            .any(|w| w["code"] == "no_persistence" && w["level"] == "warn"),
         "{doc}"
     );
 
@@ -470,7 +470,7 @@ fn a_config_that_mismatches_redis_is_a_config_error() {
     );
     // Nothing was changed.
     let doc = json(&url, &["crawl"]);
-    assert_eq!(doc["filters"][0]["parameters"]["capacity"], "1000");
+    assert_eq!(doc["filters"][0]["parameters"]["capacity"], 1000);
     assert_eq!(doc["filters"][0]["items"], 0);
 }
 
@@ -793,7 +793,7 @@ fn load_reports_progress_and_totals() {
     assert_eq!((out.code, out.stdout.as_str()), (0, "a\nurl-1\n"));
     let missing = dir.path().join("nope.txt");
     let out = rb(&url, &["load", "bulk", &missing.to_string_lossy()]);
-    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out.code, 5, "{out:?}");
     assert!(
         out.error_line().ends_with("nope.txt: no such file"),
         "{out:?}"
@@ -815,7 +815,7 @@ fn status_warns_about_eviction_and_missing_generations() {
             .contains("warning: server: maxmemory-policy is allkeys-lru"),
         "{out:?}"
     );
-    assert!(!out.stdout.contains("bitmap is missing"), "{out:?}");
+    assert!(!out.stdout.contains("missing_block"), "{out:?}");
     // Lose the bitmap, as an eviction would.
     let mut conn = server.connection();
     let w = keys("w");
@@ -829,10 +829,9 @@ fn status_warns_about_eviction_and_missing_generations() {
     let doc = json(&url, &["w"]);
     let w = doc["filters"][0]["warnings"].as_array().unwrap();
     assert!(
-        w.iter().any(|w| w
-            .as_str()
-            .unwrap()
-            .contains("holds 3 items but its bitmap is missing")),
+        w.iter().any(|w| w["code"] == "missing_block"
+            && w["level"] == "error"
+            && w["message"].as_str().unwrap().contains("(3 items)")),
         "{doc}"
     );
     let server_warnings = doc["warnings"].as_array().unwrap();
@@ -1071,4 +1070,294 @@ fn status_lists_only_keys_that_are_filters() {
         .map(|f| f["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["real"], "{doc}");
+}
+
+/// A private server holding filter `name`, created from `settings`, and
+/// its URL.
+fn server_with(name: &str, settings: &[&str]) -> (RedisServer, String) {
+    let server = RedisServer::start();
+    let url = server.url();
+    create(&url, name, settings);
+    (server, url)
+}
+
+/// The keys of `name`'s blocks, sorted.
+fn block_keys(server: &RedisServer, name: &str) -> Vec<String> {
+    let k = keys(name);
+    let mut blocks: Vec<String> = redis::cmd("KEYS")
+        .arg(k.pattern())
+        .query(&mut server.connection())
+        .unwrap();
+    blocks.retain(|b| b != k.meta() && *b != k.fence());
+    blocks.sort();
+    blocks
+}
+
+/// The warnings of filter `name` in `status --json`, as (code, level).
+fn warning_codes(url: &str, name: &str) -> Vec<(String, String)> {
+    let doc = json(url, &[name]);
+    doc["filters"][0]["warnings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("warnings in {doc}"))
+        .iter()
+        .map(|w| {
+            assert!(w["message"].is_string(), "{w}");
+            (
+                w["code"].as_str().unwrap().to_string(),
+                w["level"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn has(warnings: &[(String, String)], code: &str, level: &str) -> bool {
+    warnings.iter().any(|(c, l)| c == code && l == level)
+}
+
+#[test]
+fn status_check_fails_on_an_overfull_filter() {
+    let (_server, url) = server_with("small", &["--kind", "bloom", "--capacity", "10000"]);
+    create(&url, "fine", &["--kind", "bloom", "--capacity", "10000"]);
+    ok(rb(&url, &["add", "fine", "a", "b"]));
+    let out = ok(rb(&url, &["status", "--check", "small", "fine"]));
+    assert!(!out.stdout.contains("error: "), "{out:?}");
+
+    let lines: String = (0..50_000).map(|i| format!("line-{i}\n")).collect();
+    let out = ok(rb_in(&url, &["filter", "small"], lines.as_bytes()));
+    let new = out.stdout.lines().count();
+    assert!(new > 20_000, "{new} lines kept: well past capacity");
+    let w = warning_codes(&url, "small");
+    assert!(has(&w, "over_capacity", "error"), "{w:?}");
+    assert!(
+        has(&w, "false_positive_rate_above_target", "error"),
+        "{w:?}"
+    );
+    assert!(warning_codes(&url, "fine").is_empty());
+
+    let out = rb(&url, &["status", "--check"]);
+    assert_eq!(out.code, 4, "{out:?}");
+    assert!(out.stderr.is_empty(), "{out:?}");
+    assert!(
+        out.stdout.contains("  error: generation 0 holds ")
+            && out.stdout.contains("[over_capacity]"),
+        "{out:?}"
+    );
+    // Without --check, warnings do not change the exit code; a healthy
+    // filter passes the check.
+    ok(rb(&url, &["status", "small"]));
+    ok(rb(&url, &["status", "--check", "fine"]));
+    let out = rb(&url, &["status", "--check", "--json", "small"]);
+    assert_eq!(out.code, 4, "{out:?}");
+}
+
+#[test]
+fn status_reports_missing_blocks_and_wrong_types() {
+    // 2^16 bits in blocks of 2^13: 8 blocks.
+    let split = "--kind bloom --bits 65536 --hashes 4 --max-block-bits 8192";
+    let split: Vec<&str> = split.split(' ').collect();
+    let (server, url) = server_with("split", &split);
+    let items: String = (0..500).map(|i| format!("i{i}\n")).collect();
+    ok(rb_in(&url, &["add", "split"], items.as_bytes()));
+    assert!(warning_codes(&url, "split").is_empty());
+    let blocks = block_keys(&server, "split");
+    assert_eq!(blocks.len(), 8, "{blocks:?}");
+    let mut conn = server.connection();
+    let _: i64 = redis::cmd("DEL").arg(&blocks[3]).query(&mut conn).unwrap();
+    let w = warning_codes(&url, "split");
+    assert_eq!(w, [("missing_block".into(), "error".into())]);
+    let out = rb(&url, &["status", "--check", "split"]);
+    assert_eq!(out.code, 4, "{out:?}");
+    assert!(out.stdout.contains("[missing_block]"), "{out:?}");
+
+    // A block of another type.
+    let _: i64 = redis::cmd("DEL").arg(&blocks[5]).query(&mut conn).unwrap();
+    let _: i64 = redis::cmd("HSET")
+        .arg(&blocks[5])
+        .arg("a")
+        .arg("b")
+        .query(&mut conn)
+        .unwrap();
+    let out = rb(&url, &["status", "--json", "--check", "split"]);
+    assert_eq!(out.code, 3, "the filter cannot be read: {out:?}");
+    assert!(out.error_line().contains("holds a Redis hash"), "{out:?}");
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    let f = &doc["filters"][0];
+    assert!(f["error"].is_string(), "{doc}");
+    assert_eq!(f["warnings"][0]["code"], "wrong_key_type", "{doc}");
+    assert_eq!(f["warnings"][0]["level"], "error", "{doc}");
+}
+
+#[test]
+fn status_warns_of_an_expanding_filter_at_its_limit() {
+    let capped = [
+        "--kind",
+        "expanding",
+        "--capacity",
+        "100",
+        "--max-generations",
+        "1",
+    ];
+    let (_server, url) = server_with("capped", &capped);
+    let items: String = (0..90).map(|i| format!("i{i}\n")).collect();
+    ok(rb_in(&url, &["add", "capped"], items.as_bytes()));
+    let w = warning_codes(&url, "capped");
+    assert!(has(&w, "at_limit", "warn"), "{w:?}");
+    ok(rb(&url, &["status", "--check", "capped"]));
+    let items: String = (0..200).map(|i| format!("j{i}\n")).collect();
+    let out = rb_in(&url, &["add", "capped"], items.as_bytes());
+    assert_eq!(out.code, 3, "writes past the limit fail: {out:?}");
+    let w = warning_codes(&url, "capped");
+    assert!(has(&w, "at_limit", "error"), "{w:?}");
+    assert_eq!(rb(&url, &["status", "--check", "capped"]).code, 4);
+}
+
+#[test]
+fn status_json_parameters_are_typed() {
+    let typed = "--kind circular --generations 3 --capacity 1000 --every 7d --lazy";
+    let typed: Vec<&str> = typed.split(' ').collect();
+    let (_server, url) = server_with("typed", &typed);
+    let doc = json(&url, &["typed"]);
+    let p = &doc["filters"][0]["parameters"];
+    assert_eq!(p["capacity"], 1000, "{p}");
+    assert_eq!(p["generations"], 3, "{p}");
+    assert_eq!(p["lazy"], true, "{p}");
+    assert!(p["error_rate"].is_f64(), "{p}");
+    assert!(p["due_at"].is_u64(), "{p}");
+    assert_eq!(p["schedule"], "7d", "{p}");
+    assert_eq!(p["mode"], "insert-newest-query-all", "{p}");
+    let g = &doc["filters"][0]["generations"][0];
+    assert!(g["items"].is_u64() && g["queried"].is_boolean(), "{g}");
+}
+
+#[test]
+fn local_file_errors_have_their_own_exit_code() {
+    let (_server, url) = server_with("f", &["--kind", "bloom", "--capacity", "100"]);
+    let dir = TempDir::new("files");
+    let out = rb(&url, &["load", "f", &dir.path().to_string_lossy()]);
+    assert_eq!(out.code, 5, "{out:?}");
+    assert!(out.error_line().ends_with(": it is a directory"), "{out:?}");
+    let out = rb(
+        &url,
+        &["load", "f", &dir.path().join("no").to_string_lossy()],
+    );
+    assert_eq!(out.code, 5, "{out:?}");
+}
+
+#[test]
+fn inputs_as_people_write_them() {
+    let words =
+        "--kind circular --generations 2 --capacity 10k --error-rate 0.1% --schedule monthly";
+    let words: Vec<&str> = words.split(' ').collect();
+    let (_server, url) = server_with("words", &words);
+    let doc = json(&url, &["words"]);
+    let p = &doc["filters"][0]["parameters"];
+    assert_eq!(p["capacity"], 10_000, "{p}");
+    assert_eq!(p["error_rate"], 0.001, "{p}");
+    assert_eq!(p["schedule"], "monthly:1@00:00", "{p}");
+    // The same filter spelled the long way is the same filter.
+    let long = "--kind circular --generations 2 --capacity 10_000 --error-rate 1e-3 --every monthly:1@00:00";
+    let long: Vec<&str> = long.split(' ').collect();
+    let out = create(&url, "words", &long);
+    assert!(out.stdout.contains("exists, same parameters"), "{out:?}");
+    create(&url, "big", &["--kind", "bloom", "--capacity", "1e6"]);
+    assert_eq!(json(&url, &["big"])["filters"][0]["capacity"], 1_000_000);
+    let out = rb(
+        &url,
+        &["create", "x", "--kind", "bloom", "--capacity", "1.5"],
+    );
+    usage_error(out, "rotabloom: invalid value '1.5' for '--capacity <N>'");
+    let out = rb(
+        &url,
+        &[
+            "create",
+            "x",
+            "--kind",
+            "circular",
+            "--generations",
+            "2",
+            "--every",
+            "weekly",
+        ],
+    );
+    usage_error(out, "rotabloom: create x: ");
+}
+
+#[test]
+fn json_and_quiet_output_of_commands_that_change_filters() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let j: Vec<&str> = "create j --kind circular --generations 2 --capacity 100 --every monthly"
+        .split(' ')
+        .collect();
+    let out = ok(rb(&url, &[&j[..], &["--json"]].concat()));
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["name"], "j");
+    assert_eq!(doc["result"], "created");
+    assert_eq!(doc["kind"], "circular");
+    assert_eq!(doc["generations"], 2);
+    assert!(doc["memory_bytes"].is_u64(), "{doc}");
+    let out = ok(rb(&url, &[&j[..], &["--quiet"]].concat()));
+    assert_eq!(out.stdout, "", "{out:?}");
+
+    let out = ok(rb(&url, &["add", "j", "a", "b", "--json"]));
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        (doc["name"].as_str(), doc["added"].as_u64()),
+        (Some("j"), Some(2))
+    );
+    assert_eq!(ok(rb(&url, &["add", "j", "c", "-q"])).stdout, "");
+
+    let dir = TempDir::new("json");
+    let file = dir.file("items.txt", "x\ny\nz\n");
+    let out = ok(rb(&url, &["load", "j", &file, "--json"]));
+    assert!(out.stderr.is_empty(), "{out:?}");
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["loaded"], 3);
+    assert!(doc["seconds"].is_f64() && doc["items_per_second"].is_number());
+    let out = ok(rb(
+        &url,
+        &["load", "j", &file, "--quiet", "--progress-every", "1"],
+    ));
+    assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("", ""));
+
+    let at = |t: &str, extra: &[&str]| {
+        let mut args = vec!["rotate", "--if-due", "--now", t];
+        args.extend_from_slice(extra);
+        ok(rb(&url, &args))
+    };
+    let out = at("2031-03-05T10:00:00Z", &["--json"]);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["result"], "rotated", "{doc}");
+    assert_eq!(doc["rotations"], 2, "{doc}");
+    assert_eq!(doc["next_rotation_at"], "2031-04-01T00:00:00Z");
+    let out = at("2031-03-06T10:00:00Z", &["--json"]);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["result"], "not_due", "{doc}");
+    // Quiet: nothing when nothing rotated, the rotation when one did.
+    assert_eq!(at("2031-03-07T10:00:00Z", &["--quiet"]).stdout, "");
+    let out = at("2031-04-01T00:00:00Z", &["--quiet"]);
+    assert!(out.stdout.starts_with("j: rotated (1 rotation"), "{out:?}");
+    let out = rb(&url, &["rotate", "--if-due", "--json", "--quiet"]);
+    assert_eq!(out.code, 2, "{out:?}");
+}
+
+#[test]
+fn completions_and_man_page() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = run_cmd(command(&["completions", shell]), b"");
+        assert_eq!(out.code, 0, "{out:?}");
+        assert!(out.stdout.contains("rotabloom"), "{shell}");
+        assert!(out.stdout.contains("status"), "{shell}");
+    }
+    let out = run_cmd(command(&["completions", "tcsh"]), b"");
+    assert_eq!(out.code, 2, "{out:?}");
+    let out = run_cmd(command(&["man"]), b"");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(
+        out.stdout.starts_with(".ie") || out.stdout.contains(".TH rotabloom"),
+        "{out:?}"
+    );
+    // Neither needs a readable configuration.
+    let out = run_cmd(command(&["--config", "/nonexistent.toml", "man"]), b"");
+    assert_eq!(out.code, 0, "{out:?}");
 }

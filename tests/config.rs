@@ -184,10 +184,16 @@ fn bad_values_name_file_line_and_key() {
     ];
     expect_errors(cases);
     // Type errors come from the TOML parser, located at the value.
-    let e = err("[filter.a]\nkind = \"bloom\"\ncapacity = \"many\"\n");
+    let e = err("[filter.a]\nkind = \"bloom\"\ncapacity = true\n");
     assert!(
-        e.starts_with("conf/test.toml:3:12: filter.a.capacity: invalid type: string \"many\""),
+        e.starts_with("conf/test.toml:3:12: filter.a.capacity: invalid type: boolean `true`"),
         "{e}"
+    );
+    // A string is read as on the command line.
+    let e = err("[filter.a]\nkind = \"bloom\"\ncapacity = \"many\"\n");
+    assert_eq!(
+        e,
+        "conf/test.toml:3:1: filter.a.capacity: \"many\" is not a whole number"
     );
     let e = err("[filter.a]\nkind = \"bloom\"\ncapacity = 10\n[filter.a]\n");
     assert!(e.starts_with("conf/test.toml:4:"), "{e}");
@@ -369,8 +375,12 @@ fn values_of_the_wrong_type_are_located_at_the_value() {
             "conf/test.toml:5:8: filter.a.lazy: invalid type: string \"yes\", expected true or false",
         ),
         (
-            "[filter.a]\nkind = \"bloom\"\ncapacity = 5\nerror_rate = \"1%\"\n",
-            "conf/test.toml:4:14: filter.a.error_rate: invalid type: string \"1%\", expected a number",
+            "[filter.a]\nkind = \"bloom\"\ncapacity = 5\nerror_rate = \"1 in 100\"\n",
+            "conf/test.toml:4:1: filter.a.error_rate: \"1 in 100\" is not a number",
+        ),
+        (
+            "[filter.a]\nkind = \"bloom\"\ncapacity = 5\nerror_rate = [1]\n",
+            "conf/test.toml:4:14: filter.a.error_rate: invalid type: sequence, expected a number (or a string like \"0.1%\")",
         ),
         (
             "[filter.a]\nkind = \"expanding\"\ncapacity = 5\nmax_bytes = true\n",
@@ -455,4 +465,45 @@ fn flags_and_files_share_the_settings() {
         "capacity: \"lots\" is not a whole number"
     );
     assert!(p.set("capacityy", "1").unwrap_err().key.is_none());
+}
+
+#[test]
+fn strings_are_read_as_people_write_them() {
+    let words = Config::parse(
+        "[filter.w]\nkind = \"circular\"\ncapacity = \"10M\"\nerror_rate = \"0.1%\"\n\
+         generations = \"4\"\nschedule = \"monthly\"\nmax_bits = \"1e9\"\n",
+        "x",
+    )
+    .unwrap();
+    let numbers = Config::parse(
+        "[filter.w]\nkind = \"circular\"\ncapacity = 10_000_000\nerror_rate = 0.001\n\
+         generations = 4\nschedule = \"monthly:1@00:00\"\nmax_bits = 1_000_000_000\n",
+        "x",
+    )
+    .unwrap();
+    assert_eq!(
+        words.filter("w").unwrap().params(),
+        numbers.filter("w").unwrap().params()
+    );
+    let mut p = FilterParams::default();
+    for (key, text, want) in [
+        ("capacity", "1_000_000", 1_000_000u64),
+        ("capacity", "1,000,000", 1_000_000),
+        ("capacity", "1e6", 1_000_000),
+        ("capacity", "2.5k", 2500),
+        ("capacity", "10M", 10_000_000),
+        ("bits", "1G", 1_000_000_000),
+    ] {
+        p.set(key, text).unwrap();
+        let got = if key == "bits" { p.bits } else { p.capacity };
+        assert_eq!(got, Some(want), "{text}");
+    }
+    for bad in ["1.5", "-1", "1e30", "10X", "M", "1e", ""] {
+        assert!(p.set("capacity", bad).is_err(), "{bad:?} parsed");
+    }
+    p.set("error_rate", "0.1%").unwrap();
+    assert_eq!(p.error_rate, Some(0.001));
+    p.set("generations", "1e1").unwrap();
+    assert_eq!(p.generations, Some(10));
+    assert!(p.set("generations", "5G").is_err());
 }

@@ -20,6 +20,8 @@ mod drop;
 mod errors;
 #[path = "rotabloom/filter.rs"]
 mod filter;
+#[path = "rotabloom/generate.rs"]
+mod generate;
 #[path = "rotabloom/lines.rs"]
 mod lines;
 #[path = "rotabloom/load.rs"]
@@ -46,6 +48,8 @@ Exit codes:
   2  usage or configuration error, including a filter that does not exist
      or exists with other parameters than the configuration asks for
   3  Redis error: connection, authentication, server, or the data in it
+  4  status --check: a filter has an error-level warning
+  5  a local file cannot be read (load FILE)
 
 Redis URL: --redis, else the configuration's redis_url / redis_url_env /
 cluster_nodes / sentinels, else $REDIS_URL, else redis://127.0.0.1:6379.
@@ -104,6 +108,10 @@ filter from them (and the configuration must not declare it)."
         /// Print JSON (schema in docs/CLI.md).
         #[arg(long)]
         json: bool,
+        /// Exit with code 4 when any filter has an error-level warning
+        /// (for monitoring and cron).
+        #[arg(long)]
+        check: bool,
     },
     /// Rotate circular filters: by hand, or as the schedule says (cron).
     #[command(
@@ -113,6 +121,8 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
     Rotate {
         /// Filters to rotate.
         names: Vec<String>,
+        #[command(flatten)]
+        output: Output,
         /// Rotate only if the schedule says a rotation is due (safe to run
         /// from cron on many hosts: each period rotates once).
         #[arg(long)]
@@ -123,7 +133,12 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         now: Option<DateTime<Utc>>,
     },
     /// Insert items (arguments, else one per line of standard input).
-    Add { name: String, items: Vec<OsString> },
+    Add {
+        name: String,
+        items: Vec<OsString>,
+        #[command(flatten)]
+        output: Output,
+    },
     /// Print the items that may be present (with --absent, those that are
     /// not), in input order. Exit 0 if any was printed, else 1.
     Check {
@@ -145,6 +160,8 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
     Load {
         name: String,
         file: PathBuf,
+        #[command(flatten)]
+        output: Output,
         /// Lines per round trip to Redis.
         #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
         batch: u32,
@@ -160,6 +177,14 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         #[arg(long)]
         yes: bool,
     },
+    /// Print a completion script for SHELL, e.g.
+    /// `rotabloom completions bash > /etc/bash_completion.d/rotabloom`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), e.g. `rotabloom man > rotabloom.1`.
+    Man,
 }
 
 #[derive(Args, Debug)]
@@ -168,6 +193,40 @@ struct CreateArgs {
     names: Vec<String>,
     #[command(flatten)]
     settings: create::SettingFlags,
+    #[command(flatten)]
+    output: Output,
+}
+
+/// How a command that changes filters reports what it did.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct Output {
+    /// Print one JSON object per line instead of text (schema in
+    /// docs/CLI.md).
+    #[arg(long)]
+    json: bool,
+    /// Print only what changed (rotate: rotations; others: nothing), and no
+    /// progress; errors are still printed.
+    #[arg(long, short = 'q', conflicts_with = "json")]
+    quiet: bool,
+}
+
+impl Output {
+    /// Prints `text` or `json`, as asked; `changed` says whether `--quiet`
+    /// still prints it.
+    pub fn print(
+        &self,
+        out: &mut impl std::io::Write,
+        text: &str,
+        json: &serde_json::Value,
+        changed: bool,
+    ) -> std::io::Result<()> {
+        if self.json {
+            writeln!(out, "{json}")?;
+        } else if !self.quiet || changed {
+            writeln!(out, "{text}")?;
+        }
+        out.flush()
+    }
 }
 
 fn parse_now(s: &str) -> Result<DateTime<Utc>, String> {
@@ -182,6 +241,18 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return errors::exit_clap(&e),
     };
+    // These need neither a configuration nor Redis.
+    let local = match cli.command {
+        Command::Completions { shell } => Some(generate::completions(shell)),
+        Command::Man => Some(generate::man()),
+        _ => None,
+    };
+    if let Some(result) = local {
+        return match result {
+            Ok(code) => ExitCode::from(code),
+            Err(e) => errors::exit(&e, &Secrets::default()),
+        };
+    }
     let tls = rotabloom::connect::TlsOptions {
         ca_file: cli.tls_ca,
         cert_file: cli.tls_cert,
@@ -201,10 +272,19 @@ fn main() -> ExitCode {
 
 fn run(ctx: &Ctx, command: Command) -> anyhow::Result<u8> {
     match command {
-        Command::Create(args) => create::run(ctx, &args.names, &args.settings),
-        Command::Status { names, json } => status::run(ctx, names, json),
-        Command::Rotate { names, if_due, now } => rotate::run(ctx, names, if_due, now),
-        Command::Add { name, items } => add::run(ctx, &name, items),
+        Command::Create(args) => create::run(ctx, &args.names, &args.settings, args.output),
+        Command::Status { names, json, check } => status::run(ctx, names, json, check),
+        Command::Rotate {
+            names,
+            output,
+            if_due,
+            now,
+        } => rotate::run(ctx, names, if_due, now, output),
+        Command::Add {
+            name,
+            items,
+            output,
+        } => add::run(ctx, &name, items, output),
         Command::Check {
             name,
             items,
@@ -214,9 +294,12 @@ fn run(ctx: &Ctx, command: Command) -> anyhow::Result<u8> {
         Command::Load {
             name,
             file,
+            output,
             batch,
             progress_every,
-        } => load::run(ctx, &name, &file, batch as usize, progress_every),
+        } => load::run(ctx, &name, &file, batch as usize, progress_every, output),
         Command::Drop { name, yes } => drop::run(ctx, &name, yes),
+        Command::Completions { shell } => generate::completions(shell),
+        Command::Man => generate::man(),
     }
 }

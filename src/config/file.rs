@@ -228,12 +228,17 @@ fn store(slot: Slot<'_>, value: &Value) -> Result<(), Bad> {
     };
     match (slot, value) {
         (Slot::Count(v), Value::Integer(i)) => *v = Some(non_negative(*i).map_err(Bad::Value)?),
-        (Slot::Count(_), _) => return Err(wrong("an integer")),
         (Slot::Small(v), Value::Integer(i)) => *v = Some(small(*i).map_err(Bad::Value)?),
-        (Slot::Small(_), _) => return Err(wrong("an integer")),
         (Slot::Number(v), Value::Float(f)) => *v = Some(*f),
         (Slot::Number(v), Value::Integer(i)) => *v = Some(*i as f64),
-        (Slot::Number(_), _) => return Err(wrong("a number")),
+        // Strings as on the command line: "10M", "1e6", "0.1%".
+        (slot @ (Slot::Count(_) | Slot::Small(_) | Slot::Number(_)), Value::String(s)) => {
+            slot.set_text(s).map_err(Bad::Value)?
+        }
+        (Slot::Count(_) | Slot::Small(_), _) => {
+            return Err(wrong("an integer (or a string like \"10M\")"))
+        }
+        (Slot::Number(_), _) => return Err(wrong("a number (or a string like \"0.1%\")")),
         (Slot::Switch(v), Value::Boolean(b)) => *v = Some(*b),
         (Slot::Switch(_), _) => return Err(wrong("true or false")),
         (Slot::Bytes(v), Value::Integer(i)) => *v = Some(non_negative(*i).map_err(Bad::Value)?),

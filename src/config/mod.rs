@@ -54,7 +54,9 @@ mod validate;
 
 pub use crate::redact::Secrets;
 pub use error::{ConfigError, Location, ParamError};
-pub use settings::{parse_bytes, parse_kind, settings, FilterParams, Setting};
+pub use settings::{
+    parse_bytes, parse_count, parse_kind, parse_number, settings, FilterParams, Setting,
+};
 pub use url::{redact, RedisSetting, RedisUrl};
 pub use validate::{FilterDef, FilterSpec};
 

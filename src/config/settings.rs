@@ -304,16 +304,15 @@ impl Slot<'_> {
 
     /// Stores `text`, a value as written on a command line.
     pub(super) fn set_text(self, text: &str) -> Result<(), String> {
-        let whole = || format!("{text:?} is not a whole number");
         match self {
-            Slot::Count(v) => *v = Some(text.parse().map_err(|_| whole())?),
-            Slot::Small(v) => *v = Some(text.parse().map_err(|_| whole())?),
-            Slot::Number(v) => {
+            Slot::Count(v) => *v = Some(parse_count(text)?),
+            Slot::Small(v) => {
                 *v = Some(
-                    text.parse()
-                        .map_err(|_| format!("{text:?} is not a number"))?,
+                    u32::try_from(parse_count(text)?)
+                        .map_err(|_| format!("{text:?} is too large"))?,
                 )
             }
+            Slot::Number(v) => *v = Some(parse_number(text)?),
             Slot::Switch(v) => {
                 *v = Some(
                     text.parse()
@@ -435,6 +434,82 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         return Err(format!("{s:?} is too large"));
     }
     Ok(v as u64)
+}
+
+/// Parses a count as people write it: `1000000`, `1_000_000`,
+/// `1,000,000`, `1e6`, `10M`, `2.5k`, `1G` (k, M, G, T: powers of 1000).
+///
+/// ```
+/// use rotabloom::config::parse_count;
+/// assert_eq!(parse_count("10M"), Ok(10_000_000));
+/// assert_eq!(parse_count("1e6"), Ok(1_000_000));
+/// assert_eq!(parse_count("1_000_000"), Ok(1_000_000));
+/// assert_eq!(parse_count("2.5k"), Ok(2500));
+/// assert!(parse_count("1.5").is_err());
+/// assert!(parse_count("-3").is_err());
+/// ```
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    let bad = || format!("{s:?} is not a whole number");
+    let t: String = s
+        .trim()
+        .chars()
+        .filter(|c| *c != '_' && *c != ',')
+        .collect();
+    if let Ok(n) = t.parse::<u64>() {
+        return Ok(n);
+    }
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() && !c.eq_ignore_ascii_case(&'e') => {
+            let mult: f64 = match c {
+                'k' | 'K' => 1e3,
+                'm' | 'M' => 1e6,
+                'g' | 'G' => 1e9,
+                't' | 'T' => 1e12,
+                _ => return Err(bad()),
+            };
+            (&t[..i], mult)
+        }
+        _ => (t.as_str(), 1.0),
+    };
+    let plain = !num.is_empty()
+        && num
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b'.' || b == b'e' || b == b'E' || b == b'+');
+    let f: f64 = if plain {
+        num.parse().map_err(|_| bad())?
+    } else {
+        return Err(bad());
+    };
+    let v = f * mult;
+    if !v.is_finite() || v >= u64::MAX as f64 {
+        return Err(format!("{s:?} is too large"));
+    }
+    if v.fract() != 0.0 {
+        return Err(bad());
+    }
+    Ok(v as u64)
+}
+
+/// Parses a number, or a percentage: `0.001`, `1e-3`, `0.1%`.
+///
+/// ```
+/// use rotabloom::config::parse_number;
+/// assert_eq!(parse_number("0.1%"), Ok(0.001));
+/// assert_eq!(parse_number("1e-3"), Ok(0.001));
+/// assert!(parse_number("%").is_err());
+/// ```
+pub fn parse_number(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let bad = || format!("{s:?} is not a number");
+    let (num, scale) = match t.strip_suffix('%') {
+        Some(n) => (n.trim_end(), 100.0),
+        None => (t, 1.0),
+    };
+    let v: f64 = num.parse().map_err(|_| bad())?;
+    if !v.is_finite() {
+        return Err(bad());
+    }
+    Ok(v / scale)
 }
 
 impl FilterParams {

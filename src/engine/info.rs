@@ -5,9 +5,11 @@ use super::load::LoadMachine;
 use super::Core;
 use crate::error::{Error, Result};
 use crate::exec::{Machine, Poll, Replies, Request};
-use crate::info::{GenerationInfo, Info};
+use crate::generation::{Generation, Scheme};
+use crate::info::{GenerationInfo, Info, Level, Warning, WarningCode};
+use crate::metadata::{field, Kind};
 use crate::params;
-use crate::view::{Role, View};
+use crate::view::{Growth, Role, View};
 use redis::Value;
 use std::sync::Arc;
 
@@ -65,8 +67,14 @@ fn bf_info(v: &Value) -> (u64, u64) {
     (get("Size"), get("Number of items inserted"))
 }
 
+/// One reply; a missing reply or an error reply ends the request
+/// (WRONGTYPE as [`Error::WrongType`], naming the key).
+fn reply(r: Option<redis::RedisResult<Value>>, what: &str) -> Result<Value> {
+    Ok(r.ok_or_else(|| Error::Internal(format!("the reply to {what} is missing")))??)
+}
+
 fn int(r: Option<redis::RedisResult<Value>>, what: &str) -> Result<u64> {
-    match r.ok_or_else(|| Error::Internal(format!("the reply to {what} is missing")))?? {
+    match reply(r, what)? {
         Value::Int(i) => Ok(u64::try_from(i).unwrap_or(0)),
         v => Err(crate::proto::unexpected(what, &v)),
     }
@@ -88,33 +96,170 @@ fn request(core: &Core, view: &View) -> Request {
     req
 }
 
+/// One generation as read: bits set, bytes held, and the blocks that are
+/// not what they should be.
+#[derive(Default)]
+struct Blocks {
+    set_bits: u64,
+    memory_bytes: u64,
+    /// (block, bytes held) of missing or short blocks.
+    short: Vec<(u32, u64)>,
+}
+
+fn read_blocks(
+    g: &Generation,
+    replies: &mut impl Iterator<Item = redis::RedisResult<Value>>,
+) -> Result<Blocks> {
+    let mut out = Blocks::default();
+    if g.layout.scheme.is_module() {
+        match replies.next() {
+            // BF.INFO of a key that does not exist.
+            Some(Err(e)) if e.to_string().contains("not found") => out.short.push((0, 0)),
+            r => {
+                let (size, items) = bf_info(&reply(r, "BF.INFO")?);
+                out.memory_bytes = size;
+                // No bitmap to count: estimate the bits set from the items.
+                let m = g.layout.bits as f64;
+                let k = f64::from(g.layout.hashes);
+                out.set_bits = (m * (1.0 - (-k * items as f64 / m).exp())) as u64;
+            }
+        }
+        return Ok(out);
+    }
+    // Generations rotabloom sized are allocated at full size before they
+    // are listed; adopted legacy bitmaps grow as bits are set.
+    let full = (g.layout.scheme == Scheme::Md5Edh).then(|| g.layout.block_bits().div_ceil(8));
+    for b in 0..g.layout.blocks {
+        let bits = int(replies.next(), "BITCOUNT")?;
+        let len = int(replies.next(), "STRLEN")?;
+        out.set_bits = out.set_bits.saturating_add(bits);
+        out.memory_bytes = out.memory_bytes.saturating_add(len);
+        if len == 0 || full.is_some_and(|full| len < full) {
+            out.short.push((b, len));
+        }
+    }
+    Ok(out)
+}
+
+/// Block numbers for a message: `0, 1, 2` (at most 8, then `...`).
+fn block_list(blocks: impl Iterator<Item = u32>) -> String {
+    let all: Vec<String> = blocks.map(|b| b.to_string()).collect();
+    if all.len() > 8 {
+        format!("{}, ... ({} blocks)", all[..8].join(", "), all.len())
+    } else {
+        all.join(", ")
+    }
+}
+
+fn block_warnings(g: &Generation, read: &Blocks, warnings: &mut Vec<Warning>) {
+    if read.short.is_empty() {
+        return;
+    }
+    let missing = read.short.iter().filter(|(_, len)| *len == 0).count();
+    // A missing block of a generation that holds items lost them; a short
+    // one lost what lay past its end.
+    let level = if g.count > 0 || missing < read.short.len() {
+        Level::Error
+    } else {
+        Level::Warn
+    };
+    let what = if missing == read.short.len() {
+        "missing"
+    } else {
+        "missing or shorter than its full size"
+    };
+    warnings.push(Warning::new(
+        WarningCode::MissingBlock,
+        level,
+        format!(
+            "generation {} ({} items): block {} {what} (evicted or deleted?): queries now miss items it held",
+            g.seq,
+            g.count,
+            block_list(read.short.iter().map(|(b, _)| *b)),
+        ),
+    ));
+}
+
+/// Capacity, target rate and limit warnings of the whole filter.
+fn fill_warnings(view: &View, info: &Info, warnings: &mut Vec<Warning>) {
+    for (g, gi) in view.gens.iter().zip(&info.generations) {
+        if g.capacity == 0 || !gi.written {
+            continue;
+        }
+        let pct = g.count as f64 * 100.0 / g.capacity as f64;
+        let (level, consequence) = if g.count > g.capacity {
+            (
+                Level::Error,
+                ": its false-positive rate is above what it was sized for",
+            )
+        } else if pct >= 90.0 && view.kind != Kind::Expanding {
+            (Level::Warn, "")
+        } else {
+            continue;
+        };
+        warnings.push(Warning::new(
+            WarningCode::OverCapacity,
+            level,
+            format!(
+                "generation {} holds {} items, {pct:.0}% of its capacity {}{consequence}",
+                g.seq, g.count, g.capacity
+            ),
+        ));
+    }
+    let target = info
+        .fields
+        .get(field::ERROR_RATE)
+        .and_then(|t| t.parse::<f64>().ok())
+        .filter(|t| *t > 0.0 && *t < 1.0);
+    if let Some(target) = target {
+        // Some slack: the estimate from the bits set wobbles around the
+        // rate expected at capacity.
+        if info.false_positive_rate > target * 1.1 {
+            warnings.push(Warning::new(
+                WarningCode::FalsePositiveRateAboveTarget,
+                Level::Error,
+                format!(
+                    "false-positive rate now {:.3e}, above the target error_rate {target}",
+                    info.false_positive_rate
+                ),
+            ));
+        }
+    }
+    if let (Kind::Expanding, Growth::Capped(Err(reason)), Some(newest)) =
+        (view.kind, &view.growth, view.gens.last())
+    {
+        let full = newest.count >= newest.capacity;
+        if full || newest.count as f64 >= newest.capacity as f64 * 0.9 {
+            warnings.push(Warning::new(
+                WarningCode::AtLimit,
+                if full { Level::Error } else { Level::Warn },
+                format!(
+                    "{} its limit: {reason}; no generation may be added, so {}",
+                    if full { "at" } else { "near" },
+                    if full {
+                        "writes of new items fail"
+                    } else {
+                        "writes of new items fail once the newest generation is full"
+                    }
+                ),
+            ));
+        }
+    }
+}
+
 fn decode(view: &View, replies: Replies) -> Result<Info> {
     let mut replies = replies.into_iter();
     let mut generations = Vec::new();
+    let mut warnings = Vec::new();
     let mut miss = 1.0;
     for (i, g) in view.gens.iter().enumerate() {
-        let mut set_bits = 0u64;
-        let mut memory_bytes = 0u64;
-        if g.layout.scheme.is_module() {
-            let v = replies
-                .next()
-                .ok_or_else(|| Error::Internal("the reply to BF.INFO is missing".into()))??;
-            let (size, items) = bf_info(&v);
-            memory_bytes = size;
-            // No bitmap to count: estimate the bits set from the items.
-            let m = g.layout.bits as f64;
-            let k = f64::from(g.layout.hashes);
-            set_bits = (m * (1.0 - (-k * items as f64 / m).exp())) as u64;
-        } else {
-            for _ in 0..g.layout.blocks {
-                set_bits = set_bits.saturating_add(int(replies.next(), "BITCOUNT")?);
-                memory_bytes = memory_bytes.saturating_add(int(replies.next(), "STRLEN")?);
-            }
-        }
+        let read = read_blocks(g, &mut replies)?;
+        block_warnings(g, &read, &mut warnings);
         let role = view.roles.get(i).copied();
         let queried = matches!(role, Some(Role::Query | Role::Decide));
         let written = matches!(role, Some(Role::Decide | Role::Write));
-        let fpr = params::current_false_positive_rate(g.layout.bits, g.layout.hashes, set_bits);
+        let fpr =
+            params::current_false_positive_rate(g.layout.bits, g.layout.hashes, read.set_bits);
         if queried {
             miss *= 1.0 - fpr;
         }
@@ -126,15 +271,15 @@ fn decode(view: &View, replies: Replies) -> Result<Info> {
             capacity: g.capacity,
             count: g.count,
             created_at_ms: g.created_at_ms,
-            set_bits,
-            fill_ratio: set_bits as f64 / g.layout.bits as f64,
+            set_bits: read.set_bits,
+            fill_ratio: read.set_bits as f64 / g.layout.bits as f64,
             false_positive_rate: fpr,
-            memory_bytes,
+            memory_bytes: read.memory_bytes,
             queried,
             written,
         });
     }
-    Ok(Info {
+    let mut info = Info {
         name: view.name.clone(),
         kind: view.kind,
         epoch: view.epoch,
@@ -144,7 +289,11 @@ fn decode(view: &View, replies: Replies) -> Result<Info> {
         generations,
         false_positive_rate: 1.0 - miss,
         fields: view.fields.lossy(),
-    })
+        warnings: Vec::new(),
+    };
+    fill_warnings(view, &info, &mut warnings);
+    info.warnings = warnings;
+    Ok(info)
 }
 
 impl Machine for InfoMachine {

@@ -21,6 +21,11 @@ pub(crate) const MAX_LISTED: usize = 1025;
 
 /// The three kinds of filter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize),
+    serde(rename_all = "lowercase")
+)]
 pub enum Kind {
     /// One generation: [`BloomFilter`](crate::BloomFilter).
     Bloom,

@@ -3,10 +3,12 @@
 use crate::connect::Ctx;
 use crate::lines::{for_each_batch, Source};
 use crate::show::count;
+use crate::Output;
+use serde_json::json;
 use std::ffi::OsString;
-use std::io::{self, Write};
+use std::io;
 
-pub fn run(ctx: &Ctx, name: &str, items: Vec<OsString>) -> anyhow::Result<u8> {
+pub fn run(ctx: &Ctx, name: &str, items: Vec<OsString>, output: Output) -> anyhow::Result<u8> {
     let mut conn = ctx.connect()?;
     let f = ctx.open_for_write(&mut conn, name)?;
     let mut total = 0u64;
@@ -15,6 +17,11 @@ pub fn run(ctx: &Ctx, name: &str, items: Vec<OsString>) -> anyhow::Result<u8> {
         total += batch.len() as u64;
         Ok(())
     })?;
-    writeln!(io::stdout(), "{name}: added {}", count(total, "item"))?;
+    output.print(
+        &mut io::stdout(),
+        &format!("{name}: added {}", count(total, "item")),
+        &json!({ "name": name, "added": total }),
+        false,
+    )?;
     Ok(0)
 }

@@ -5,10 +5,12 @@ use crate::any;
 use crate::connect::Ctx;
 use crate::errors::usage;
 use crate::show;
+use crate::Output;
 use clap::{Arg, ArgAction, ArgMatches};
 use rotabloom::config::{settings, FilterDef, FilterParams, Setting};
 use rotabloom::{Kind, Opened};
-use std::io::{self, Write};
+use serde_json::json;
+use std::io;
 
 /// The filter settings given as flags: one flag per setting of
 /// [`settings`], so a setting added to the library's table is a flag here
@@ -30,10 +32,15 @@ impl clap::Args for SettingFlags {
 /// malformed one is a usage error before anything else happens; whether
 /// it fits the kind is checked with the whole filter.
 fn flag(s: &'static Setting) -> Arg {
-    let arg = Arg::new(s.key())
+    let mut arg = Arg::new(s.key())
         .long(s.flag())
         .help(help(s))
         .help_heading("Filter settings");
+    // A flag named otherwise than its key (`--every`) also takes the
+    // key's spelling (`--schedule`), as in the configuration.
+    if s.flag() != s.key() && !s.key().contains('_') {
+        arg = arg.visible_alias(s.key());
+    }
     match s.value_name() {
         None => arg.action(ArgAction::SetTrue),
         Some(name) => arg.value_name(name).value_parser(move |text: &str| {
@@ -102,7 +109,12 @@ impl clap::FromArgMatches for SettingFlags {
     }
 }
 
-pub fn run(ctx: &Ctx, names: &[String], flags: &SettingFlags) -> anyhow::Result<u8> {
+pub fn run(
+    ctx: &Ctx,
+    names: &[String],
+    flags: &SettingFlags,
+    output: Output,
+) -> anyhow::Result<u8> {
     let defs = if flags.0.keys_set().is_empty() {
         declared(ctx, names)?
     } else {
@@ -121,10 +133,21 @@ pub fn run(ctx: &Ctx, names: &[String], flags: &SettingFlags) -> anyhow::Result<
             show::count(info.generations.len() as u64, "generation"),
             show::bytes(bytes)
         );
-        match how {
-            Opened::Created => writeln!(out, "{}: created ({shape})", def.name())?,
-            Opened::Existing => writeln!(out, "{}: exists, same parameters ({shape})", def.name())?,
-        }
+        let (text, result) = match how {
+            Opened::Created => (format!("{}: created ({shape})", def.name()), "created"),
+            Opened::Existing => (
+                format!("{}: exists, same parameters ({shape})", def.name()),
+                "exists",
+            ),
+        };
+        let doc = json!({
+            "name": def.name(),
+            "result": result,
+            "kind": f.kind(),
+            "generations": info.generations.len(),
+            "memory_bytes": bytes,
+        });
+        output.print(&mut out, &text, &doc, how == Opened::Created)?;
     }
     Ok(0)
 }

@@ -29,6 +29,18 @@ pub fn usage(message: impl Into<String>) -> anyhow::Error {
     })
 }
 
+/// The exit code of a local file that cannot be read.
+pub const EXIT_FILE: u8 = 5;
+
+/// A local file (or standard input) that cannot be read: not a Redis
+/// error (exit code 5).
+pub fn file_error(message: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(Fail {
+        code: EXIT_FILE,
+        message: message.into(),
+    })
+}
+
 /// The exit code of a library error: 2 for what the user asked (bad
 /// parameters, names, a missing or different filter), 3 for Redis and the
 /// data in it.

@@ -1,7 +1,6 @@
 //! Items one per line: read from standard input, a file or the command
 //! line in batches, and written back.
 
-use anyhow::Context as _;
 use std::io::{self, BufRead, BufReader, Read, Write};
 
 /// Read buffer: big enough that a batch of short lines is usually already
@@ -125,7 +124,7 @@ pub fn for_each_batch(
     let mut batch = Vec::with_capacity(max.min(1 << 16));
     while items
         .next_batch(&mut batch, max)
-        .with_context(|| format!("reading {what}"))?
+        .map_err(|e| crate::errors::file_error(format!("reading {what}: {e}")))?
     {
         each(&batch, items.bytes_read())?;
     }

@@ -5,16 +5,19 @@ use crate::any;
 use crate::connect::{self, Ctx};
 use crate::errors::{report, usage};
 use crate::show::{count, rfc3339};
+use crate::Output;
 use chrono::{DateTime, Utc};
 use rotabloom::connect::Connection;
 use rotabloom::Rotation;
-use std::io::{self, Write};
+use serde_json::{json, Value};
+use std::io;
 
 pub fn run(
     ctx: &Ctx,
     names: Vec<String>,
     if_due: bool,
     now: Option<DateTime<Utc>>,
+    output: Output,
 ) -> anyhow::Result<u8> {
     if names.is_empty() && !if_due {
         return Err(usage(
@@ -28,15 +31,19 @@ pub fn run(
     let mut worst = 0u8;
     for name in &names {
         match rotate_one(&mut conn, name, explicit, if_due, now) {
-            Ok(Some(line)) => {
-                writeln!(out, "{line}")?;
-                out.flush()?;
-            }
+            Ok(Some(said)) => output.print(&mut out, &said.text, &said.json, said.rotated)?,
             Ok(None) => {}
             Err(e) => worst = worst.max(report(&e, ctx.secrets()).1),
         }
     }
     Ok(worst)
+}
+
+/// What `rotate` says about one filter.
+struct Said {
+    text: String,
+    json: Value,
+    rotated: bool,
 }
 
 /// Rotates `name` and says what happened, or `None` for a filter that was
@@ -47,7 +54,7 @@ fn rotate_one(
     explicit: bool,
     if_due: bool,
     now: Option<DateTime<Utc>>,
-) -> anyhow::Result<Option<String>> {
+) -> anyhow::Result<Option<Said>> {
     let f = connect::open(conn, name)?;
     let Some(c) = f.circular() else {
         if explicit {
@@ -66,7 +73,7 @@ fn rotate_one(
         }
         return Ok(None);
     }
-    let line = match any::rotate(&c, conn, if_due, now)? {
+    let said = match any::rotate(&c, conn, if_due, now)? {
         Rotation::Rotated {
             rotations,
             epoch,
@@ -75,15 +82,35 @@ fn rotate_one(
             let next = next_at
                 .map(|t| format!(", next {}", rfc3339(t)))
                 .unwrap_or_default();
-            format!(
-                "{name}: rotated ({}, epoch {epoch}{next})",
-                count(rotations.into(), "rotation")
-            )
+            Said {
+                text: format!(
+                    "{name}: rotated ({}, epoch {epoch}{next})",
+                    count(rotations.into(), "rotation")
+                ),
+                json: json!({
+                    "name": name,
+                    "result": "rotated",
+                    "rotations": rotations,
+                    "epoch": epoch,
+                    "next_rotation_at": next_at.map(rfc3339),
+                }),
+                rotated: true,
+            }
         }
-        Rotation::NotDue { next_at } => format!("{name}: not due (next {})", rfc3339(next_at)),
-        Rotation::Superseded { epoch } => {
-            format!("{name}: not rotated: another process changed it first (epoch {epoch})")
-        }
+        Rotation::NotDue { next_at } => Said {
+            text: format!("{name}: not due (next {})", rfc3339(next_at)),
+            json: json!({
+                "name": name,
+                "result": "not_due",
+                "next_rotation_at": rfc3339(next_at),
+            }),
+            rotated: false,
+        },
+        Rotation::Superseded { epoch } => Said {
+            text: format!("{name}: not rotated: another process changed it first (epoch {epoch})"),
+            json: json!({ "name": name, "result": "superseded", "epoch": epoch }),
+            rotated: false,
+        },
     };
-    Ok(Some(line))
+    Ok(Some(said))
 }

@@ -5,13 +5,20 @@ use crate::connect::{self, Ctx};
 use crate::errors::{is_redis, report};
 use crate::show::{bytes, rfc3339, time_ms as time};
 use chrono::{DateTime, TimeZone, Utc};
+use comfy_table::{presets, CellAlignment, Table};
 use rotabloom::connect::Connection;
-use rotabloom::{Error, Info, Kind};
+use rotabloom::{Error, GenerationInfo, Info, Kind, Level, Warning, WarningCode};
+use serde::Serialize;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-pub fn run(ctx: &Ctx, names: Vec<String>, json: bool) -> anyhow::Result<u8> {
+/// The exit code of `status --check` when a filter has an error-level
+/// warning.
+pub const EXIT_UNHEALTHY: u8 = 4;
+
+pub fn run(ctx: &Ctx, names: Vec<String>, json: bool, check: bool) -> anyhow::Result<u8> {
     let mut conn = ctx.connect()?;
     let names = connect::names_or_all(&mut conn, names)?;
     let server = Server::read(&mut conn).map_err(Error::from)?;
@@ -31,14 +38,21 @@ pub fn run(ctx: &Ctx, names: Vec<String>, json: bool) -> anyhow::Result<u8> {
             Err(e) => {
                 let (text, code) = report(&e, ctx.secrets());
                 worst = worst.max(code);
-                failed.push(json!({ "name": name, "error": text }));
+                let wrong_type = e
+                    .chain()
+                    .any(|c| matches!(c.downcast_ref::<Error>(), Some(Error::WrongType { .. })));
+                let warnings: Vec<Warning> = wrong_type
+                    .then(|| Warning::new(WarningCode::WrongKeyType, Level::Error, text.clone()))
+                    .into_iter()
+                    .collect();
+                failed.push(json!({ "name": name, "error": text, "warnings": warnings }));
             }
         }
     }
     let warnings = server.warnings();
     let mut out = io::stdout().lock();
     if json {
-        let mut filters: Vec<Value> = reports.iter().map(Report::json).collect();
+        let mut filters: Vec<Value> = reports.iter().map(Report::json).collect::<Result<_, _>>()?;
         filters.extend(failed);
         let doc = json!({
             "server": server_json(&server),
@@ -56,11 +70,34 @@ pub fn run(ctx: &Ctx, names: Vec<String>, json: bool) -> anyhow::Result<u8> {
             out.write_all(r.text(&server).as_bytes())?;
         }
         for w in &warnings {
-            writeln!(out, "warning: server: {w}")?;
+            writeln!(
+                out,
+                "{}: server: {} [{}]",
+                level_word(w.level),
+                w.message,
+                w.code
+            )?;
         }
     }
     out.flush()?;
+    let unhealthy = reports
+        .iter()
+        .flat_map(|r| &r.warnings)
+        .chain(&warnings)
+        .any(|w| w.level == Level::Error);
+    if check && worst == 0 && unhealthy {
+        return Ok(EXIT_UNHEALTHY);
+    }
     Ok(worst)
+}
+
+/// How a warning line starts: `error`, `warning` or `note`.
+fn level_word(level: Level) -> &'static str {
+    match level {
+        Level::Error => "error",
+        Level::Warn => "warning",
+        _ => "note",
+    }
 }
 
 /// What the server says about durability and eviction.
@@ -99,21 +136,26 @@ impl Server {
         }
     }
 
-    fn warnings(&self) -> Vec<String> {
+    fn warnings(&self) -> Vec<Warning> {
         let mut w = Vec::new();
         if let Some(p) = &self.maxmemory_policy {
             if p != "noeviction" && !p.starts_with("volatile-") {
-                w.push(format!(
-                    "maxmemory-policy is {p}: Redis may evict filter keys when it runs out of memory \
-                     (use noeviction, or a volatile-* policy: filter keys have no TTL)"
+                w.push(Warning::new(
+                    WarningCode::EvictionPolicy,
+                    Level::Warn,
+                    format!(
+                        "maxmemory-policy is {p}: Redis may evict filter keys when it runs out of memory \
+                         (use noeviction, or a volatile-* policy: filter keys have no TTL)"
+                    ),
                 ));
             }
         }
         if self.persistence_off() {
-            w.push(
-                "no persistence (save is empty and appendonly is no): every filter is lost when Redis restarts"
-                    .to_string(),
-            );
+            w.push(Warning::new(
+                WarningCode::NoPersistence,
+                Level::Warn,
+                "no persistence (save is empty and appendonly is no): every filter is lost when Redis restarts",
+            ));
         }
         w
     }
@@ -149,34 +191,26 @@ fn rate(p: f64) -> String {
 struct Report {
     info: Info,
     next_rotation_at: Option<DateTime<Utc>>,
-    warnings: Vec<String>,
+    /// The library's warnings, then an overdue rotation.
+    warnings: Vec<Warning>,
 }
 
 impl Report {
     fn new(filter: &AnyFilter, info: Info, server: &Server) -> Report {
         let next_rotation_at = any::next_rotation_at(filter);
-        let mut warnings = Vec::new();
-        for g in &info.generations {
-            if g.count > 0 && (g.memory_bytes == 0 || g.set_bits == 0) {
-                warnings.push(format!(
-                    "generation {} holds {} items but its bitmap is {}: evicted or deleted? \
-                     Queries now miss those items",
-                    g.seq,
-                    g.count,
-                    if g.memory_bytes == 0 {
-                        "missing"
-                    } else {
-                        "empty"
-                    }
-                ));
-            }
-        }
+        let mut warnings = info.warnings.clone();
         if let Some(due) = next_rotation_at {
             if due + chrono::Duration::minutes(5) < server.now {
-                warnings.push(format!(
-                    "rotation overdue since {} ({} ago): run `rotabloom rotate --if-due` from cron, or set lazy = true",
-                    rfc3339(due),
-                    duration(server.now - due)
+                // A lazy filter rotates on its next operation.
+                let lazy = info.fields.get("lazy").is_some_and(|v| v == "1");
+                warnings.push(Warning::new(
+                    WarningCode::RotationOverdue,
+                    if lazy { Level::Warn } else { Level::Error },
+                    format!(
+                        "rotation overdue since {} ({} ago): run `rotabloom rotate --if-due` from cron, or set lazy = true",
+                        rfc3339(due),
+                        duration(server.now - due)
+                    ),
                 ));
             }
         }
@@ -238,31 +272,8 @@ impl Report {
             rate(i.false_positive_rate),
             bytes(i.memory_bytes),
         );
-        let _ = writeln!(
-            out,
-            "  {:>4}  {:<20}  {:>12}  {:>12}  {:>6}  {:>8}  {:>9}  {:>10}  role",
-            "gen", "created", "items", "capacity", "fill", "bits set", "fp rate", "memory"
-        );
-        for g in &i.generations {
-            let role = match (g.queried, g.written) {
-                (true, true) => "read+write",
-                (true, false) => "read",
-                (false, true) => "write",
-                (false, false) => "-",
-            };
-            let _ = writeln!(
-                out,
-                "  {:>4}  {:<20}  {:>12}  {:>12}  {:>5.1}%  {:>7.1}%  {:>9}  {:>10}  {}",
-                g.seq,
-                time(g.created_at_ms),
-                g.count,
-                g.capacity,
-                g.count as f64 * 100.0 / g.capacity.max(1) as f64,
-                g.fill_ratio * 100.0,
-                rate(g.false_positive_rate),
-                bytes(g.memory_bytes),
-                role
-            );
+        for line in generation_table(&i.generations).lines() {
+            let _ = writeln!(out, " {}", line.trim_end());
         }
         if let Some(t) = self.next_rotation_at {
             let when = if t > server.now {
@@ -275,12 +286,12 @@ impl Report {
             let _ = writeln!(out, "  next rotation: none (no schedule; rotate by hand)");
         }
         for w in &self.warnings {
-            let _ = writeln!(out, "  warning: {w}");
+            let _ = writeln!(out, "  {}: {} [{}]", level_word(w.level), w.message, w.code);
         }
         out
     }
 
-    fn json(&self) -> Value {
+    fn json(&self) -> serde_json::Result<Value> {
         let i = &self.info;
         let skip = [
             "format",
@@ -291,50 +302,123 @@ impl Report {
             "next_seq",
             "gens",
         ];
-        let parameters: serde_json::Map<String, Value> = i
+        let parameters: BTreeMap<&str, Value> = i
             .fields
             .iter()
             .filter(|(k, _)| !k.starts_with("gen.") && !skip.contains(&k.as_str()))
-            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .map(|(k, v)| (k.as_str(), typed(k, v)))
             .collect();
-        let generations: Vec<Value> = i
+        let generations: Vec<GenerationJson> = i
             .generations
             .iter()
-            .map(|g| {
-                json!({
-                    "seq": g.seq,
-                    "created_at": time(g.created_at_ms),
-                    "created_at_ms": g.created_at_ms,
-                    "items": g.count,
-                    "capacity": g.capacity,
-                    "fill": g.count as f64 / g.capacity.max(1) as f64,
-                    "bits": g.bits,
-                    "hashes": g.hashes,
-                    "blocks": g.blocks,
-                    "set_bits": g.set_bits,
-                    "fill_ratio": g.fill_ratio,
-                    "false_positive_rate": g.false_positive_rate,
-                    "memory_bytes": g.memory_bytes,
-                    "queried": g.queried,
-                    "written": g.written,
-                })
+            .map(|g| GenerationJson {
+                seq: g.seq,
+                created_at: time(g.created_at_ms),
+                items: g.count,
+                fill: g.count as f64 / g.capacity.max(1) as f64,
+                info: g,
             })
             .collect();
-        json!({
-            "name": i.name,
-            "kind": i.kind.as_str(),
-            "epoch": i.epoch,
-            "created_at": time(i.created_at_ms),
-            "created_at_ms": i.created_at_ms,
-            "items": i.count,
-            "capacity": self.capacity(),
-            "false_positive_rate": i.false_positive_rate,
-            "memory_bytes": i.memory_bytes,
-            "next_rotation_at": self.next_rotation_at.map(rfc3339),
-            "parameters": parameters,
-            "generations": generations,
-            "warnings": self.warnings,
+        serde_json::to_value(FilterJson {
+            name: &i.name,
+            kind: i.kind,
+            epoch: i.epoch,
+            created_at: time(i.created_at_ms),
+            created_at_ms: i.created_at_ms,
+            items: i.count,
+            capacity: self.capacity(),
+            false_positive_rate: i.false_positive_rate,
+            memory_bytes: i.memory_bytes,
+            next_rotation_at: self.next_rotation_at.map(rfc3339),
+            parameters,
+            generations,
+            warnings: &self.warnings,
         })
+    }
+}
+
+/// The generations, one row each, columns aligned.
+fn generation_table(generations: &[GenerationInfo]) -> Table {
+    let mut table = Table::new();
+    table.load_style(presets::NOTHING);
+    table.set_header(vec![
+        "gen", "created", "items", "capacity", "fill", "bits set", "fp rate", "memory", "role",
+    ]);
+    for g in generations {
+        let role = match (g.queried, g.written) {
+            (true, true) => "read+write",
+            (true, false) => "read",
+            (false, true) => "write",
+            (false, false) => "-",
+        };
+        table.add_row(vec![
+            g.seq.to_string(),
+            time(g.created_at_ms),
+            g.count.to_string(),
+            g.capacity.to_string(),
+            format!("{:.1}%", g.count as f64 * 100.0 / g.capacity.max(1) as f64),
+            format!("{:.1}%", g.fill_ratio * 100.0),
+            rate(g.false_positive_rate),
+            bytes(g.memory_bytes),
+            role.to_string(),
+        ]);
+    }
+    for i in [0, 2, 3, 4, 5, 6, 7] {
+        if let Some(c) = table.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    table
+}
+
+/// A filter in `status --json` (schema in docs/CLI.md).
+#[derive(Serialize)]
+struct FilterJson<'a> {
+    name: &'a str,
+    kind: Kind,
+    epoch: u64,
+    created_at: String,
+    created_at_ms: i64,
+    items: u64,
+    capacity: u64,
+    false_positive_rate: f64,
+    memory_bytes: u64,
+    next_rotation_at: Option<String>,
+    parameters: BTreeMap<&'a str, Value>,
+    generations: Vec<GenerationJson<'a>>,
+    warnings: &'a [Warning],
+}
+
+/// A generation in `status --json`: the library's fields, and a few
+/// more for people.
+#[derive(Serialize)]
+struct GenerationJson<'a> {
+    seq: u64,
+    created_at: String,
+    items: u64,
+    fill: f64,
+    #[serde(flatten)]
+    info: &'a GenerationInfo,
+}
+
+/// A metadata field as JSON: `lazy` a boolean, numbers numbers, the rest
+/// strings (schedules, modes, backends).
+fn typed(key: &str, value: &str) -> Value {
+    if key == "lazy" {
+        return Value::Bool(value == "1" || value == "true");
+    }
+    if let Ok(n) = value.parse::<u64>() {
+        return n.into();
+    }
+    if let Ok(n) = value.parse::<i64>() {
+        return n.into();
+    }
+    let numeric = value
+        .bytes()
+        .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b));
+    match value.parse::<f64>() {
+        Ok(f) if numeric && f.is_finite() => json!(f),
+        _ => Value::String(value.to_string()),
     }
 }
 
