@@ -133,8 +133,24 @@ impl Keys {
 
     /// A pattern matching every key of this filter (for SCAN; never used on
     /// a hot path).
+    ///
+    /// ```
+    /// use rotabloom::{FilterName, Keys};
+    /// let keys = Keys::new(FilterName::new("a*").unwrap());
+    /// assert_eq!(keys.pattern(), r"rotabloom:{a\*}:*");
+    /// ```
     pub fn pattern(&self) -> String {
-        // The braces of the hash tag are glob metacharacters only as '[' ']'.
-        format!("{KEY_PREFIX}:{{{}}}:*", self.name)
+        // A name's own glob characters are escaped, or the pattern of
+        // filter `a*` would match every filter starting with `a`.
+        let name: String = self
+            .name
+            .as_str()
+            .chars()
+            .flat_map(|c| match c {
+                '*' | '?' | '[' | ']' | '\\' => vec!['\\', c],
+                c => vec![c],
+            })
+            .collect();
+        format!("{KEY_PREFIX}:{{{name}}}:*")
     }
 }

@@ -111,3 +111,102 @@ impl Machine for FillMachine {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The fill driven with canned GETRANGE replies: no server.
+    use super::*;
+    use crate::cache::FrozenCache;
+    use crate::testkit::{keys, view_of, ALL};
+    use crate::view::Accept;
+    use redis::Value;
+
+    #[test]
+    fn the_frozen_generations_are_copied_once_in_chunks() {
+        let mut core = Core::new(
+            keys("t"),
+            view_of("expanding", 3),
+            Accept::Any(ALL),
+            Vec::new(),
+        );
+        core.cache = Some(Arc::new(FrozenCache::new(1 << 20)));
+        let view = core.view();
+        let mut m = FillMachine::new(core.clone());
+        let mut copied = Vec::new();
+        let mut replies = None;
+        loop {
+            match m.step(replies.take()).unwrap() {
+                Poll::Ready(()) => break,
+                Poll::Send(req) => {
+                    let args = req.args(0);
+                    assert_eq!(
+                        (args[0].as_str(), args[2].as_str(), args[3].as_str()),
+                        ("GETRANGE", "0", "124")
+                    );
+                    copied.push(args[1].clone());
+                    // A generation of 1000 bits is 125 bytes: all ones.
+                    replies = Some(vec![Ok(Value::BulkString(vec![0xff; 125]))]);
+                }
+            }
+        }
+        // Only the two frozen (query-only) generations, not the newest.
+        copied.sort();
+        assert_eq!(
+            copied,
+            [
+                "rotabloom:{t}:gen:0123456789abcdef-0:0",
+                "rotabloom:{t}:gen:0123456789abcdef-1:0"
+            ]
+        );
+        let cache = core.cache.as_ref().unwrap();
+        for seq in [0, 1] {
+            let frozen = cache.get(&view, seq).expect("mirrored");
+            assert!(
+                frozen.contains(&crate::ItemHash::of("any"), None),
+                "all bits set"
+            );
+        }
+        assert!(cache.get(&view, 2).is_none());
+        // Complete: a second fill sends nothing.
+        assert!(matches!(
+            FillMachine::new(core).step(None).unwrap(),
+            Poll::Ready(())
+        ));
+    }
+
+    #[test]
+    fn a_short_read_ends_the_block_and_missing_bytes_read_zero() {
+        let mut core = Core::new(
+            keys("t"),
+            view_of("expanding", 2),
+            Accept::Any(ALL),
+            Vec::new(),
+        );
+        core.cache = Some(Arc::new(FrozenCache::new(1 << 20)));
+        let view = core.view();
+        let mut m = FillMachine::new(core.clone());
+        assert!(matches!(m.step(None).unwrap(), Poll::Send(_)));
+        assert!(matches!(
+            m.step(Some(vec![Ok(Value::BulkString(vec![]))])).unwrap(),
+            Poll::Ready(())
+        ));
+        let frozen = core
+            .cache
+            .as_ref()
+            .unwrap()
+            .get(&view, 0)
+            .expect("mirrored");
+        assert!(!frozen.contains(&crate::ItemHash::of("any"), None));
+        // An unexpected reply is an error, not a panic.
+        let mut m = FillMachine::new(Core::new(
+            keys("u"),
+            view_of("expanding", 2),
+            Accept::Any(ALL),
+            Vec::new(),
+        ));
+        assert!(
+            matches!(m.step(None).unwrap(), Poll::Ready(())),
+            "no cache, nothing to fill"
+        );
+    }
+}
