@@ -301,15 +301,10 @@ impl ExpandingBuilder {
         let mut bp = spec.blueprint();
         bp.params.push((field::LEGACY_GENS, "1".into()));
         let adopt = crate::legacy::adopt(keys, Accept::One(CODEC), bp, legacy)?;
-        Ok(adopt.then(move |(view, how)| {
-            let core = Core::new(k, view, Accept::One(CODEC), Vec::new());
-            // The generation that takes the new items is allocated whole,
-            // as at every creation; the adopted bitmap stays as it was.
-            let alloc: Box<dyn Machine<Output = ()> + Send> = match how {
-                Opened::Created => Box::new(crate::engine::create::allocate_all(&core)),
-                Opened::Existing => Box::new(crate::engine::chain::Ready(Some(()))),
-            };
-            Ok(alloc.map(move |()| Ok(ExpandingFilter { core })))
+        Ok(adopt.map(move |(view, _)| {
+            Ok(ExpandingFilter {
+                core: Core::new(k, view, Accept::One(CODEC), Vec::new()),
+            })
         }))
     }
 

@@ -2,7 +2,7 @@
 //! generation 0 of an expanding filter, read with its own hash scheme (see
 //! `docs/LEGACY.md`), moved into place without a copy.
 
-use crate::engine::create::CreateMachine;
+use crate::engine::create::create_whole;
 use crate::error::{Error, Result};
 use crate::exec::{Machine, Poll, Replies, Request};
 use crate::generation::Layout;
@@ -91,7 +91,7 @@ struct AdoptMachine {
     bp: Blueprint,
     legacy: Legacy,
     layout: Layout,
-    create: Option<CreateMachine>,
+    create: Option<Box<dyn Machine<Output = (View, Opened)> + Send>>,
     sent: bool,
 }
 
@@ -166,7 +166,10 @@ impl AdoptMachine {
         let mut bp = self.bp.clone();
         bp.gens.insert(0, (self.layout, count.max(1)));
         bp.adopt = sources;
-        let mut m = CreateMachine::new(self.keys.clone(), self.accept, bp);
+        // The new generation is allocated whole before the filter is
+        // listed, as at every creation; the adopted bitmap stays as it was.
+        let mut m: Box<dyn Machine<Output = (View, Opened)> + Send> =
+            Box::new(create_whole(self.keys.clone(), self.accept, bp));
         let first = m.step(None)?;
         self.create = Some(m);
         Ok(first)

@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 use crate::exec::{Machine, Poll, Replies, Request};
 use crate::keys::Keys;
-use crate::proto::alloc::{blocks_of, prealloc_request, reserve_commands, undo_commands, Block};
+use crate::proto::alloc::{blocks_of, prealloc_request, Block};
 use crate::proto::{as_string, is_module_missing, take_one};
 use crate::view::{NewGen, View};
 
@@ -63,14 +63,18 @@ impl ModuleMachine {
         }
     }
 
-    /// Reserves the RedisBloom generations among `blocks`.
-    pub fn reserve(keys: &Keys, blocks: &[Block]) -> ModuleMachine {
-        ModuleMachine::new(keys, reserve_commands(blocks))
-    }
-
-    /// Deletes what `reserve` reserved.
-    pub fn undo(keys: &Keys, blocks: &[Block]) -> ModuleMachine {
-        ModuleMachine::new(keys, undo_commands(blocks))
+    /// Deletes the given blocks (a creation that lost its race or failed).
+    pub fn unlink(keys: &Keys, blocks: &[Block]) -> ModuleMachine {
+        let cmds = if blocks.is_empty() {
+            Vec::new()
+        } else {
+            let mut cmd = redis::cmd("UNLINK");
+            for b in blocks {
+                cmd.arg(&b.key);
+            }
+            vec![cmd]
+        };
+        ModuleMachine::new(keys, cmds)
     }
 
     /// Checks that a filter with RedisBloom generations has its module.

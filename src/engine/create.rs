@@ -1,15 +1,14 @@
-//! Create-or-open: reserve RedisBloom generations (if any), run the create
-//! script, give back a lost race's reservations, allocate the new filter's
-//! blocks.
+//! Create-or-open: allocate the new instance's blocks (bitmaps and
+//! RedisBloom generations alike), run the create script, give back a lost
+//! race's or a failure's blocks.
 
-use super::alloc::{ModuleMachine, PreallocMachine};
+use super::alloc::ModuleMachine;
 use super::chain::{MachineExt, MapErr, Ready};
-use super::whole::{Which, WholeMachine};
 use super::Core;
 use crate::error::Result;
-use crate::exec::{Machine, Poll, Replies};
+use crate::exec::{Machine, Poll, Replies, Request};
 use crate::keys::Keys;
-use crate::proto::alloc::blocks_of;
+use crate::proto::alloc::{blocks_of, Alloc, Block};
 use crate::proto::create::{self, Blueprint, Opened};
 use crate::proto::take_one;
 use crate::view::{Accept, NewGen, View};
@@ -49,6 +48,7 @@ fn initial(bp: &Blueprint) -> Vec<NewGen> {
     bp.gens
         .iter()
         .enumerate()
+        .filter(|(_, (layout, _))| layout.scheme.always_allocated())
         .map(|(seq, (layout, capacity))| NewGen {
             seq: seq as u64,
             layout: *layout,
@@ -57,31 +57,54 @@ fn initial(bp: &Blueprint) -> Vec<NewGen> {
         .collect()
 }
 
-/// Every block of every generation rotabloom made in a new filter (not an
-/// adopted legacy one, which keeps what its crawler wrote), or the filter
-/// dropped again and the error (a refusal for memory said so, with the size
-/// asked).
-pub(crate) fn allocate_all(core: &Core) -> impl Machine<Output = ()> + Send {
-    let view = core.view();
-    let gens: Vec<NewGen> = view
-        .gens
-        .iter()
-        .filter(|g| g.layout.scheme.always_allocated())
-        .map(|g| NewGen {
-            seq: g.seq,
-            layout: g.layout,
-            capacity: g.capacity,
-        })
-        .collect();
-    let bytes: u64 = gens
-        .iter()
-        .map(|g| g.layout.bytes())
-        .fold(0, u64::saturating_add);
-    let name = core.name().to_string();
-    let alloc = MapErr::new(PreallocMachine::new(&core.keys, &view, &gens), move |e| {
-        out_of_memory(&name, bytes, e)
-    });
-    alloc.or_undo(WholeMachine::new(core.clone(), Which::Drop))
+/// Allocates the blocks of a new instance before the create script lists
+/// them, one command per round trip (other clients' commands run between
+/// them). The keys carry this attempt's fresh uid, which no other client
+/// knows until the create script publishes it, so no compare-and-set is
+/// needed; and a filter is never visible with a block not made yet.
+struct AllocNew {
+    blocks: std::vec::IntoIter<Block>,
+    sent: bool,
+}
+
+impl Machine for AllocNew {
+    type Output = ();
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<()>> {
+        if self.sent {
+            take_one(replies)??;
+        }
+        let Some(b) = self.blocks.next() else {
+            return Ok(Poll::Ready(()));
+        };
+        self.sent = true;
+        let mut cmd = match b.alloc {
+            Alloc::Bytes(bytes) => {
+                let mut c = redis::cmd("SETRANGE");
+                c.arg(&b.key).arg(bytes.saturating_sub(1)).arg(&b"\0"[..]);
+                c
+            }
+            Alloc::Module {
+                error_rate,
+                capacity,
+            } => {
+                let mut c = redis::cmd("BF.RESERVE");
+                c.arg(&b.key)
+                    .arg(crate::metadata::fmt_f64(error_rate))
+                    .arg(capacity)
+                    .arg("NONSCALING");
+                c
+            }
+        };
+        let mut req = Request::new();
+        req.push(std::mem::take(&mut cmd), None);
+        Ok(Poll::Send(req))
+    }
+}
+
+/// Deletes what `AllocNew` made (all of it: a lost race or a failure).
+fn undo(keys: &Keys, blocks: &[Block]) -> ModuleMachine {
+    ModuleMachine::unlink(keys, blocks)
 }
 
 /// A refusal for memory as [`Error::OutOfMemory`](crate::Error::OutOfMemory),
@@ -93,8 +116,52 @@ pub(crate) fn out_of_memory(name: &str, bytes: u64, e: crate::Error) -> crate::E
             bytes,
             message: r.inner().detail().unwrap_or("out of memory").to_string(),
         },
+        crate::Error::ModuleMissing { .. } => e,
         _ => e,
     }
+}
+
+/// Creates the filter whole (every block of every generation rotabloom
+/// makes exists before the metadata lists it), or opens the existing one;
+/// a failure or a lost race leaves nothing of this attempt behind.
+pub(crate) fn create_whole(
+    keys: Keys,
+    accept: Accept,
+    bp: Blueprint,
+) -> impl Machine<Output = (View, Opened)> + Send {
+    let blocks = blocks_of(&keys, &bp.uid, &initial(&bp));
+    let bytes: u64 = initial(&bp)
+        .iter()
+        .map(|g| g.layout.bytes())
+        .fold(0, u64::saturating_add);
+    let name = keys.name().to_string();
+    let k = keys.clone();
+    let alloc = MapErr::new(
+        AllocNew {
+            blocks: blocks.clone().into_iter(),
+            sent: false,
+        },
+        move |e| {
+            let e = if crate::proto::is_module_missing(&e) {
+                crate::Error::ModuleMissing { name: name.clone() }
+            } else {
+                e
+            };
+            out_of_memory(&name, bytes, e)
+        },
+    );
+    let made = alloc.then(move |()| Ok(CreateMachine::new(k, accept, bp)));
+    let gone = blocks.clone();
+    let undo_keys = keys.clone();
+    made.or_undo(undo(&keys, &blocks)).then(move |(view, how)| {
+        // A lost race: the blocks made for this attempt's uid are not part
+        // of the filter.
+        let after: Box<dyn Machine<Output = ()> + Send> = match how {
+            Opened::Existing => Box::new(undo(&undo_keys, &gone)),
+            Opened::Created => Box::new(Ready(Some(()))),
+        };
+        Ok(after.map(move |()| Ok((view, how))))
+    })
 }
 
 /// The whole create-or-open.
@@ -102,24 +169,9 @@ pub(crate) fn create_or_open(
     keys: Keys,
     accept: Accept,
     bp: Blueprint,
-) -> impl Machine<Output = (Core, Opened)> {
-    let blocks = blocks_of(&keys, &bp.uid, &initial(&bp));
+) -> impl Machine<Output = (Core, Opened)> + Send {
     let expect = bp.params.clone();
     let k = keys.clone();
-    ModuleMachine::reserve(&keys, &blocks).then(move |()| {
-        Ok(
-            CreateMachine::new(k.clone(), accept, bp).then(move |(view, how)| {
-                // A lost race: the generations reserved for this attempt's uid
-                // are not part of the filter. A won one: allocate every block
-                // now, or remove the filter again: a block missing later is
-                // lost data, never a block not made yet.
-                let core = Core::new(k.clone(), view, accept, expect);
-                let follow_up: Box<dyn Machine<Output = ()> + Send> = match how {
-                    Opened::Existing => Box::new(ModuleMachine::undo(&k, &blocks)),
-                    Opened::Created => Box::new(allocate_all(&core)),
-                };
-                Ok(follow_up.then(move |()| Ok(Ready(Some((core, how))))))
-            }),
-        )
-    })
+    create_whole(keys, accept, bp)
+        .map(move |(view, how)| Ok((Core::new(k, view, accept, expect), how)))
 }
