@@ -78,7 +78,7 @@ impl Machine for AllocNew {
             return Ok(Poll::Ready(()));
         };
         self.sent = true;
-        let mut cmd = match b.alloc {
+        let cmd = match b.alloc {
             Alloc::Bytes(bytes) => {
                 let mut c = redis::cmd("SETRANGE");
                 c.arg(&b.key).arg(bytes.saturating_sub(1)).arg(&b"\0"[..]);
@@ -97,7 +97,7 @@ impl Machine for AllocNew {
             }
         };
         let mut req = Request::new();
-        req.push(std::mem::take(&mut cmd), None);
+        req.push(cmd, None);
         Ok(Poll::Send(req))
     }
 }
@@ -116,7 +116,6 @@ pub(crate) fn out_of_memory(name: &str, bytes: u64, e: crate::Error) -> crate::E
             bytes,
             message: r.inner().detail().unwrap_or("out of memory").to_string(),
         },
-        crate::Error::ModuleMissing { .. } => e,
         _ => e,
     }
 }
