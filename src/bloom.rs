@@ -54,6 +54,7 @@ impl BloomFilter {
             max_bits: DEFAULT_MAX_BITS,
             max_block_bits: DEFAULT_MAX_BLOCK_BITS,
             backend: Backend::Bitmap,
+            wait: None,
         }
     }
 
@@ -177,9 +178,17 @@ pub struct BloomBuilder {
     max_bits: u64,
     max_block_bits: u64,
     backend: crate::Backend,
+    wait: Option<crate::WaitReplicas>,
 }
 
 impl BloomBuilder {
+    /// Makes the creation and every write of the handle wait for
+    /// replicas (see [`WaitReplicas`](crate::WaitReplicas)).
+    pub fn wait_replicas(mut self, wait: crate::WaitReplicas) -> Self {
+        self.wait = Some(wait);
+        self
+    }
+
     /// Where the generation is kept (default [`Backend::Bitmap`](crate::Backend::Bitmap)).
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
@@ -267,6 +276,7 @@ impl BloomBuilder {
             layout: self.backend.layout(params, self.max_block_bits),
             params: policy.params(),
             capacity,
+            wait: self.wait,
         })
     }
 
@@ -299,6 +309,7 @@ pub struct BloomSpec {
     layout: Layout,
     params: Vec<(&'static str, String)>,
     capacity: u64,
+    wait: Option<crate::WaitReplicas>,
 }
 
 impl BloomSpec {
@@ -317,8 +328,13 @@ impl BloomSpec {
             extra: Vec::new(),
             gens: vec![(self.layout, self.capacity)],
         };
-        create::create_or_open(Keys::new(self.name.clone()), Accept::One(CODEC), bp)
-            .map(|(core, how)| Ok((BloomFilter { core }, how)))
+        let wait = self.wait;
+        create::create_or_open(Keys::new(self.name.clone()), Accept::One(CODEC), bp).map(
+            move |(mut core, how)| {
+                core.wait = wait;
+                Ok((BloomFilter { core }, how))
+            },
+        )
     }
 
     /// Creates or opens; also says which happened.
@@ -326,7 +342,7 @@ impl BloomSpec {
         &self,
         conn: &mut C,
     ) -> Result<(BloomFilter, Opened)> {
-        crate::exec::run(conn, self.machine())
+        crate::exec::run(conn, self.machine(), self.wait)
     }
 
     /// Async [`create_or_open`](Self::create_or_open).
@@ -334,6 +350,6 @@ impl BloomSpec {
         &self,
         conn: &mut C,
     ) -> Result<(BloomFilter, Opened)> {
-        crate::exec::run_async(conn, self.machine()).await
+        crate::exec::run_async(conn, self.machine(), self.wait).await
     }
 }

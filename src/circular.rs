@@ -34,6 +34,7 @@ use crate::params::{BloomParams, ErrorRate, DEFAULT_MAX_BITS, DEFAULT_MAX_BLOCK_
 use crate::proto::create::{Blueprint, Opened};
 use crate::schedule::Schedule;
 use crate::view::{Accept, Codec, Due, NewGen, Policy, Role, Roll, View};
+use crate::wait::WaitReplicas;
 use chrono::{DateTime, TimeZone, Utc};
 use std::fmt;
 use std::str::FromStr;
@@ -129,6 +130,7 @@ impl CircularFilter {
             max_block_bits: DEFAULT_MAX_BLOCK_BITS,
             clock: Arc::new(ServerClock),
             backend: Backend::Bitmap,
+            wait: None,
         }
     }
 
@@ -170,7 +172,7 @@ impl CircularFilter {
     /// with the same view, one rotates and the others get
     /// [`Rotation::Superseded`]. Leaves the schedule alone.
     pub fn rotate<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Result<Rotation> {
-        crate::exec::run(conn, self.manual())
+        self.core.run(conn, self.manual())
     }
 
     /// Async [`rotate`](Self::rotate).
@@ -178,7 +180,7 @@ impl CircularFilter {
         &self,
         conn: &mut C,
     ) -> Result<Rotation> {
-        crate::exec::run_async(conn, self.manual()).await
+        self.core.run_async(conn, self.manual()).await
     }
 
     /// Performs exactly the rotations owed by the schedule at the clock's
@@ -189,7 +191,7 @@ impl CircularFilter {
         &self,
         conn: &mut C,
     ) -> Result<Rotation> {
-        crate::exec::run(conn, self.due(None))
+        self.core.run(conn, self.due(None))
     }
 
     /// Async [`rotate_if_due`](Self::rotate_if_due).
@@ -197,7 +199,7 @@ impl CircularFilter {
         &self,
         conn: &mut C,
     ) -> Result<Rotation> {
-        crate::exec::run_async(conn, self.due(None)).await
+        self.core.run_async(conn, self.due(None)).await
     }
 
     /// [`rotate_if_due`](Self::rotate_if_due) at an explicit `now`.
@@ -206,7 +208,7 @@ impl CircularFilter {
         conn: &mut C,
         now: DateTime<Utc>,
     ) -> Result<Rotation> {
-        crate::exec::run(conn, self.due(Some(now)))
+        self.core.run(conn, self.due(Some(now)))
     }
 
     /// Async [`rotate_if_due_at`](Self::rotate_if_due_at).
@@ -215,7 +217,7 @@ impl CircularFilter {
         conn: &mut C,
         now: DateTime<Utc>,
     ) -> Result<Rotation> {
-        crate::exec::run_async(conn, self.due(Some(now))).await
+        self.core.run_async(conn, self.due(Some(now))).await
     }
 
     fn manual(&self) -> impl crate::exec::Machine<Output = Rotation> + Send {
@@ -306,6 +308,7 @@ pub struct CircularBuilder {
     max_block_bits: u64,
     clock: Arc<dyn Clock>,
     backend: Backend,
+    wait: Option<WaitReplicas>,
 }
 
 impl CircularBuilder {
@@ -356,6 +359,12 @@ impl CircularBuilder {
     /// [`Backend::Bitmap`](crate::Backend::Bitmap)).
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
+        self
+    }
+    /// Makes the creation and every write of the handle wait for
+    /// replicas (see [`WaitReplicas`](crate::WaitReplicas)).
+    pub fn wait_replicas(mut self, wait: crate::WaitReplicas) -> Self {
+        self.wait = Some(wait);
         self
     }
     /// Where `now` comes from (default: the Redis server's clock).
@@ -410,6 +419,7 @@ impl CircularBuilder {
             n,
             schedule,
             clock: self.clock.clone(),
+            wait: self.wait,
         })
     }
 
@@ -469,6 +479,7 @@ pub struct CircularSpec {
     n: u32,
     schedule: Option<Schedule>,
     clock: Arc<dyn Clock>,
+    wait: Option<WaitReplicas>,
 }
 
 impl CircularSpec {
@@ -505,10 +516,12 @@ impl CircularSpec {
         Now::new(self.clock.clone()).then(move |now| {
             let bp = spec.blueprint(now)?;
             let clock = spec.clock.clone();
+            let wait = spec.wait;
             Ok(
                 create::create_or_open(Keys::new(spec.name.clone()), Accept::One(CODEC), bp).map(
                     move |(mut core, how)| {
                         core.clock = clock;
+                        core.wait = wait;
                         Ok((CircularFilter { core }, how))
                     },
                 ),
@@ -521,7 +534,7 @@ impl CircularSpec {
         &self,
         conn: &mut C,
     ) -> Result<(CircularFilter, Opened)> {
-        crate::exec::run(conn, self.machine())
+        crate::exec::run(conn, self.machine(), self.wait)
     }
 
     /// Async [`create_or_open`](Self::create_or_open).
@@ -529,7 +542,7 @@ impl CircularSpec {
         &self,
         conn: &mut C,
     ) -> Result<(CircularFilter, Opened)> {
-        crate::exec::run_async(conn, self.machine()).await
+        crate::exec::run_async(conn, self.machine(), self.wait).await
     }
 }
 

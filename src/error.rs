@@ -196,6 +196,22 @@ pub enum Error {
         reason: String,
     },
 
+    /// Fewer replicas than asked for
+    /// ([`WaitReplicas`](crate::WaitReplicas)) acknowledged a write in
+    /// time. The write stays on the primary (WAIT undoes nothing), but a
+    /// failover now could lose it. Retryable: the same call again (for
+    /// check-and-insert, through an [`IdempotentBatch`](crate::IdempotentBatch)
+    /// so the answers are not lost) waits again.
+    #[error("only {acked} of {wanted} replicas acknowledged the write within {timeout_ms} ms (it is on the primary, but a failover could lose it)")]
+    ReplicasTimeout {
+        /// Replicas that acknowledged.
+        acked: u32,
+        /// Replicas asked for.
+        wanted: u32,
+        /// How long the server waited, in milliseconds.
+        timeout_ms: u64,
+    },
+
     /// An error from Redis or the connection to it.
     #[error("redis: {0}")]
     Redis(#[source] RedisError),
@@ -265,7 +281,7 @@ impl Error {
     /// ```
     pub fn is_retryable(&self) -> bool {
         match self {
-            Error::Contention { .. } => true,
+            Error::Contention { .. } | Error::ReplicasTimeout { .. } => true,
             Error::Redis(RedisError(e)) => {
                 e.is_io_error()
                     || e.is_timeout()
@@ -279,6 +295,8 @@ impl Error {
                                 | "TRYAGAIN"
                                 | "CLUSTERDOWN"
                                 | "MASTERDOWN"
+                                | "READONLY"
+                                | "NOREPLICAS"
                                 | "MOVED"
                                 | "ASK"
                         )

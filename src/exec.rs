@@ -4,6 +4,7 @@
 
 use crate::error::Result;
 use crate::scripts::LuaScript;
+use crate::wait::WaitReplicas;
 use redis::{Cmd, Pipeline, RedisResult, Value};
 
 /// One round trip: commands sent as one pipeline.
@@ -11,6 +12,11 @@ pub(crate) struct Request {
     pipe: Pipeline,
     /// For each command, the script it calls by SHA1, if any.
     scripts: Vec<Option<&'static LuaScript>>,
+    /// Whether the request may change data: only then is it followed by
+    /// `WAIT` when the handle waits for replicas. Requests are writes
+    /// unless their builder says otherwise, so a forgotten mark costs a
+    /// `WAIT` too many, never one too few.
+    writes: bool,
 }
 
 impl Request {
@@ -20,7 +26,20 @@ impl Request {
         Request {
             pipe,
             scripts: Vec::new(),
+            writes: true,
         }
+    }
+
+    /// Marks the request as one that changes nothing.
+    pub fn read_only(mut self) -> Request {
+        self.writes = false;
+        self
+    }
+
+    /// Whether the request may change data.
+    #[cfg(test)]
+    pub fn writes(&self) -> bool {
+        self.writes
     }
 
     pub fn cmd(mut self, cmd: Cmd) -> Request {
@@ -64,6 +83,7 @@ impl Request {
     fn retry_noscript(&self, replies: &[RedisResult<Value>]) -> Option<(Vec<usize>, Request)> {
         let mut idx = Vec::new();
         let mut retry = Request::new();
+        retry.writes = self.writes;
         for ((i, r), cmd) in replies.iter().enumerate().zip(self.pipe.cmd_iter()) {
             if let (Err(e), Some(script)) = (r, self.scripts[i]) {
                 if e.code() == Some("NOSCRIPT") {
@@ -117,6 +137,24 @@ fn merge(replies: &mut Replies, idx: Vec<usize>, again: Replies) {
     }
 }
 
+/// Appends the `WAIT` a write request owes; returns whether it did.
+fn add_wait(req: &mut Request, wait: Option<WaitReplicas>) -> Option<WaitReplicas> {
+    let wait = wait.filter(|_| req.writes)?;
+    req.push(wait.command(), None);
+    Some(wait)
+}
+
+/// Takes the `WAIT` reply off the end of the replies and checks it.
+fn strip_wait(replies: &mut Replies, wait: Option<WaitReplicas>) -> Result<()> {
+    let Some(wait) = wait else {
+        return Ok(());
+    };
+    let reply = replies
+        .pop()
+        .ok_or_else(|| crate::Error::Internal("no reply to the WAIT of a write request".into()))?;
+    wait.check(reply)
+}
+
 /// Sends a request on a blocking connection.
 fn query_sync<C: redis::ConnectionLike + ?Sized>(conn: &mut C, req: &Request) -> Result<Replies> {
     let n = req.scripts.len();
@@ -151,52 +189,74 @@ fn query_sync<C: redis::ConnectionLike + ?Sized>(conn: &mut C, req: &Request) ->
         .collect())
 }
 
-fn send_sync<C: redis::ConnectionLike + ?Sized>(conn: &mut C, req: &Request) -> Result<Replies> {
-    let mut replies = query_sync(conn, req)?;
+// A write's `WAIT` rides in the same pipeline, after its commands (and
+// again after a NOSCRIPT re-send, whose scripts write only then): no extra
+// round trip, and it covers exactly the writes of this connection so far.
+// Its verdict is checked after the replies are merged, so a failed WAIT
+// never hides an error reply of the request itself.
+
+fn send_sync<C: redis::ConnectionLike + ?Sized>(
+    conn: &mut C,
+    mut req: Request,
+    wait: Option<WaitReplicas>,
+) -> Result<Replies> {
+    let waited = add_wait(&mut req, wait);
+    let mut replies = query_sync(conn, &req)?;
+    let mut verdict = strip_wait(&mut replies, waited);
     for _ in 0..NOSCRIPT_RETRIES {
-        let Some((idx, retry)) = req.retry_noscript(&replies) else {
+        let Some((idx, mut retry)) = req.retry_noscript(&replies) else {
             break;
         };
-        let again = query_sync(conn, &retry)?;
+        let waited = add_wait(&mut retry, wait);
+        let mut again = query_sync(conn, &retry)?;
+        verdict = strip_wait(&mut again, waited);
         merge(&mut replies, idx, again);
     }
-    Ok(replies)
+    verdict.map(|()| replies)
 }
 
 async fn send_async<C: redis::aio::ConnectionLike + Send>(
     conn: &mut C,
-    req: &Request,
+    mut req: Request,
+    wait: Option<WaitReplicas>,
 ) -> Result<Replies> {
+    let waited = add_wait(&mut req, wait);
     let mut replies: Replies = req.pipe.query_async(conn).await?;
+    let mut verdict = strip_wait(&mut replies, waited);
     for _ in 0..NOSCRIPT_RETRIES {
-        let Some((idx, retry)) = req.retry_noscript(&replies) else {
+        let Some((idx, mut retry)) = req.retry_noscript(&replies) else {
             break;
         };
-        let again: Replies = retry.pipe.query_async(conn).await?;
+        let waited = add_wait(&mut retry, wait);
+        let mut again: Replies = retry.pipe.query_async(conn).await?;
+        verdict = strip_wait(&mut again, waited);
         merge(&mut replies, idx, again);
     }
-    Ok(replies)
+    verdict.map(|()| replies)
 }
 
-/// Runs a machine to completion on a blocking connection.
+/// Runs a machine to completion on a blocking connection; with `wait`,
+/// every request that writes waits for that many replicas.
 pub(crate) fn run<M: Machine, C: redis::ConnectionLike + ?Sized>(
     conn: &mut C,
     mut m: M,
+    wait: Option<WaitReplicas>,
 ) -> Result<M::Output> {
     m.allow_transactions(conn.supports_pipelining());
     let mut replies = None;
     loop {
         match m.step(replies.take())? {
             Poll::Ready(v) => return Ok(v),
-            Poll::Send(req) => replies = Some(send_sync(conn, &req)?),
+            Poll::Send(req) => replies = Some(send_sync(conn, req, wait)?),
         }
     }
 }
 
-/// Runs a machine to completion on an async connection.
+/// Runs a machine to completion on an async connection (see [`run`]).
 pub(crate) async fn run_async<M: Machine, C: redis::aio::ConnectionLike + Send>(
     conn: &mut C,
     mut m: M,
+    wait: Option<WaitReplicas>,
 ) -> Result<M::Output> {
     // Every async connection of the redis crate sends a pipeline in one
     // piece to one server (the cluster connection routes it by its keys,
@@ -208,7 +268,7 @@ pub(crate) async fn run_async<M: Machine, C: redis::aio::ConnectionLike + Send>(
     loop {
         match m.step(replies.take())? {
             Poll::Ready(v) => return Ok(v),
-            Poll::Send(req) => replies = Some(send_async(conn, &req).await?),
+            Poll::Send(req) => replies = Some(send_async(conn, req, wait).await?),
         }
     }
 }

@@ -78,6 +78,7 @@ impl ExpandingFilter {
             max_bytes: 0,
             max_bits: DEFAULT_MAX_BITS,
             max_block_bits: DEFAULT_MAX_BLOCK_BITS,
+            wait: None,
         }
     }
 
@@ -92,7 +93,7 @@ impl ExpandingFilter {
     /// another process changed the filter first (the handle then holds the
     /// new state). Of many concurrent calls with the same view, one expands.
     pub fn expand<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Result<bool> {
-        crate::exec::run(
+        self.core.run(
             conn,
             probed(&self.core, RollMachine::new(self.core.clone(), Grow)),
         )
@@ -103,11 +104,12 @@ impl ExpandingFilter {
         &self,
         conn: &mut C,
     ) -> Result<bool> {
-        crate::exec::run_async(
-            conn,
-            probed(&self.core, RollMachine::new(self.core.clone(), Grow)),
-        )
-        .await
+        self.core
+            .run_async(
+                conn,
+                probed(&self.core, RollMachine::new(self.core.clone(), Grow)),
+            )
+            .await
     }
 }
 
@@ -124,9 +126,17 @@ pub struct ExpandingBuilder {
     max_bytes: u64,
     max_bits: u64,
     max_block_bits: u64,
+    wait: Option<crate::WaitReplicas>,
 }
 
 impl ExpandingBuilder {
+    /// Makes the creation and every write of the handle wait for
+    /// replicas (see [`WaitReplicas`](crate::WaitReplicas)).
+    pub fn wait_replicas(mut self, wait: crate::WaitReplicas) -> Self {
+        self.wait = Some(wait);
+        self
+    }
+
     /// Items of the first generation (n0).
     pub fn capacity(mut self, n0: u64) -> Self {
         self.capacity = n0;
@@ -228,6 +238,7 @@ impl ExpandingBuilder {
             params: policy.params(),
             first: layout,
             capacity: self.capacity,
+            wait: self.wait,
         })
     }
 
@@ -276,7 +287,7 @@ impl ExpandingBuilder {
         conn: &mut C,
         legacy: Legacy,
     ) -> Result<ExpandingFilter> {
-        crate::exec::run(conn, self.adopt_machine(legacy)?)
+        crate::exec::run(conn, self.adopt_machine(legacy)?, self.wait)
     }
 
     /// Async [`adopt_legacy`](Self::adopt_legacy).
@@ -285,7 +296,7 @@ impl ExpandingBuilder {
         conn: &mut C,
         legacy: Legacy,
     ) -> Result<ExpandingFilter> {
-        crate::exec::run_async(conn, self.adopt_machine(legacy)?).await
+        crate::exec::run_async(conn, self.adopt_machine(legacy)?, self.wait).await
     }
 
     fn adopt_machine(
@@ -301,10 +312,11 @@ impl ExpandingBuilder {
         let mut bp = spec.blueprint();
         bp.params.push((field::LEGACY_GENS, "1".into()));
         let adopt = crate::legacy::adopt(keys, Accept::One(CODEC), bp, legacy)?;
+        let wait = self.wait;
         Ok(adopt.map(move |(view, _)| {
-            Ok(ExpandingFilter {
-                core: Core::new(k, view, Accept::One(CODEC), Vec::new()),
-            })
+            let mut core = Core::new(k, view, Accept::One(CODEC), Vec::new());
+            core.wait = wait;
+            Ok(ExpandingFilter { core })
         }))
     }
 
@@ -320,7 +332,7 @@ impl ExpandingBuilder {
         self,
         conn: &mut C,
     ) -> Result<ExpandingFilter> {
-        crate::exec::run(conn, self.convert_machine()?)
+        crate::exec::run(conn, self.convert_machine()?, self.wait)
     }
 
     /// Async [`convert_bloom`](Self::convert_bloom).
@@ -328,12 +340,13 @@ impl ExpandingBuilder {
         self,
         conn: &mut C,
     ) -> Result<ExpandingFilter> {
-        crate::exec::run_async(conn, self.convert_machine()?).await
+        crate::exec::run_async(conn, self.convert_machine()?, self.wait).await
     }
 
     fn convert_machine(&self) -> Result<impl Machine<Output = ExpandingFilter> + Send> {
         let keys = Keys::new(FilterName::new(&self.name)?);
         let k = keys.clone();
+        let wait = self.wait;
         Ok(ConvertMachine {
             keys,
             builder: self.clone(),
@@ -341,9 +354,9 @@ impl ExpandingBuilder {
             stalls: 0,
         }
         .map(move |view| {
-            Ok(ExpandingFilter {
-                core: Core::new(k, view, Accept::One(CODEC), Vec::new()),
-            })
+            let mut core = Core::new(k, view, Accept::One(CODEC), Vec::new());
+            core.wait = wait;
+            Ok(ExpandingFilter { core })
         }))
     }
 }
@@ -359,6 +372,7 @@ pub struct ExpandingSpec {
     params: Vec<(&'static str, String)>,
     first: Layout,
     capacity: u64,
+    wait: Option<crate::WaitReplicas>,
 }
 
 impl ExpandingSpec {
@@ -374,12 +388,16 @@ impl ExpandingSpec {
     }
 
     fn machine(&self) -> impl Machine<Output = (ExpandingFilter, Opened)> + Send {
+        let wait = self.wait;
         create::create_or_open(
             Keys::new(self.name.clone()),
             Accept::One(CODEC),
             self.blueprint(),
         )
-        .map(|(core, how)| Ok((ExpandingFilter { core }, how)))
+        .map(move |(mut core, how)| {
+            core.wait = wait;
+            Ok((ExpandingFilter { core }, how))
+        })
     }
 
     /// Creates or opens; also says which happened.
@@ -387,7 +405,7 @@ impl ExpandingSpec {
         &self,
         conn: &mut C,
     ) -> Result<(ExpandingFilter, Opened)> {
-        crate::exec::run(conn, self.machine())
+        crate::exec::run(conn, self.machine(), self.wait)
     }
 
     /// Async [`create_or_open`](Self::create_or_open).
@@ -395,7 +413,7 @@ impl ExpandingSpec {
         &self,
         conn: &mut C,
     ) -> Result<(ExpandingFilter, Opened)> {
-        crate::exec::run_async(conn, self.machine()).await
+        crate::exec::run_async(conn, self.machine(), self.wait).await
     }
 }
 

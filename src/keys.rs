@@ -131,6 +131,13 @@ impl Keys {
         format!("{KEY_PREFIX}:{{{}}}:gen:{uid}-{seq}:{block}", self.name)
     }
 
+    /// The record of one idempotent batch's answers (`token`: 16 hex
+    /// digits), kept for a short while so that a retry after a lost reply
+    /// gets the original answers. In the filter's slot, like every key.
+    pub fn record(&self, token: &str) -> String {
+        format!("{KEY_PREFIX}:{{{}}}:done:{token}", self.name)
+    }
+
     /// A pattern matching every key of this filter (for SCAN; never used on
     /// a hot path).
     ///

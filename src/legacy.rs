@@ -187,7 +187,7 @@ impl Machine for AdoptMachine {
             return self.measured(replies.unwrap_or_default());
         }
         self.sent = true;
-        let mut req = Request::new();
+        let mut req = Request::new().read_only();
         for k in self.legacy.keys() {
             req.push(redis::cmd("STRLEN").arg(&k).clone(), None);
             req.push(redis::cmd("BITCOUNT").arg(&k).clone(), None);

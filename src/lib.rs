@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 mod any;
+mod batch;
 mod bloom;
 mod cache;
 mod circular;
@@ -29,8 +30,10 @@ mod scripts;
 mod testkit;
 mod uid;
 mod view;
+mod wait;
 
 pub use any::AnyFilter;
+pub use batch::{IdempotentBatch, DEFAULT_RETRY_WINDOW};
 pub use bloom::{BloomBuilder, BloomFilter, BloomSpec};
 pub use circular::{
     generation_sizing as circular_generation_sizing, CircularBuilder, CircularFilter, CircularSpec,
@@ -54,3 +57,4 @@ pub use params::{
 pub use proto::create::Opened;
 pub use redact::redact_urls;
 pub use schedule::{Every, Schedule};
+pub use wait::{WaitReplicas, DEFAULT_WAIT_TIMEOUT};

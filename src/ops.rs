@@ -13,15 +13,26 @@ use crate::engine::Core;
 use crate::error::Error;
 use crate::exec::Machine;
 pub(crate) use crate::proto::script::DataOp;
+use crate::proto::script::Record;
 
-/// Mirror fill (when enabled), the data operation, then allocation ahead
-/// of need (best effort: the writes allocate what they need anyway).
-pub(crate) fn data<I>(core: &Core, op: DataOp, items: I) -> impl Machine<Output = Vec<bool>> + Send
+/// Mirror fill (when enabled), the data operation (keeping its answers in
+/// `record`, if given), then allocation ahead of need (best effort: the
+/// writes allocate what they need anyway).
+pub(crate) fn data<I>(
+    core: &Core,
+    op: DataOp,
+    items: I,
+    record: Option<Record>,
+) -> impl Machine<Output = Vec<bool>> + Send
 where
     I: IntoIterator,
     I::Item: AsRef<[u8]>,
 {
     let data = DataMachine::new(core.clone(), op, items);
+    let data = match record {
+        Some(r) => data.with_record(r),
+        None => data,
+    };
     let keys = core.keys.clone();
     let fill = FillMachine::new(core.clone()).then(move |()| {
         Ok(data.then(move |(out, ahead)| {
@@ -43,7 +54,7 @@ pub(crate) fn one(
     op: DataOp,
     item: impl AsRef<[u8]>,
 ) -> impl Machine<Output = bool> + Send {
-    data(core, op, [item]).map(|out| {
+    data(core, op, [item], None).map(|out| {
         out.first()
             .copied()
             .ok_or_else(|| Error::Internal("no answer for one item".into()))
@@ -87,12 +98,12 @@ macro_rules! impl_filter_ops {
             /// [`Error::KindMismatch`]($crate::Error::KindMismatch). One round
             /// trip (two for a RedisBloom filter, whose module is checked).
             pub fn open<C: redis::ConnectionLike + ?Sized>(conn: &mut C, name: &str) -> $crate::Result<Self> {
-                $crate::exec::run(conn, $crate::engine::load::open(name, $accept)?).map(Self::from_core)
+                $crate::exec::run(conn, $crate::engine::load::open(name, $accept)?, None).map(Self::from_core)
             }
 
             /// Async [`open`](Self::open).
             pub async fn open_async<C: redis::aio::ConnectionLike + Send>(conn: &mut C, name: &str) -> $crate::Result<Self> {
-                $crate::exec::run_async(conn, $crate::engine::load::open(name, $accept)?).await.map(Self::from_core)
+                $crate::exec::run_async(conn, $crate::engine::load::open(name, $accept)?, None).await.map(Self::from_core)
             }
 
             /// The filter's name.
@@ -124,19 +135,38 @@ macro_rules! impl_filter_ops {
                 self
             }
 
+            /// A batch for one write that stays exactly once when run again
+            /// after a lost reply; see [`IdempotentBatch`]($crate::IdempotentBatch).
+            pub fn idempotent_batch<I>(&self, items: I) -> $crate::IdempotentBatch
+            where
+                I: IntoIterator,
+                I::Item: AsRef<[u8]>,
+            {
+                $crate::batch::IdempotentBatch::new(self.core.clone(), items)
+            }
+
+            /// Makes every write of this handle (and its clones made after)
+            /// wait until `wait` replicas acknowledged it (Redis `WAIT`);
+            /// `None` stops waiting. See [`WaitReplicas`]($crate::WaitReplicas)
+            /// for what this promises and what it does not.
+            pub fn with_wait_replicas(mut self, wait: Option<$crate::WaitReplicas>) -> Self {
+                self.core.wait = wait;
+                self
+            }
+
             /// Inserts one item. Returns `true` when the write changed the
             /// filter (the item's bits were not all set in the generations
             /// written).
             #[doc = concat!("\n\n```no_run\n", $example, "\nassert!(f.insert(&mut conn, \"http://example.com/\")?);\n# Ok::<(), rotabloom::Error>(())\n```")]
             pub fn insert<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C, item: impl AsRef<[u8]>) -> $crate::Result<bool> {
-                $crate::exec::run(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::Add, item))
+                self.core.run(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::Add, item))
             }
 
             /// Whether an item may have been inserted (false positives
             /// possible, false negatives never).
             #[doc = concat!("\n\n```no_run\n", $example, "\nlet seen = f.contains(&mut conn, \"http://example.com/\")?;\n# Ok::<(), rotabloom::Error>(())\n```")]
             pub fn contains<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C, item: impl AsRef<[u8]>) -> $crate::Result<bool> {
-                $crate::exec::run(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::Has, item))
+                self.core.run(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::Has, item))
             }
 
             /// Inserts an item and returns `true` when it was new: the
@@ -145,7 +175,7 @@ macro_rules! impl_filter_ops {
             /// sees `true`.
             #[doc = concat!("\n\n```no_run\n", $example, "\nif f.check_and_insert(&mut conn, \"http://example.com/\")? {\n    // first time: crawl it\n}\n# Ok::<(), rotabloom::Error>(())\n```")]
             pub fn check_and_insert<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C, item: impl AsRef<[u8]>) -> $crate::Result<bool> {
-                $crate::exec::run(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::CheckAdd, item))
+                self.core.run(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::CheckAdd, item))
             }
 
             /// [`insert`](Self::insert) for a batch: one round trip (very
@@ -156,7 +186,7 @@ macro_rules! impl_filter_ops {
                 I: IntoIterator,
                 I::Item: AsRef<[u8]>,
             {
-                $crate::exec::run(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::Add, items))
+                self.core.run(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::Add, items, None))
             }
 
             /// [`contains`](Self::contains) for a batch, results in input order.
@@ -166,7 +196,7 @@ macro_rules! impl_filter_ops {
                 I: IntoIterator,
                 I::Item: AsRef<[u8]>,
             {
-                $crate::exec::run(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::Has, items))
+                self.core.run(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::Has, items, None))
             }
 
             /// [`check_and_insert`](Self::check_and_insert) for a batch,
@@ -179,46 +209,46 @@ macro_rules! impl_filter_ops {
                 I: IntoIterator,
                 I::Item: AsRef<[u8]>,
             {
-                $crate::exec::run(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::CheckAdd, items))
+                self.core.run(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::CheckAdd, items, None))
             }
 
             /// Distinct insertions over all generations (items whose
             /// insertion set at least one bit; a false positive is not
             /// counted).
             pub fn count<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> $crate::Result<u64> {
-                $crate::exec::run(conn, $crate::ops::count(&self.core))
+                self.core.run(conn, $crate::ops::count(&self.core))
             }
 
             /// Parameters, fill ratio (BITCOUNT), current false-positive
             /// rate and memory of every generation.
             pub fn info<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> $crate::Result<$crate::Info> {
-                $crate::exec::run(conn, $crate::ops::info(&self.core))
+                self.core.run(conn, $crate::ops::info(&self.core))
             }
 
             /// Empties every generation; the filter and its parameters stay.
             pub fn clear<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> $crate::Result<()> {
-                $crate::exec::run(conn, $crate::ops::clear(&self.core))
+                self.core.run(conn, $crate::ops::clear(&self.core))
             }
 
             /// Deletes the filter: every generation and the metadata.
             /// Returns `false` when it was already gone.
             pub fn drop<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> $crate::Result<bool> {
-                $crate::exec::run(conn, $crate::ops::drop_filter(&self.core))
+                self.core.run(conn, $crate::ops::drop_filter(&self.core))
             }
 
             /// Async [`insert`](Self::insert).
             pub async fn insert_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C, item: impl AsRef<[u8]>) -> $crate::Result<bool> {
-                $crate::exec::run_async(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::Add, item)).await
+                self.core.run_async(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::Add, item)).await
             }
 
             /// Async [`contains`](Self::contains).
             pub async fn contains_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C, item: impl AsRef<[u8]>) -> $crate::Result<bool> {
-                $crate::exec::run_async(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::Has, item)).await
+                self.core.run_async(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::Has, item)).await
             }
 
             /// Async [`check_and_insert`](Self::check_and_insert).
             pub async fn check_and_insert_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C, item: impl AsRef<[u8]>) -> $crate::Result<bool> {
-                $crate::exec::run_async(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::CheckAdd, item)).await
+                self.core.run_async(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::CheckAdd, item)).await
             }
 
             /// Async [`insert_many`](Self::insert_many).
@@ -228,7 +258,7 @@ macro_rules! impl_filter_ops {
                 I: IntoIterator,
                 I::Item: AsRef<[u8]>,
             {
-                $crate::exec::run_async(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::Add, items)).await
+                self.core.run_async(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::Add, items, None)).await
             }
 
             /// Async [`contains_many`](Self::contains_many).
@@ -238,7 +268,7 @@ macro_rules! impl_filter_ops {
                 I: IntoIterator,
                 I::Item: AsRef<[u8]>,
             {
-                $crate::exec::run_async(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::Has, items)).await
+                self.core.run_async(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::Has, items, None)).await
             }
 
             /// Async [`check_and_insert_many`](Self::check_and_insert_many).
@@ -248,27 +278,27 @@ macro_rules! impl_filter_ops {
                 I: IntoIterator,
                 I::Item: AsRef<[u8]>,
             {
-                $crate::exec::run_async(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::CheckAdd, items)).await
+                self.core.run_async(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::CheckAdd, items, None)).await
             }
 
             /// Async [`count`](Self::count).
             pub async fn count_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C) -> $crate::Result<u64> {
-                $crate::exec::run_async(conn, $crate::ops::count(&self.core)).await
+                self.core.run_async(conn, $crate::ops::count(&self.core)).await
             }
 
             /// Async [`info`](Self::info).
             pub async fn info_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C) -> $crate::Result<$crate::Info> {
-                $crate::exec::run_async(conn, $crate::ops::info(&self.core)).await
+                self.core.run_async(conn, $crate::ops::info(&self.core)).await
             }
 
             /// Async [`clear`](Self::clear).
             pub async fn clear_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C) -> $crate::Result<()> {
-                $crate::exec::run_async(conn, $crate::ops::clear(&self.core)).await
+                self.core.run_async(conn, $crate::ops::clear(&self.core)).await
             }
 
             /// Async [`drop`](Self::drop).
             pub async fn drop_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C) -> $crate::Result<bool> {
-                $crate::exec::run_async(conn, $crate::ops::drop_filter(&self.core)).await
+                self.core.run_async(conn, $crate::ops::drop_filter(&self.core)).await
             }
         }
     };

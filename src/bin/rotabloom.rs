@@ -26,6 +26,8 @@ mod generate;
 mod lines;
 #[path = "rotabloom/load.rs"]
 mod load;
+#[path = "rotabloom/resilient.rs"]
+mod resilient;
 #[path = "rotabloom/rotate.rs"]
 mod rotate;
 #[path = "rotabloom/show.rs"]
@@ -87,6 +89,34 @@ struct Cli {
     /// run).
     #[arg(long, global = true, env = "ROTABLOOM_TLS_INSECURE")]
     tls_insecure: bool,
+
+    /// Acknowledge a write only once this many replicas have it (Redis
+    /// WAIT); fewer in time is an error (exit 3). Overrides the
+    /// configuration's wait_replicas.
+    #[arg(long, global = true, value_name = "N", env = "ROTABLOOM_WAIT_REPLICAS")]
+    wait_replicas: Option<u32>,
+
+    /// How long a write waits for --wait-replicas, in milliseconds
+    /// (default 1000).
+    #[arg(
+        long,
+        global = true,
+        value_name = "MS",
+        env = "ROTABLOOM_WAIT_TIMEOUT_MS"
+    )]
+    wait_timeout_ms: Option<u64>,
+
+    /// filter, load, add: reconnections to try, with backoff (0.1 s
+    /// doubling to 5 s), after a lost connection or a failover before
+    /// giving up (exit 3).
+    #[arg(
+        long,
+        global = true,
+        value_name = "N",
+        default_value_t = 8,
+        env = "ROTABLOOM_RETRIES"
+    )]
+    retries: u32,
 
     #[command(subcommand)]
     command: Command,
@@ -259,7 +289,12 @@ fn main() -> ExitCode {
         key_file: cli.tls_key,
         insecure: cli.tls_insecure,
     };
-    let ctx = match Ctx::new(cli.config.as_deref(), cli.redis.as_deref(), tls) {
+    let durability = connect::Durability {
+        wait_replicas: cli.wait_replicas,
+        wait_timeout_ms: cli.wait_timeout_ms,
+        retries: cli.retries,
+    };
+    let ctx = match Ctx::new(cli.config.as_deref(), cli.redis.as_deref(), tls, durability) {
         Ok(ctx) => ctx,
         Err(e) => return errors::exit(&e, &Secrets::default()),
     };

@@ -36,6 +36,8 @@ pub(super) struct RawDefaults {
     tls_cert_file: Option<Spanned<String>>,
     tls_key_file: Option<Spanned<String>>,
     tls_insecure: Option<Spanned<bool>>,
+    wait_replicas: Option<Spanned<i64>>,
+    wait_timeout_ms: Option<Spanned<i64>>,
 }
 
 /// The `[defaults]` TLS keys, file names as written.
@@ -48,6 +50,67 @@ pub(super) struct RawTls {
 }
 
 impl RawDefaults {
+    /// `wait_replicas` and `wait_timeout_ms`, validated; taken out of
+    /// `self`.
+    pub(super) fn take_wait(
+        &mut self,
+        text: &str,
+        file: &str,
+    ) -> Result<Option<crate::WaitReplicas>, ConfigError> {
+        let replicas = self.wait_replicas.take();
+        let timeout = self.wait_timeout_ms.take();
+        let err = |span: std::ops::Range<usize>, key: &str, message: String| {
+            let loc = key_location(text, key, &span);
+            ConfigError::new(file, Some(loc), Some(format!("defaults.{key}")), message)
+        };
+        let Some(r) = replicas else {
+            return match timeout {
+                Some(t) => Err(err(
+                    t.span(),
+                    "wait_timeout_ms",
+                    "wait_timeout_ms goes with wait_replicas".into(),
+                )),
+                None => Ok(None),
+            };
+        };
+        let n = u32::try_from(*r.get_ref()).map_err(|_| {
+            err(
+                r.span(),
+                "wait_replicas",
+                format!("{} is not a number of replicas", r.get_ref()),
+            )
+        })?;
+        let ms = match &timeout {
+            Some(t) => u64::try_from(*t.get_ref()).map_err(|_| {
+                err(
+                    t.span(),
+                    "wait_timeout_ms",
+                    format!("{} is not a number of milliseconds", t.get_ref()),
+                )
+            })?,
+            None => crate::DEFAULT_WAIT_TIMEOUT.as_millis() as u64,
+        };
+        crate::WaitReplicas::new(n, std::time::Duration::from_millis(ms))
+            .map_err(|e| {
+                let (span, key) = match (&e, &timeout) {
+                    (
+                        crate::Error::InvalidParameter {
+                            name: "wait_timeout_ms",
+                            ..
+                        },
+                        Some(t),
+                    ) => (t.span(), "wait_timeout_ms"),
+                    _ => (r.span(), "wait_replicas"),
+                };
+                let reason = match e {
+                    crate::Error::InvalidParameter { reason, .. } => reason,
+                    other => other.to_string(),
+                };
+                err(span, key, reason)
+            })
+            .map(Some)
+    }
+
     /// The TLS keys; taken out of `self`.
     pub(super) fn take_tls(&mut self) -> RawTls {
         RawTls {

@@ -68,6 +68,7 @@ pub struct Config {
     file: String,
     redis: Option<file::RedisAt>,
     tls: file::RawTls,
+    wait: Option<crate::WaitReplicas>,
     filters: Vec<FilterDef>,
 }
 
@@ -99,12 +100,13 @@ impl Config {
     pub fn parse(text: &str, file: impl Into<String>) -> Result<Config, ConfigError> {
         let file = file.into();
         let raw = file::read(text, &file)?;
-        let (redis, tls) = match raw.defaults {
+        let (redis, tls, wait) = match raw.defaults {
             Some(mut d) => {
                 let tls = d.take_tls();
-                (file::defaults(text, &file, d)?, tls)
+                let wait = d.take_wait(text, &file)?;
+                (file::defaults(text, &file, d)?, tls, wait)
             }
-            None => (None, file::RawTls::default()),
+            None => (None, file::RawTls::default(), None),
         };
         let mut sections: Vec<_> = raw
             .filter
@@ -139,6 +141,7 @@ impl Config {
             file,
             redis,
             tls,
+            wait,
             filters,
         })
     }
@@ -188,6 +191,21 @@ impl Config {
             key_file: path(&self.tls.key_file),
             insecure: self.tls.insecure,
         }
+    }
+
+    /// `[defaults]` `wait_replicas` (and `wait_timeout_ms`): the replicas
+    /// every write waits for, if any.
+    ///
+    /// ```
+    /// use rotabloom::config::Config;
+    /// let c = Config::parse("[defaults]\nwait_replicas = 1\nwait_timeout_ms = 250\n", "r.toml").unwrap();
+    /// let w = c.wait_replicas().unwrap();
+    /// assert_eq!((w.replicas(), w.timeout().as_millis()), (1, 250));
+    /// let e = Config::parse("[defaults]\nwait_replicas = 0\n", "r.toml").unwrap_err();
+    /// assert!(e.to_string().starts_with("r.toml:2:1: defaults.wait_replicas: must be at least 1"), "{e}");
+    /// ```
+    pub fn wait_replicas(&self) -> Option<crate::WaitReplicas> {
+        self.wait
     }
 
     /// An error about `key` of filter `name` (for example a parameter that

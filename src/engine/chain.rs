@@ -229,7 +229,9 @@ mod tests {
         fn step(&mut self, replies: Option<Replies>) -> Result<Poll<u32>> {
             if !self.1 {
                 self.1 = true;
-                return Ok(Poll::Send(Request::new().cmd(redis::cmd("PING"))));
+                return Ok(Poll::Send(
+                    Request::new().read_only().cmd(redis::cmd("PING")),
+                ));
             }
             assert!(replies.is_some());
             Ok(Poll::Ready(self.0))

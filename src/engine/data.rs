@@ -10,7 +10,7 @@ use super::Core;
 use crate::error::{Error, Result};
 use crate::exec::{Machine, Poll, Replies, Request};
 use crate::hashing::ItemHash;
-use crate::proto::script::{self, Batch, DataOp, Status};
+use crate::proto::script::{self, Batch, DataOp, Record, Status};
 use crate::proto::txn::{self, RoundOf, TxOutcome, Verdict};
 use crate::proto::{is_module_missing, load, now_arg, take_one};
 use crate::view::{NewGen, View};
@@ -70,6 +70,8 @@ pub(crate) struct DataMachine {
     /// The deciding generation's count after the last call that reported it.
     fill: Option<u64>,
     tx_ok: bool,
+    /// Where each call keeps its answers for a retry, if it does.
+    record: Option<Record>,
 }
 
 impl DataMachine {
@@ -106,7 +108,18 @@ impl DataMachine {
             state: State::Start,
             pace: Pace::new(),
             fill: None,
+            record: None,
         }
+    }
+
+    /// Keeps every answer in `record`, so that the same operation run again
+    /// with the same record (after a lost reply) answers as the first run
+    /// did. Only the data script keeps records: the transaction's answers
+    /// exist only in its reply.
+    pub fn with_record(mut self, record: Record) -> DataMachine {
+        self.tx_ok = false;
+        self.record = Some(record);
+        self
     }
 
     fn batch(&self) -> Batch<'_> {
@@ -135,8 +148,15 @@ impl DataMachine {
         let now = self.now();
         match plan::path(&view, self.op, self.tx_ok, round.len(), &mirrored) {
             Path::Script => {
-                let (req, chunks) =
-                    script::request(&self.core.keys, &view, self.op, &round, self.batch(), &now);
+                let (req, chunks) = script::request(
+                    &self.core.keys,
+                    &view,
+                    self.op,
+                    &round,
+                    self.batch(),
+                    &now,
+                    self.record.as_ref(),
+                );
                 self.state = State::Script(ScriptRound { chunks });
                 Ok(Poll::Send(req))
             }
@@ -389,7 +409,7 @@ impl Machine for DataMachine {
     type Output = DataOutput;
 
     fn allow_transactions(&mut self, yes: bool) {
-        self.tx_ok = self.core.transactions && yes;
+        self.tx_ok = self.core.transactions && yes && self.record.is_none();
     }
 
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<DataOutput>> {

@@ -81,7 +81,7 @@ fn int(r: Option<redis::RedisResult<Value>>, what: &str) -> Result<u64> {
 }
 
 fn request(core: &Core, view: &View) -> Request {
-    let mut req = Request::new();
+    let mut req = Request::new().read_only();
     for g in &view.gens {
         for b in 0..g.layout.blocks {
             let key = core.keys.block(&view.uid, g.seq, b);

@@ -66,7 +66,7 @@ impl FillMachine {
             let size = gen.layout.block_bits().div_ceil(8);
             let start = bytes.len() as u64;
             let key = self.core.keys.block(&self.view.uid, gen.seq, block);
-            let req = Request::new().cmd(
+            let req = Request::new().read_only().cmd(
                 redis::cmd("GETRANGE")
                     .arg(key)
                     .arg(start)

@@ -49,6 +49,8 @@ pub(crate) struct Core {
     pub max_retries: u32,
     /// Whether data operations may use the guarded-transaction path.
     pub transactions: bool,
+    /// Replicas every write waits for, if any.
+    pub wait: Option<crate::wait::WaitReplicas>,
     /// Whether this handle family has seen the server accept `WATCH`. A
     /// transaction is pipelined in one piece, so a refused `WATCH` would
     /// let it run unguarded: the first one is preceded by a `WATCH` alone.
@@ -72,8 +74,27 @@ impl Core {
             cache: None,
             max_retries: DEFAULT_MAX_RETRIES,
             transactions: true,
+            wait: None,
             watch_ok: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// Runs `m` on a blocking connection with this handle's options.
+    pub fn run<M, C>(&self, conn: &mut C, m: M) -> Result<M::Output>
+    where
+        M: crate::exec::Machine,
+        C: redis::ConnectionLike + ?Sized,
+    {
+        crate::exec::run(conn, m, self.wait)
+    }
+
+    /// Runs `m` on an async connection with this handle's options.
+    pub async fn run_async<M, C>(&self, conn: &mut C, m: M) -> Result<M::Output>
+    where
+        M: crate::exec::Machine,
+        C: redis::aio::ConnectionLike + Send,
+    {
+        crate::exec::run_async(conn, m, self.wait).await
     }
 
     pub fn watch_ok(&self) -> bool {

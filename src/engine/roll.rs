@@ -150,7 +150,9 @@ impl<D: Decide> Machine for RollMachine<D> {
                     self.now = self.core.clock.now();
                     if self.now.is_none() {
                         self.state = State::Time;
-                        return Ok(Poll::Send(Request::new().cmd(redis::cmd("TIME"))));
+                        return Ok(Poll::Send(
+                            Request::new().read_only().cmd(redis::cmd("TIME")),
+                        ));
                     }
                 }
                 self.decide()
@@ -225,7 +227,9 @@ impl Machine for Now {
             return Ok(Poll::Ready(now));
         }
         self.sent = true;
-        Ok(Poll::Send(Request::new().cmd(redis::cmd("TIME"))))
+        Ok(Poll::Send(
+            Request::new().read_only().cmd(redis::cmd("TIME")),
+        ))
     }
 }
 

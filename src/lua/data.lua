@@ -1,13 +1,15 @@
 -- rotabloom data script, protocol 1: add / has / cai (check-and-insert).
 --
 -- KEYS[1] is the metadata hash, KEYS[2] the fence; KEYS[3..] are the block
--- keys of the generations named in ARGV, in order. The client computes every
+-- keys of the generations named in ARGV, in order, then, for a call with a
+-- record, the record key last. The client computes every
 -- bit position and every key name; this script checks that the client's
 -- view of the filter is current and then applies the bits, all in one
 -- atomic step. Structure never changes here: a full generation is reported
 -- (FULL) and the client appends the next one with the roll script.
 --
--- ARGV: op, uid, epoch, cleared, n, due, now, ngroups, then per group:
+-- ARGV: op, uid, epoch, cleared, n, due, now, ngroups, first, ttl, then
+-- per group:
 --   role ('q' query only, 'd' decides and is written, 'w' written only;
 --   upper case for a RedisBloom generation), seq, k, nblocks, capacity (0:
 --   no limit), must ('1': every block key must exist, '0': an adopted
@@ -18,6 +20,13 @@
 -- due is the view's lazy-rotation deadline in ms, or '' (the fence check
 -- confirms the view, so no stored value is read); now is the caller's clock
 -- in ms, or '' for the server's. Once due, writes and reads wait (DUE).
+-- first and ttl make a write exactly once across a lost reply: ttl ''
+-- means no record; else the record key (a string, one byte per item of the
+-- caller's batch: '0'/'1' once answered) keeps each answer for ttl ms,
+-- item i of this call being item first + i of the batch. Items already
+-- answered there are answered from it, without a check of the view (they
+-- were answered with the view of their time) and without a write: a
+-- retried call gives the original answers, never "seen" for its own items.
 --
 -- Returns {status, processed, flags, fill}: status OK, STALE (nothing
 -- done), DUE (nothing done: rotate first), FULL (the deciding group is at
@@ -29,6 +38,26 @@
 -- else -1.
 local meta = KEYS[1]
 local op = ARGV[1]
+local n = tonumber(ARGV[5])
+
+-- The record first: answers given before stand whatever happened since.
+local rec, first, known = nil, 0, ''
+if ARGV[10] ~= '' then
+  rec, first = KEYS[#KEYS], tonumber(ARGV[9])
+  known = redis.call('GETRANGE', rec, first, first + n - 1)
+end
+-- Answered items at the start of the call: returned as they were.
+local kn = 0
+while kn < #known and string.byte(known, kn + 1) ~= 0 do kn = kn + 1 end
+if kn > 0 then
+  return {'OK', kn, string.sub(known, 1, kn), -1}
+end
+-- Handled here: the items before the first answered one.
+local upto = n
+for i = 1, #known do
+  if string.byte(known, i) ~= 0 then upto = i - 1; break end
+end
+
 if not current(meta, ARGV[2], ARGV[3], ARGV[4]) then
   return {'STALE', 0, '', -1}
 end
@@ -38,9 +67,8 @@ if ARGV[6] ~= '' then
     return {'DUE', 0, '', -1}
   end
 end
-local n = tonumber(ARGV[5])
 local groups = {}
-local a, kix = 9, 3
+local a, kix = 11, 3
 
 for g = 1, tonumber(ARGV[8]) do
   local k = tonumber(ARGV[a + 2])
@@ -66,6 +94,8 @@ end
 if #missing > 0 then
   return {'MISSING', 0, table.concat(missing, ' '), -1}
 end
+-- The arguments are parsed; from here on n is the items to handle.
+n = upto
 
 -- Filters written before the fence existed get one on first write.
 if op ~= 'has' and redis.call('EXISTS', KEYS[2]) == 0 then
@@ -248,4 +278,9 @@ local out = {}
 for i = 0, processed - 1 do
   out[i + 1] = yes[i] and '1' or '0'
 end
-return {status, processed, table.concat(out), fill}
+local flags = table.concat(out)
+if rec and processed > 0 then
+  redis.call('SETRANGE', rec, first, flags)
+  redis.call('PEXPIRE', rec, ARGV[10])
+end
+return {status, processed, flags, fill}

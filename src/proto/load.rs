@@ -10,7 +10,7 @@ use crate::view::{Accept, View};
 use redis::Value;
 
 pub(crate) fn request(keys: &Keys) -> Request {
-    let mut req = Request::new();
+    let mut req = Request::new().read_only();
     req.script(
         &scripts::LOAD,
         scripts::LOAD.invoke(&[keys.meta().to_string(), keys.fence()]),

@@ -5,7 +5,7 @@ use crate::error::Error;
 use crate::exec::{Replies, Request};
 
 pub(crate) fn request(keys: &[(String, &'static str)]) -> Request {
-    let mut req = Request::new();
+    let mut req = Request::new().read_only();
     for (k, _) in keys {
         req.push(redis::cmd("TYPE").arg(k).clone(), None);
     }

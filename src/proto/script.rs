@@ -61,8 +61,31 @@ fn role_code(role: Role) -> &'static str {
     }
 }
 
+/// Where a write keeps its answers so that a retry after a lost reply gets
+/// them back (`lua/data.lua`): the record key, and for how long.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Record {
+    pub key: String,
+    pub ttl_ms: u64,
+}
+
+/// `round` cut into calls: runs of consecutive items (a call names its
+/// items by the first one's index, for the record), each of at most
+/// `per_call` items.
+fn calls(round: &[usize], per_call: usize) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    for &i in round {
+        match out.last_mut() {
+            Some(c) if c.len() < per_call && c.last().is_some_and(|&l| l + 1 == i) => c.push(i),
+            _ => out.push(vec![i]),
+        }
+    }
+    out
+}
+
 /// The calls for `round` (indexes into the batch), in chunks; returns the
-/// request and each chunk's items.
+/// request and each chunk's items. With a `record`, each call keeps its
+/// answers there.
 pub(crate) fn request(
     keys: &Keys,
     view: &View,
@@ -70,6 +93,7 @@ pub(crate) fn request(
     round: &[usize],
     batch: Batch<'_>,
     now: &str,
+    record: Option<&Record>,
 ) -> (Request, Vec<Vec<usize>>) {
     // Reads leave write-only generations alone: they answer nothing.
     let groups: Vec<(usize, Role)> = view
@@ -94,14 +118,21 @@ pub(crate) fn request(
             block_keys.extend((0..gen.layout.blocks).map(|b| keys.block(&view.uid, gen.seq, b)));
         }
     }
+    if let Some(r) = record {
+        block_keys.push(r.key.clone());
+    }
+    let ttl = record.map(|r| r.ttl_ms.to_string()).unwrap_or_default();
     let due = view
         .policy
         .lazy_due_at()
         .map(|t| t.to_string())
         .unwrap_or_default();
-    let mut req = Request::new();
+    let mut req = match op {
+        DataOp::Has => Request::new().read_only(),
+        DataOp::Add | DataOp::CheckAdd => Request::new(),
+    };
     let mut chunks = Vec::new();
-    for chunk in round.chunks(per_call) {
+    for chunk in calls(round, per_call) {
         let mut cmd = scripts::DATA.invoke(&block_keys);
         cmd.arg(op.code())
             .arg(&view.uid)
@@ -110,7 +141,9 @@ pub(crate) fn request(
             .arg(chunk.len())
             .arg(&due)
             .arg(now)
-            .arg(groups.len());
+            .arg(groups.len())
+            .arg(chunk.first().copied().unwrap_or(0))
+            .arg(&ttl);
         for (g, role) in &groups {
             let Some(gen) = view.gens.get(*g) else {
                 continue;
@@ -127,7 +160,7 @@ pub(crate) fn request(
                     .arg(1)
                     .arg(cap)
                     .arg("1");
-                for &i in chunk {
+                for &i in &chunk {
                     cmd.arg(batch.item(i).unwrap_or_default());
                 }
                 continue;
@@ -142,7 +175,7 @@ pub(crate) fn request(
                 } else {
                     "0"
                 });
-            for &i in chunk {
+            for &i in &chunk {
                 let Some(h) = batch.hashes.get(i) else {
                     continue;
                 };
@@ -154,7 +187,7 @@ pub(crate) fn request(
             }
         }
         req.script(&scripts::DATA, cmd);
-        chunks.push(chunk.to_vec());
+        chunks.push(chunk);
     }
     (req, chunks)
 }
@@ -209,7 +242,8 @@ pub(crate) fn decode(name: &str, len: usize, reply: redis::RedisResult<Value>) -
         return Err(e);
     }
     let processed = usize::try_from(*processed).map_err(|_| unexpected("data script count", &v))?;
-    if processed > len || flags.len() != processed {
+    if processed > len || flags.len() != processed || flags.bytes().any(|b| b != b'0' && b != b'1')
+    {
         return Err(unexpected("data script flags", &v));
     }
     let status = match status.as_str() {
@@ -253,21 +287,71 @@ mod tests {
             hashes: &hashes,
             items: &[],
         };
-        let (req, chunks) = request(&keys, &view, DataOp::CheckAdd, &[0, 2], batch, "");
-        assert_eq!(chunks, vec![vec![0, 2]]);
+        let (req, chunks) = request(&keys, &view, DataOp::CheckAdd, &[1, 2], batch, "", None);
+        assert_eq!(chunks, vec![vec![1, 2]]);
+        assert!(req.writes());
         let args = req.args(0);
-        // EVALSHA sha numkeys meta fence block, then op uid epoch cleared n due now groups.
+        // EVALSHA sha numkeys meta fence block, then op uid epoch cleared n
+        // due now groups first ttl.
         assert_eq!(args[0], "EVALSHA");
         assert_eq!(args[2], "3");
         assert_eq!(
-            &args[6..14],
-            ["cai", "0123456789abcdef", "0", "0", "2", "", "", "1"]
+            &args[6..16],
+            [
+                "cai",
+                "0123456789abcdef",
+                "0",
+                "0",
+                "2",
+                "",
+                "",
+                "1",
+                "1",
+                ""
+            ]
         );
         // One group: decide, seq 0, k, 1 block, no cap, every block must
         // exist, then per item block + k positions.
         let k = view.gens[0].layout.hashes as usize;
-        assert_eq!(&args[14..20], ["d", "0", &k.to_string(), "1", "0", "1"]);
-        assert_eq!(args.len(), 20 + 2 * (1 + k));
+        assert_eq!(&args[16..22], ["d", "0", &k.to_string(), "1", "0", "1"]);
+        assert_eq!(args.len(), 22 + 2 * (1 + k));
+    }
+
+    #[test]
+    fn a_record_is_the_last_key_and_calls_are_runs_of_consecutive_items() {
+        let view = view_of("bloom", 1);
+        let keys = crate::testkit::keys("t");
+        let hashes: Vec<ItemHash> = (0..6).map(|i| ItemHash::of(i.to_string())).collect();
+        let batch = Batch {
+            hashes: &hashes,
+            items: &[],
+        };
+        let record = Record {
+            key: "rotabloom:{t}:done:ab".into(),
+            ttl_ms: 300_000,
+        };
+        let (req, chunks) = request(
+            &keys,
+            &view,
+            DataOp::Add,
+            &[0, 1, 3, 4, 5],
+            batch,
+            "",
+            Some(&record),
+        );
+        assert_eq!(chunks, vec![vec![0, 1], vec![3, 4, 5]]);
+        for (i, (numkeys, first)) in [("4", "0"), ("4", "3")].into_iter().enumerate() {
+            let args = req.args(i);
+            assert_eq!(args[2], numkeys);
+            assert_eq!(args[6], "rotabloom:{t}:done:ab");
+            assert_eq!(&args[15..17], [first, "300000"]);
+        }
+        let (read, _) = request(&keys, &view, DataOp::Has, &[0], batch, "", None);
+        assert!(!read.writes());
+        assert_eq!(
+            calls(&[0, 1, 2, 3, 4], 2),
+            vec![vec![0, 1], vec![2, 3], vec![4]]
+        );
     }
 
     #[test]
@@ -299,6 +383,7 @@ mod tests {
             reply("OK", 2, "1", -1),
             reply("MAYBE", 0, "", -1),
             reply("OK", -1, "", -1),
+            reply("OK", 2, "1\0", -1),
             ok(Value::Int(1)),
         ] {
             assert!(matches!(

@@ -226,7 +226,7 @@ pub(crate) struct ReadSent {
 }
 
 pub(crate) fn read_request(r: RoundOf<'_>, gens: &[usize], now: &str) -> (Request, ReadSent) {
-    let mut req = Request::new();
+    let mut req = Request::new().read_only();
     req.push(guard(r.keys, r.view, gens, now), None);
     let mut parts = Vec::new();
     let all: Vec<usize> = (0..r.round.len()).collect();
@@ -290,7 +290,7 @@ fn takes_part(op: DataOp, role: Role) -> (bool, bool) {
 /// before the first transaction rather than learnt from one that ran
 /// unguarded.
 pub(crate) fn preflight_request(keys: &Keys) -> Request {
-    let mut req = Request::new();
+    let mut req = Request::new().read_only();
     req.push(redis::cmd("WATCH").arg(keys.fence()).clone(), None);
     req.push(redis::cmd("UNWATCH"), None);
     req
@@ -316,7 +316,10 @@ pub(crate) fn tx_request(
     let RoundOf {
         keys, view, round, ..
     } = r;
-    let mut req = Request::new();
+    let mut req = match op {
+        DataOp::Has => Request::new().read_only(),
+        DataOp::Add | DataOp::CheckAdd => Request::new(),
+    };
     req.push(redis::cmd("WATCH").arg(keys.fence()).clone(), None);
     req.push(guard(keys, view, gens, now), None);
     req.push(redis::cmd("MULTI"), None);

@@ -188,6 +188,7 @@ enum Role {
     Sentinel {
         name: String,
         primary: u16,
+        down_after_ms: u32,
     },
 }
 
@@ -225,9 +226,15 @@ impl RedisServer {
     /// A Sentinel watching the primary on port `primary` as master `name`
     /// (quorum 2).
     pub fn start_sentinel(name: &str, primary: u16) -> RedisServer {
+        Self::start_sentinel_with(name, primary, 5000)
+    }
+
+    /// A Sentinel that declares the primary down after `down_after_ms`.
+    pub fn start_sentinel_with(name: &str, primary: u16, down_after_ms: u32) -> RedisServer {
         let role = Role::Sentinel {
             name: name.to_string(),
             primary,
+            down_after_ms,
         };
         Self::start_impl(Vec::new(), role)
     }
@@ -259,12 +266,18 @@ impl RedisServer {
     fn args(&self) -> Vec<String> {
         let dir = self.dir.to_string_lossy().into_owned();
         let mut args: Vec<String> = Vec::new();
-        if let Role::Sentinel { name, primary } = &self.role {
+        if let Role::Sentinel {
+            name,
+            primary,
+            down_after_ms,
+        } = &self.role
+        {
             // A Sentinel rewrites its configuration file: it must have one.
             let conf = self.dir.join("sentinel.conf");
             let text = format!(
                 "sentinel monitor {name} 127.0.0.1 {primary} 2\n\
-                 sentinel down-after-milliseconds {name} 5000\n"
+                 sentinel down-after-milliseconds {name} {down_after_ms}\n\
+                 sentinel failover-timeout {name} 10000\n"
             );
             fs::write(&conf, text).expect("write sentinel.conf");
             args.extend([conf.to_string_lossy().into_owned(), "--sentinel".into()]);
@@ -463,6 +476,32 @@ impl RedisServer {
     /// All data and the script cache are lost (no persistence).
     pub fn restart(&mut self) {
         self.stop();
+        self.respawn();
+    }
+
+    /// `kill -9`: the server dies at once, without saving or closing its
+    /// connections cleanly.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Freezes (`-STOP`) or thaws (`-CONT`) the server process.
+    pub fn signal(&self, sig: &str) {
+        let pid = self.pid().expect("server running").to_string();
+        let ok = Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .expect("kill");
+        assert!(ok.success(), "kill {sig} {pid}");
+    }
+
+    /// Starts a stopped (or killed) server again on the same port and
+    /// directory, with the same arguments: with persistence on, it reloads
+    /// what it had written.
+    pub fn respawn(&mut self) {
         let mut errors = Vec::new();
         // The port is normally free right away (redis uses SO_REUSEADDR); retry
         // a few times in case someone else briefly grabbed it.
@@ -815,11 +854,19 @@ pub struct SentinelSet {
 
 impl SentinelSet {
     pub fn start(name: &str) -> SentinelSet {
-        let primary = RedisServer::start();
+        Self::start_with(name, 5000, &[])
+    }
+
+    /// Sentinels that declare the primary down after `down_after_ms`;
+    /// `extra` goes to both data nodes.
+    pub fn start_with(name: &str, down_after_ms: u32, extra: &[&str]) -> SentinelSet {
+        let primary = RedisServer::start_with(extra);
         let of = primary.port().to_string();
-        let replica = RedisServer::start_with(&["--replicaof", "127.0.0.1", &of]);
+        let mut args = vec!["--replicaof", "127.0.0.1", &of];
+        args.extend_from_slice(extra);
+        let replica = RedisServer::start_with(&args);
         let sentinels: Vec<RedisServer> = (0..3)
-            .map(|_| RedisServer::start_sentinel(name, primary.port()))
+            .map(|_| RedisServer::start_sentinel_with(name, primary.port(), down_after_ms))
             .collect();
         let set = SentinelSet {
             primary,

@@ -2,6 +2,7 @@
 
 use crate::connect::Ctx;
 use crate::lines::{for_each_batch, Source};
+use crate::resilient::Resilient;
 use crate::show::count;
 use crate::Output;
 use serde_json::json;
@@ -9,11 +10,12 @@ use std::ffi::OsString;
 use std::io;
 
 pub fn run(ctx: &Ctx, name: &str, items: Vec<OsString>, output: Output) -> anyhow::Result<u8> {
-    let mut conn = ctx.connect()?;
-    let f = ctx.open_for_write(&mut conn, name)?;
+    let mut redis = Resilient::connect(ctx, "items")?;
+    let f = ctx.open_for_write(redis.conn(), name)?;
     let mut total = 0u64;
     for_each_batch(&mut Source::new(items), 1000, "items", |batch, _| {
-        f.insert_many(&mut conn, batch)?;
+        let mut once = f.idempotent_batch(batch.iter());
+        redis.run(batch.len(), |c| once.insert(c))?;
         total += batch.len() as u64;
         Ok(())
     })?;

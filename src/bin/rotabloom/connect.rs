@@ -4,7 +4,7 @@ use crate::any::{self, AnyFilter};
 use crate::errors::{usage, Fail};
 use rotabloom::config::{Config, FilterDef, RedisUrl, Secrets};
 use rotabloom::connect::{Connection, TlsOptions};
-use rotabloom::{Error, FilterName, Keys, KEY_PREFIX};
+use rotabloom::{Error, FilterName, Keys, WaitReplicas, KEY_PREFIX};
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -18,6 +18,17 @@ pub struct Ctx {
     url: Result<RedisUrl, Fail>,
     tls: TlsOptions,
     secrets: Secrets,
+    /// Replicas every write waits for (the flag, else the configuration).
+    wait: Option<WaitReplicas>,
+    /// Reconnections a long-running writer tries.
+    pub retries: u32,
+}
+
+/// The flags about surviving failures: replicas to wait for, reconnections.
+pub struct Durability {
+    pub wait_replicas: Option<u32>,
+    pub wait_timeout_ms: Option<u64>,
+    pub retries: u32,
 }
 
 impl Ctx {
@@ -27,8 +38,20 @@ impl Ctx {
         config: Option<&Path>,
         url_flag: Option<&str>,
         tls: TlsOptions,
+        durability: Durability,
     ) -> anyhow::Result<Ctx> {
         let config = config.map(Config::load).transpose()?;
+        let wait = match (durability.wait_replicas, durability.wait_timeout_ms) {
+            (Some(n), ms) => {
+                let ms = ms.unwrap_or(rotabloom::DEFAULT_WAIT_TIMEOUT.as_millis() as u64);
+                Some(
+                    WaitReplicas::new(n, std::time::Duration::from_millis(ms))
+                        .map_err(|e| usage(format!("--wait-replicas: {e}")))?,
+                )
+            }
+            (None, Some(_)) => return Err(usage("--wait-timeout-ms goes with --wait-replicas")),
+            (None, None) => config.as_ref().and_then(Config::wait_replicas),
+        };
         let url = redis_url(url_flag, config.as_ref());
         let secrets = url.as_ref().map(RedisUrl::secrets).unwrap_or_default();
         let from_file = config.as_ref().map(Config::tls_options).unwrap_or_default();
@@ -43,6 +66,8 @@ impl Ctx {
             url,
             tls,
             secrets,
+            wait,
+            retries: durability.retries,
         })
     }
 
@@ -91,13 +116,29 @@ impl Ctx {
     }
 
     /// For commands that write: create the filter from the configuration if
-    /// it declares it (checking its parameters), else open it.
+    /// it declares it (checking its parameters), else open it; its writes
+    /// wait for the replicas asked for.
     pub fn open_for_write(&self, conn: &mut Connection, name: &str) -> anyhow::Result<AnyFilter> {
-        match self.def(name) {
+        let f = match self.def(name) {
             Some(def) => any::create_or_open(conn, def)
                 .map(|(f, _)| f)
-                .map_err(|e| self.create_error(name, e)),
-            None => open(conn, name),
+                .map_err(|e| self.create_error(name, e))?,
+            None => open(conn, name)?,
+        };
+        Ok(self.writer(f))
+    }
+
+    /// `f`, its writes waiting for the replicas asked for.
+    pub fn writer(&self, f: AnyFilter) -> AnyFilter {
+        f.with_wait_replicas(self.wait)
+    }
+
+    /// A description of the server for messages: the URL without
+    /// credentials.
+    pub fn describe(&self) -> String {
+        match &self.url {
+            Ok(u) => u.to_string(),
+            Err(_) => "Redis".to_string(),
         }
     }
 }

@@ -3,6 +3,7 @@
 use crate::connect::Ctx;
 use crate::errors::file_error;
 use crate::lines::{for_each_batch, Batches};
+use crate::resilient::Resilient;
 use crate::Output;
 use indicatif::{HumanCount, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
@@ -37,8 +38,8 @@ pub fn run(
         .ok()
         .filter(|m| m.is_file())
         .map(|m| m.len());
-    let mut conn = ctx.connect()?;
-    let f = ctx.open_for_write(&mut conn, name)?;
+    let mut redis = Resilient::connect(ctx, "lines")?;
+    let f = ctx.open_for_write(redis.conn(), name)?;
     let mut progress = Progress::new(size, progress_every, !output.quiet);
     let mut total = 0u64;
     let what = file.display().to_string();
@@ -47,7 +48,8 @@ pub fn run(
         batch_size,
         &what,
         |batch, bytes| {
-            f.insert_many(&mut conn, batch)?;
+            let mut once = f.idempotent_batch(batch.iter());
+            redis.run(batch.len(), |c| once.insert(c))?;
             total += batch.len() as u64;
             progress.update(total, bytes);
             Ok(())
