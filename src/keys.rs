@@ -22,21 +22,45 @@ pub const KEY_PREFIX: &str = "rotabloom";
 pub const MAX_NAME_LEN: usize = 200;
 
 /// A validated filter name: 1 to 200 bytes of printable ASCII without
-/// whitespace, `{`, `}` or `:`.
+/// whitespace, `{`, `}` or the glob characters `* ? [ ] \`. `:` is
+/// allowed (scrapy-redis's key style).
 ///
 /// ```
 /// use rotabloom::FilterName;
 /// assert!(FilterName::new("crawl.seen-urls_2026").is_ok());
+/// assert!(FilterName::new("myspider:dupefilter").is_ok());
 /// assert!(FilterName::new("").is_err());
 /// assert!(FilterName::new("a{b}").is_err());
 /// assert!(FilterName::new("has space").is_err());
+/// // An ACL pattern for filter `a*` would also match filter `ab`.
+/// assert!(FilterName::new("a*").is_err());
+/// // A filter made by an earlier version with such a name still opens.
+/// assert!(FilterName::existing("a*").is_ok());
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct FilterName(Arc<str>);
 
 impl FilterName {
-    /// Validates a filter name.
+    /// Validates the name of a filter to create (or to open).
     pub fn new(name: impl AsRef<str>) -> Result<FilterName> {
+        let name = Self::existing(name)?;
+        if name
+            .0
+            .bytes()
+            .any(|b| matches!(b, b'*' | b'?' | b'[' | b']' | b'\\'))
+        {
+            return Err(Error::InvalidName {
+                name: name.0.to_string(),
+                reason: "'*', '?', '[', ']' and '\\' are not allowed: an ACL key pattern for it would match other filters",
+            });
+        }
+        Ok(name)
+    }
+
+    /// Validates the name of a filter that may exist already: format 1
+    /// writers before the glob rule created names with `* ? [ ] \`, which
+    /// stay readable (and can be dropped), but no new one is made.
+    pub fn existing(name: impl AsRef<str>) -> Result<FilterName> {
         let name = name.as_ref();
         let bad = |reason| {
             Err(Error::InvalidName {
@@ -50,12 +74,13 @@ impl FilterName {
         if name.len() > MAX_NAME_LEN {
             return bad("it is longer than 200 bytes");
         }
-        // Braces would break the cluster hash tag; ':' separates key parts.
+        // Braces would break the cluster hash tag. A key is read up to the
+        // first '}', so ':' inside the tag is unambiguous.
         if !name
             .bytes()
-            .all(|b| b.is_ascii_graphic() && !matches!(b, b'{' | b'}' | b':'))
+            .all(|b| b.is_ascii_graphic() && !matches!(b, b'{' | b'}'))
         {
-            return bad("only printable ASCII without whitespace, '{', '}' or ':' is allowed");
+            return bad("only printable ASCII without whitespace, '{' or '}' is allowed");
         }
         Ok(FilterName(name.into()))
     }
@@ -143,7 +168,7 @@ impl Keys {
     ///
     /// ```
     /// use rotabloom::{FilterName, Keys};
-    /// let keys = Keys::new(FilterName::new("a*").unwrap());
+    /// let keys = Keys::new(FilterName::existing("a*").unwrap());
     /// assert_eq!(keys.pattern(), r"rotabloom:{a\*}:*");
     /// ```
     pub fn pattern(&self) -> String {

@@ -1363,3 +1363,60 @@ fn completions_and_man_page() {
     let out = run_cmd(command(&["--config", "/nonexistent.toml", "man"]), b"");
     assert_eq!(out.code, 0, "{out:?}");
 }
+
+#[test]
+fn names_may_hold_colons_but_not_glob_characters() {
+    let (server, url) = server_with(
+        "myspider:dupefilter",
+        &["--kind", "bloom", "--capacity", "1000"],
+    );
+    ok(rb(&url, &["add", "myspider:dupefilter", "https://a/"]));
+    let out = rb(
+        &url,
+        &["check", "myspider:dupefilter", "https://a/", "https://b/"],
+    );
+    assert_eq!(out.stdout, "https://a/\n", "{out:?}");
+    let doc = json(&url, &[]);
+    assert_eq!(doc["filters"][0]["name"], "myspider:dupefilter", "{doc}");
+
+    for name in ["a*", "a?", "a[b]", "a\\b"] {
+        let out = rb(
+            &url,
+            &["create", name, "--kind", "bloom", "--capacity", "10"],
+        );
+        assert_eq!(out.code, 2, "{out:?}");
+        assert!(out.error_line().contains("ACL key pattern"), "{out:?}");
+    }
+    // A filter an earlier version made with such a name: still usable,
+    // and it can be dropped.
+    create(&url, "ab", &["--kind", "bloom", "--capacity", "100"]);
+    ok(rb(&url, &["add", "ab", "x"]));
+    let mut conn = server.connection();
+    let old = keys("ab");
+    let keys_of_ab: Vec<String> = redis::cmd("KEYS")
+        .arg(old.pattern())
+        .query(&mut conn)
+        .unwrap();
+    for k in keys_of_ab {
+        let to = k.replacen("{ab}", "{a*}", 1);
+        let _: () = redis::cmd("RENAME")
+            .arg(&k)
+            .arg(&to)
+            .query(&mut conn)
+            .unwrap();
+    }
+    let out = rb(&url, &["check", "a*", "x", "y"]);
+    assert_eq!(out.stdout, "x\n", "{out:?}");
+    ok(rb(&url, &["drop", "a*", "--yes"]));
+    let left: Vec<String> = redis::cmd("KEYS")
+        .arg("rotabloom:{a\\*}:*")
+        .query(&mut conn)
+        .unwrap();
+    // Only the answers kept for retries of the last batches are left, and
+    // they expire.
+    for k in &left {
+        assert!(k.contains(":done:"), "{left:?}");
+        let ttl: i64 = redis::cmd("PTTL").arg(k).query(&mut conn).unwrap();
+        assert!(ttl > 0, "{k} never expires");
+    }
+}

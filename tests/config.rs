@@ -175,7 +175,7 @@ fn bad_values_name_file_line_and_key() {
         ),
         (
             "[filter.\"a b\"]\nkind = \"bloom\"\ncapacity = 5\n",
-            "conf/test.toml:1:1: filter.a b: invalid filter name \"a b\": only printable ASCII without whitespace, '{', '}' or ':' is allowed",
+            "conf/test.toml:1:1: filter.a b: invalid filter name \"a b\": only printable ASCII without whitespace, '{' or '}' is allowed",
         ),
         (
             "[filter]\nx = { kind = \"bloom\", capacity = 0 }\n",

@@ -41,7 +41,7 @@ impl Machine for LoadMachine {
 /// Opens an existing filter: load, then (a RedisBloom filter only) check
 /// that the module is there.
 pub(crate) fn open(name: &str, accept: Accept) -> Result<impl Machine<Output = Core>> {
-    let keys = Keys::new(crate::FilterName::new(name)?);
+    let keys = Keys::new(crate::FilterName::existing(name)?);
     Ok(LoadMachine::new(keys.clone(), accept).then(move |view| {
         let probe = ModuleMachine::probe(&keys, &view);
         Ok(probe.map(move |()| Ok(Core::new(keys, view, accept, Vec::new()))))

@@ -201,7 +201,7 @@ fn all_names(conn: &mut Connection) -> redis::RedisResult<Vec<String>> {
         let name = key
             .strip_prefix(&prefix)
             .and_then(|k| k.strip_suffix(suffix))
-            .and_then(|n| FilterName::new(n).ok());
+            .and_then(|n| FilterName::existing(n).ok());
         // A key the pattern matches by accident (`rotabloom:{a}:b}:meta`)
         // is not the meta key of the name read from it.
         if let Some(name) = name.filter(|n| Keys::new(n.clone()).meta() == key) {
