@@ -54,7 +54,7 @@ impl<'a> Resilient<'a> {
         let mut attempt = 0;
         let mut last = match batch(&mut self.conn) {
             Ok(v) => return self.confirmed(len, v),
-            Err(e) if e.is_retryable() => e.to_string(),
+            Err(e) if e.is_retryable() => why(&e),
             Err(e) => return Err(e.into()),
         };
         while attempt < self.ctx.retries {
@@ -78,7 +78,7 @@ impl<'a> Resilient<'a> {
             }
             match batch(&mut self.conn) {
                 Ok(v) => return self.confirmed(len, v),
-                Err(e) if e.is_retryable() => last = e.to_string(),
+                Err(e) if e.is_retryable() => last = why(&e),
                 Err(e) => return Err(e.into()),
             }
         }
@@ -99,5 +99,17 @@ impl<'a> Resilient<'a> {
     fn confirmed<T>(&mut self, len: usize, v: T) -> anyhow::Result<T> {
         self.done += len as u64;
         Ok(v)
+    }
+}
+
+/// Why a batch is retried, for the warning: a server that answers
+/// `READONLY` was a primary and is a replica now, which is a failover, not
+/// an error of the user's.
+fn why(e: &rotabloom::Error) -> String {
+    match e {
+        rotabloom::Error::Redis(r) if r.inner().code() == Some("READONLY") => {
+            "the server became a replica (failover); reconnecting to the primary".into()
+        }
+        e => e.to_string(),
     }
 }

@@ -1,0 +1,287 @@
+//! Failover under a running `rotabloom filter`: a primary, its replica and
+//! three Sentinels on loopback. Unplanned (`kill -9` of the primary while
+//! its replica lags) with and without `--wait-replicas 1`, and planned
+//! (`SENTINEL FAILOVER`). Figures on standard error (`--nocapture`).
+
+#[path = "support/bin.rs"]
+mod bin;
+#[path = "support/harness.rs"]
+mod harness;
+
+use harness::SentinelSet;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+fn urls(tag: &str, n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| format!("https://{tag}.example/{i}"))
+        .collect()
+}
+
+/// A running `rotabloom filter`, fed chunk by chunk; its output read as it
+/// comes.
+struct Filter {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    printed: Vec<String>,
+}
+
+impl Filter {
+    fn start(url: &str, extra: &[&str], name: &str) -> Filter {
+        let mut args = vec!["--redis", url];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["filter", name, "--batch", "250"]);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rotabloom"))
+            .args(&args)
+            .env_remove("REDIS_URL")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Filter {
+            child,
+            stdin,
+            lines,
+            printed: Vec::new(),
+        }
+    }
+
+    fn feed(&mut self, chunk: &[String]) {
+        let mut text = chunk.join("\n");
+        text.push('\n');
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(text.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Waits until `n` lines in all were printed.
+    fn printed_at_least(&mut self, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.printed.len() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => self.printed.push(line),
+                Err(e) => panic!("{} of {n} lines printed: {e}", self.printed.len()),
+            }
+        }
+    }
+
+    /// Closes the input; returns every line printed, the standard error
+    /// and the exit code.
+    fn finish(mut self) -> (Vec<String>, String, i32) {
+        drop(self.stdin.take());
+        let o = self.child.wait_with_output().unwrap();
+        self.printed.extend(self.lines.iter());
+        (
+            self.printed,
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+            o.status.code().unwrap_or(-1),
+        )
+    }
+}
+
+/// The port of the primary the Sentinels name.
+fn primary_port(set: &SentinelSet) -> Option<u16> {
+    let mut c = set.sentinels[0].connection();
+    let addr: Option<Vec<String>> = redis::cmd("SENTINEL")
+        .arg("GET-MASTER-ADDR-BY-NAME")
+        .arg(&set.name)
+        .query(&mut c)
+        .ok()?;
+    addr?.get(1)?.parse().ok()
+}
+
+/// Waits until the Sentinels name a primary other than `old`.
+fn promoted(set: &SentinelSet, old: u16) -> u16 {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(p) = primary_port(set).filter(|&p| p != old) {
+            return p;
+        }
+        assert!(Instant::now() < deadline, "no failover within 60 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Of `lines`, those the filter behind `url` does not hold.
+fn absent(url: &str, name: &str, lines: &[String]) -> usize {
+    let mut input = lines.join("\n");
+    input.push('\n');
+    let run = bin::rotabloom(
+        &["--redis", url, "check", name, "--absent"],
+        &[],
+        input.as_bytes(),
+    );
+    assert!(run.code == 0 || run.code == 1, "{run:?}");
+    run.stdout.lines().count()
+}
+
+fn create(url: &str, name: &str) {
+    bin::rb(&[
+        "--redis",
+        url,
+        "create",
+        name,
+        "--kind",
+        "bloom",
+        "--capacity",
+        "1M",
+        "--error-rate",
+        "0.000001",
+    ])
+    .ok();
+}
+
+/// Five chunks printed; the replica frozen; a sixth chunk of `lag` lines
+/// fed (and, when `acknowledged_before_kill`, printed: acknowledged by the
+/// primary only; more than the socket buffers between them hold, so the
+/// replica really lags);
+/// the primary killed, the replica thawed and promoted, the old primary
+/// back as a replica; a seventh chunk. Returns the lines printed before
+/// the kill, all lines printed, the standard error, the exit code, and the
+/// Sentinel URL.
+fn unplanned(
+    tag: &str,
+    extra: &[&str],
+    lag: usize,
+    acknowledged_before_kill: bool,
+) -> (Vec<String>, Vec<String>, String, i32, SentinelSet) {
+    let mut set = SentinelSet::start_with(tag, 1000, &[]);
+    let url = set.url();
+    create(&url, tag);
+    let chunks: Vec<Vec<String>> = (0..7)
+        .map(|c| urls(&format!("{tag}{c}"), if c == 5 { lag } else { 1000 }))
+        .collect();
+    let mut f = Filter::start(&url, extra, tag);
+    for c in &chunks[..5] {
+        f.feed(c);
+    }
+    f.printed_at_least(5000);
+    set.replica.signal("-STOP");
+    f.feed(&chunks[5]);
+    if acknowledged_before_kill {
+        f.printed_at_least(5000 + lag);
+    }
+    let before = f.printed.clone();
+    let old = set.primary.port();
+    set.primary.kill9();
+    set.replica.signal("-CONT");
+    promoted(&set, old);
+    // The old primary comes back empty and is made a replica of the new
+    // one, so that writes waiting for one replica can go on.
+    set.primary.respawn();
+    f.feed(&chunks[6]);
+    let (all, stderr, code) = f.finish();
+    (before, all, stderr, code, set)
+}
+
+fn assert_once(all: &[String], tag: &str, lag: usize, stderr: &str) {
+    let expected: Vec<String> = (0..7)
+        .flat_map(|c| urls(&format!("{tag}{c}"), if c == 5 { lag } else { 1000 }))
+        .collect();
+    let mut sorted = all.to_vec();
+    sorted.sort();
+    let mut want = expected.clone();
+    want.sort();
+    assert_eq!(
+        sorted.len(),
+        want.len(),
+        "missing or doubled lines; {stderr}"
+    );
+    assert!(sorted == want, "wrong lines; {stderr}");
+}
+
+#[test]
+fn unplanned_failover_with_wait_replicas_loses_no_printed_line() {
+    // The lagging chunk is 1,000 lines here (it must fit in the pipe to the
+    // blocked writer); its writes wait, so none is acknowledged before the
+    // kill.
+    let extra = [
+        "--wait-replicas",
+        "1",
+        "--wait-timeout-ms",
+        "300",
+        "--retries",
+        "14",
+    ];
+    let (before, all, stderr, code, set) = unplanned("fowait", &extra, 1000, false);
+    assert_eq!(code, 0, "{stderr}");
+    assert_once(&all, "fowait", 1000, &stderr);
+    let lost = absent(&set.url(), "fowait", &before);
+    assert_eq!(
+        lost, 0,
+        "printed before the failover, missing after: {stderr}"
+    );
+    let lost_all = absent(&set.url(), "fowait", &all);
+    assert_eq!(lost_all, 0, "{stderr}");
+    eprintln!(
+        "unplanned failover, --wait-replicas 1: 0 of {} lines printed before the kill missing, 0 of {} in all; each printed once",
+        before.len(),
+        all.len()
+    );
+}
+
+#[test]
+fn unplanned_failover_without_waiting_figure() {
+    let (before, all, stderr, code, set) =
+        unplanned("fonowait", &["--retries", "14"], 30_000, true);
+    assert_eq!(code, 0, "{stderr}");
+    assert_once(&all, "fonowait", 30_000, &stderr);
+    let lost = absent(&set.url(), "fonowait", &before);
+    // The chunk printed while the replica was frozen existed only on the
+    // primary that was killed: without waiting, it is gone.
+    assert!(
+        lost > 0,
+        "the lagging replica lost nothing: the test did not lag it"
+    );
+    eprintln!(
+        "unplanned failover, no waiting: {lost} of {} lines printed before the kill missing afterwards",
+        before.len()
+    );
+}
+
+#[test]
+fn planned_failover_goes_on_without_loss_or_readonly() {
+    let set = SentinelSet::start_with("foplan", 1000, &[]);
+    let url = set.url();
+    create(&url, "foplan");
+    let chunks: Vec<Vec<String>> = (0..7).map(|c| urls(&format!("foplan{c}"), 1000)).collect();
+    let extra = ["--wait-replicas", "1", "--retries", "14"];
+    let mut f = Filter::start(&url, &extra, "foplan");
+    for c in &chunks[..4] {
+        f.feed(c);
+    }
+    f.printed_at_least(4000);
+    let old = set.primary.port();
+    let _: () = redis::cmd("SENTINEL")
+        .arg("FAILOVER")
+        .arg("foplan")
+        .query(&mut set.sentinels[0].connection())
+        .unwrap();
+    for c in &chunks[4..] {
+        f.feed(c);
+    }
+    let new = promoted(&set, old);
+    assert_ne!(new, old);
+    let (all, stderr, code) = f.finish();
+    assert_eq!(code, 0, "{stderr}");
+    assert_once(&all, "foplan", 1000, &stderr);
+    assert_eq!(absent(&url, "foplan", &all), 0, "{stderr}");
+    assert!(!stderr.contains("READONLY"), "{stderr}");
+    eprintln!("planned failover: 7,000 of 7,000 lines printed once, 0 missing");
+}
