@@ -124,3 +124,122 @@ fn a_user_denied_watch_gets_a_clear_error_and_nothing_is_written() {
         problems.join("\n  ")
     );
 }
+
+#[path = "support/bin.rs"]
+mod bin;
+
+/// The commands rotabloom sends for one filter of any kind on bitmaps
+/// (docs/ACL.md): the scripts' commands are checked against the user too.
+const COMMANDS: &str = "+evalsha +eval +watch +unwatch +multi +exec +ping +time +wait \
+    +bitfield +bitfield_ro +bitcount +getrange +setrange +strlen +get +set +exists +type \
+    +unlink +del +pexpire +hget +hmget +hgetall +hset +hdel +hexists +hincrby";
+
+/// `ACL SETUSER name on >pw resetkeys ~rotabloom:{filter}:* -@all COMMANDS`.
+fn restricted_user(admin: &mut Connection, name: &str, filter: &str) {
+    let mut cmd = redis::cmd("ACL");
+    cmd.arg("SETUSER")
+        .arg(name)
+        .arg("reset")
+        .arg("on")
+        .arg(">pw")
+        .arg(format!("~rotabloom:{{{filter}}}:*"))
+        .arg("-@all");
+    for c in COMMANDS.split_whitespace() {
+        cmd.arg(c);
+    }
+    cmd.query::<()>(admin).unwrap();
+}
+
+#[test]
+fn a_user_with_the_documented_acl_does_everything_with_its_filter_and_nothing_with_another() {
+    let server = RedisServer::start();
+    let mut admin = server.connection();
+    let port = server.port();
+    let run = |user: &str, args: &[&str], input: &str| {
+        let url = format!("redis://{user}:pw@127.0.0.1:{port}/");
+        let mut all = vec!["--redis", url.as_str()];
+        all.extend_from_slice(args);
+        bin::rotabloom(&all, &[], input.as_bytes())
+    };
+    let lines: String = (0..300).map(|i| format!("https://x/{i}\n")).collect();
+    let kinds: [(&str, &[&str]); 3] = [
+        ("bloom", &["--capacity", "10000"]),
+        (
+            "expanding",
+            &["--capacity", "100", "--max-generations", "8"],
+        ),
+        (
+            "circular",
+            &["--generations", "3", "--capacity", "10000", "--every", "1h"],
+        ),
+    ];
+    for (kind, settings) in kinds {
+        let name = format!("acl-{kind}");
+        let user = format!("u-{kind}");
+        restricted_user(&mut admin, &user, &name);
+        let mut create = vec![
+            "create",
+            name.as_str(),
+            "--kind",
+            kind,
+            "--error-rate",
+            "0.000001",
+        ];
+        create.extend_from_slice(settings);
+        run(&user, &create, "").ok();
+        run(&user, &["add", &name, "a", "b"], "").ok();
+        let out = run(&user, &["check", &name, "a", "z"], "").ok();
+        assert_eq!(out.stdout, "a\n");
+        // 300 lines: the guarded transaction, WATCH and all; the expanding
+        // filter grows past its first generation of 100.
+        let out = run(&user, &["filter", &name], &lines).ok();
+        assert_eq!(out.stdout.lines().count(), 300, "{kind}: {out:?}");
+        run(&user, &["load", &name, "-"], &lines).ok();
+        let out = run(&user, &["status", "--json", &name], "").ok();
+        assert!(out.stdout.contains(&name), "{out:?}");
+        if kind == "circular" {
+            run(&user, &["rotate", &name], "").ok();
+        }
+        let out = run(
+            &user,
+            &[
+                "--wait-replicas",
+                "1",
+                "--wait-timeout-ms",
+                "10",
+                "--retries",
+                "0",
+                "add",
+                &name,
+                "w",
+            ],
+            "",
+        );
+        // No replica: the write is refused by the count, not by the ACL.
+        assert!(out.stderr.contains("replicas acknowledged"), "{out:?}");
+        run(&user, &["drop", &name, "--yes"], "").ok();
+    }
+
+    // A user for another filter's keys: a permission error, exit 3,
+    // nothing written.
+    BloomFilter::builder("mine")
+        .capacity(1000)
+        .create_or_open(&mut admin)
+        .unwrap();
+    restricted_user(&mut admin, "other", "theirs");
+    for args in [
+        &["check", "mine", "a"][..],
+        &["add", "mine", "a"][..],
+        &["status", "mine"][..],
+    ] {
+        let out = run("other", args, "");
+        let line = out.failed(3);
+        assert!(line.contains("permission denied"), "{out:?}");
+        assert!(!line.contains("pw"), "{out:?}");
+    }
+    let out = run("other", &["filter", "mine"], "a\nb\n");
+    assert_eq!(out.code, 3, "{out:?}");
+    let f = BloomFilter::open(&mut admin, "mine").unwrap();
+    assert_eq!(f.count(&mut admin).unwrap(), 0);
+    assert!(!f.contains(&mut admin, "a").unwrap());
+}
