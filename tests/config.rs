@@ -300,7 +300,8 @@ fn params_from_flags_validate_the_same_way() {
     p.generations = Some(3);
     let def = p.validate("x").unwrap();
     assert_eq!(def.kind(), Kind::Circular);
-    assert!(p.validate("bad:name").unwrap_err().key.is_none());
+    assert!(p.validate("bad*name").unwrap_err().key.is_none());
+    assert!(p.validate("spider:dupefilter").is_ok());
 }
 
 #[test]
