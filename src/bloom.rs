@@ -313,6 +313,13 @@ pub struct BloomSpec {
 }
 
 impl BloomSpec {
+    /// The same spec, its creation and the handle's writes waiting for
+    /// replicas (see [`WaitReplicas`](crate::WaitReplicas)).
+    pub fn with_wait_replicas(mut self, wait: Option<crate::WaitReplicas>) -> Self {
+        self.wait = wait;
+        self
+    }
+
     /// The generation's layout.
     pub fn layout(&self) -> Layout {
         self.layout

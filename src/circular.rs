@@ -483,6 +483,13 @@ pub struct CircularSpec {
 }
 
 impl CircularSpec {
+    /// The same spec, its creation and the handle's writes waiting for
+    /// replicas (see [`WaitReplicas`](crate::WaitReplicas)).
+    pub fn with_wait_replicas(mut self, wait: Option<crate::WaitReplicas>) -> Self {
+        self.wait = wait;
+        self
+    }
+
     fn blueprint(&self, now: DateTime<Utc>) -> Result<Blueprint> {
         let extra = match self.schedule {
             Some(s) => {

@@ -376,6 +376,13 @@ pub struct ExpandingSpec {
 }
 
 impl ExpandingSpec {
+    /// The same spec, its creation and the handle's writes waiting for
+    /// replicas (see [`WaitReplicas`](crate::WaitReplicas)).
+    pub fn with_wait_replicas(mut self, wait: Option<crate::WaitReplicas>) -> Self {
+        self.wait = wait;
+        self
+    }
+
     fn blueprint(&self) -> Blueprint {
         Blueprint {
             uid: crate::uid::new_uid(),

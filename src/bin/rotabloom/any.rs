@@ -4,24 +4,28 @@
 use chrono::{DateTime, Utc};
 use rotabloom::config::{FilterDef, FilterSpec};
 use rotabloom::connect::Connection;
-use rotabloom::{CircularFilter, Opened, Result, Rotation};
+use rotabloom::{CircularFilter, Opened, Result, Rotation, WaitReplicas};
 
 pub use rotabloom::AnyFilter;
 
 /// Creates the filter `def` describes, or opens it when it exists with the
-/// same parameters.
-pub fn create_or_open(conn: &mut Connection, def: &FilterDef) -> Result<(AnyFilter, Opened)> {
-    Ok(match def.spec() {
+/// same parameters; the creation and the handle's writes wait for `wait`.
+pub fn create_or_open(
+    conn: &mut Connection,
+    def: &FilterDef,
+    wait: Option<WaitReplicas>,
+) -> Result<(AnyFilter, Opened)> {
+    Ok(match def.spec().clone() {
         FilterSpec::Bloom(s) => {
-            let (f, how) = s.create_or_open(conn)?;
+            let (f, how) = s.with_wait_replicas(wait).create_or_open(conn)?;
             (f.into(), how)
         }
         FilterSpec::Expanding(s) => {
-            let (f, how) = s.create_or_open(conn)?;
+            let (f, how) = s.with_wait_replicas(wait).create_or_open(conn)?;
             (f.into(), how)
         }
         FilterSpec::Circular(s) => {
-            let (f, how) = s.create_or_open(conn)?;
+            let (f, how) = s.with_wait_replicas(wait).create_or_open(conn)?;
             (f.into(), how)
         }
     })

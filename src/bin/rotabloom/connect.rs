@@ -120,12 +120,17 @@ impl Ctx {
     /// wait for the replicas asked for.
     pub fn open_for_write(&self, conn: &mut Connection, name: &str) -> anyhow::Result<AnyFilter> {
         let f = match self.def(name) {
-            Some(def) => any::create_or_open(conn, def)
+            Some(def) => any::create_or_open(conn, def, self.wait)
                 .map(|(f, _)| f)
                 .map_err(|e| self.create_error(name, e))?,
             None => open(conn, name)?,
         };
         Ok(self.writer(f))
+    }
+
+    /// The replicas every write waits for, if any.
+    pub fn wait(&self) -> Option<WaitReplicas> {
+        self.wait
     }
 
     /// `f`, its writes waiting for the replicas asked for.

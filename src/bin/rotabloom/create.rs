@@ -124,7 +124,7 @@ pub fn run(
     let mut out = io::stdout().lock();
     for def in &defs {
         let (f, how) =
-            any::create_or_open(&mut conn, def).map_err(|e| ctx.create_error(def.name(), e))?;
+            any::create_or_open(&mut conn, def, ctx.wait()).map_err(|e| ctx.create_error(def.name(), e))?;
         let info = f.info(&mut conn)?;
         let bytes: u64 = info.generations.iter().map(|g| g.bits.div_ceil(8)).sum();
         let shape = format!(
