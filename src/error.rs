@@ -170,6 +170,19 @@ pub enum Error {
         message: String,
     },
 
+    /// The server refused a write because its memory is full (used memory
+    /// above `maxmemory`, with a policy that does not evict the filter's
+    /// keys). Nothing of the refused step was applied: a script fails at
+    /// its first write, a transaction is refused before it runs. Reads
+    /// keep working.
+    #[error("filter {name:?}: the Redis server refused the write: used memory is above maxmemory and nothing can be evicted; nothing of it was applied (free memory, raise maxmemory, or drop filters): {message}")]
+    MemoryFull {
+        /// The filter's name.
+        name: String,
+        /// The server's words.
+        message: String,
+    },
+
     /// The Redis user may not run a command rotabloom needs (ACL), or may
     /// not touch one of the filter's keys. Nothing was written by the
     /// command refused.
@@ -255,6 +268,9 @@ impl Error {
     /// A script's error reply, for filter `name`: `CORRUPT <field> ...`
     /// is the scripts' word for a stored value they will not use.
     pub(crate) fn from_script(name: &str, e: redis::RedisError) -> Error {
+        if e.code() == Some("OOM") {
+            return Error::memory_full(name, &e);
+        }
         if e.code() == Some("CORRUPT") {
             let detail = e.detail().unwrap_or_default();
             let (field, reason) = detail.split_once(' ').unwrap_or((detail, "malformed"));
@@ -266,6 +282,28 @@ impl Error {
             };
         }
         e.into()
+    }
+}
+
+impl Error {
+    /// [`Error::MemoryFull`] from the server's OOM reply `e`.
+    pub(crate) fn memory_full(name: &str, e: &redis::RedisError) -> Error {
+        let text = crate::redact::redact_urls(e.detail().unwrap_or("OOM"));
+        Error::MemoryFull {
+            name: name.to_string(),
+            message: text
+                .split(" script:")
+                .next()
+                .unwrap_or(&text)
+                .trim()
+                .to_string(),
+        }
+    }
+
+    /// Whether the server refused a command for lack of memory.
+    pub(crate) fn is_oom(&self) -> bool {
+        matches!(self, Error::MemoryFull { .. })
+            || matches!(self, Error::Redis(RedisError(e)) if e.code() == Some("OOM"))
     }
 }
 

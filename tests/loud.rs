@@ -294,3 +294,61 @@ fn an_adopted_legacy_bitmap_may_lack_blocks_its_crawler_never_wrote() {
     assert_eq!(answers.len(), 200);
     assert!(f.check_and_insert_many(&mut conn, items("l", 50)).is_ok());
 }
+
+#[test]
+fn under_maxmemory_reads_keep_working_and_writes_say_why() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut conn = server.connection();
+    let f = BloomFilter::builder("full")
+        .capacity(100_000)
+        .error_rate(1e-6)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let known = items("known", 1000);
+    let fresh = items("fresh", 1000);
+    f.insert_many(&mut conn, &known).unwrap();
+    let count = f.count(&mut conn).unwrap();
+    for (k, v) in [("maxmemory-policy", "noeviction"), ("maxmemory", "1")] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(k)
+            .arg(v)
+            .query(&mut conn)
+            .unwrap();
+    }
+    // Batches big enough for the guarded transaction, which the server
+    // refuses under maxmemory: the answers come by the script instead.
+    let mut both = known.clone();
+    both.extend(fresh.iter().cloned());
+    let present = f.contains_many(&mut conn, &both).unwrap();
+    assert!(present[..1000].iter().all(|&p| p));
+    assert!(present[1000..].iter().all(|&p| !p));
+    assert!(f.contains(&mut conn, &known[0]).unwrap());
+    // Writes: refused, named, nothing applied.
+    for r in [
+        f.check_and_insert_many(&mut conn, &fresh),
+        f.insert_many(&mut conn, &fresh[..5]),
+        f.idempotent_batch(&fresh).check_and_insert(&mut conn),
+    ] {
+        match r {
+            Err(Error::MemoryFull { ref name, .. }) if name == "full" => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(f.count(&mut conn).unwrap(), count);
+    assert!(f
+        .contains_many(&mut conn, &fresh)
+        .unwrap()
+        .iter()
+        .all(|&p| !p));
+    // The command line: check works; add is one line naming maxmemory.
+    let (code, out, err) = cli(&url, &["check", "full"], &both.join("\n"));
+    assert_eq!((code, out.lines().count()), (0, 1000), "{err}");
+    let (code, _, err) = cli(&url, &["--retries", "0", "add", "full", "x"], "");
+    assert_eq!(code, 3, "{err}");
+    assert!(
+        err.contains("maxmemory") && err.trim_end().lines().count() == 1,
+        "{err}"
+    );
+}

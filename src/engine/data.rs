@@ -368,6 +368,19 @@ impl DataMachine {
                 name: self.core.name().to_string(),
             });
         }
+        if e.is_oom() {
+            // Under maxmemory the server refuses every command queued in
+            // MULTI, reads too; the data script reads whatever the memory
+            // (it is only refused at a write). So a read goes on by the
+            // script; a write is refused, and says why.
+            if self.op == DataOp::Has && self.tx_ok {
+                self.tx_ok = false;
+                return self.next_round();
+            }
+            if let Error::Redis(r) = &e {
+                return Err(Error::memory_full(self.core.name(), r.inner()));
+            }
+        }
         Err(e)
     }
 

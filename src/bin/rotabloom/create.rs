@@ -123,8 +123,8 @@ pub fn run(
     let mut conn = ctx.connect()?;
     let mut out = io::stdout().lock();
     for def in &defs {
-        let (f, how) =
-            any::create_or_open(&mut conn, def, ctx.wait()).map_err(|e| ctx.create_error(def.name(), e))?;
+        let (f, how) = any::create_or_open(&mut conn, def, ctx.wait())
+            .map_err(|e| ctx.create_error(def.name(), e))?;
         let info = f.info(&mut conn)?;
         let bytes: u64 = info.generations.iter().map(|g| g.bits.div_ceil(8)).sum();
         let shape = format!(
