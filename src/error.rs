@@ -127,6 +127,19 @@ pub enum Error {
         retries: u32,
     },
 
+    /// The generation a write fills holds its capacity, and the handle's
+    /// [`WhenFull`](crate::WhenFull) is `Error` (the default): nothing of
+    /// the refused write was applied.
+    #[error("filter {name:?} is full: its generation holds {count} items of the {capacity} it was made for, and more would raise its false-positive rate above its target; nothing was written (rotate it, convert it to an expanding filter, make a bigger one, or set when_full = warn)")]
+    Full {
+        /// The filter's name.
+        name: String,
+        /// What the generation was made for.
+        capacity: u64,
+        /// What it holds.
+        count: u64,
+    },
+
     /// An [`ExpandingFilter`](crate::ExpandingFilter) reached its configured
     /// limit on generations or memory.
     #[error("filter {name:?} reached its limit: {limit}")]

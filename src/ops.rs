@@ -145,6 +145,15 @@ macro_rules! impl_filter_ops {
                 $crate::batch::IdempotentBatch::new(self.core.clone(), items)
             }
 
+            /// What a write of this handle does once the generation it fills
+            /// holds its capacity (base and circular filters; default
+            /// [`WhenFull::Error`]($crate::WhenFull::Error): refuse with
+            /// [`Error::Full`]($crate::Error::Full)). See [`WhenFull`]($crate::WhenFull).
+            pub fn with_when_full(mut self, when_full: $crate::WhenFull) -> Self {
+                self.core.when_full = when_full;
+                self
+            }
+
             /// Makes every write of this handle (and its clones made after)
             /// wait until `wait` replicas acknowledged it (Redis `WAIT`);
             /// `None` stops waiting. See [`WaitReplicas`]($crate::WaitReplicas)

@@ -52,13 +52,15 @@ fn cli(url: &str, args: &[&str], stdin: &str) -> (i32, String, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
+    // Fed from a thread: the output is read meanwhile, or a big input and
+    // output would block each other.
+    let mut input = child.stdin.take().unwrap();
+    let data = stdin.as_bytes().to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = input.write_all(&data);
+    });
     let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -351,4 +353,81 @@ fn under_maxmemory_reads_keep_working_and_writes_say_why() {
         err.contains("maxmemory") && err.trim_end().lines().count() == 1,
         "{err}"
     );
+}
+
+#[test]
+fn an_over_full_filter_refuses_or_warns_as_chosen() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut conn = server.connection();
+
+    // The library: refused from the first write after the count reached
+    // capacity, with nothing written; on with Warn.
+    let f = BloomFilter::builder("small-lib")
+        .capacity(100)
+        .error_rate(1e-6)
+        .create_or_open(&mut conn)
+        .unwrap();
+    f.insert_many(&mut conn, items("a", 100)).unwrap();
+    match f.check_and_insert(&mut conn, "one more") {
+        Err(Error::Full {
+            capacity: 100,
+            count: 100,
+            ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(!f.contains(&mut conn, "one more").unwrap());
+    // A handle opened later knows it from the count it reads.
+    let g = BloomFilter::open(&mut conn, "small-lib").unwrap();
+    assert!(matches!(g.insert(&mut conn, "x"), Err(Error::Full { .. })));
+    let w = g.with_when_full(rotabloom::WhenFull::Warn);
+    assert!(w.check_and_insert(&mut conn, "one more").unwrap());
+
+    // A circular filter: its generation is full until the rotation.
+    let c = CircularFilter::builder("small-circ")
+        .generations(3)
+        .capacity(100)
+        .error_rate(1e-6)
+        .create_or_open(&mut conn)
+        .unwrap();
+    c.insert_many(&mut conn, items("c", 100)).unwrap();
+    assert!(matches!(
+        c.insert(&mut conn, "c-more"),
+        Err(Error::Full { .. })
+    ));
+    c.rotate(&mut conn).unwrap();
+    assert!(c.insert(&mut conn, "c-more").unwrap());
+
+    // The command line: 50,000 new lines into a filter for 10,000.
+    let create = [
+        "create",
+        "small",
+        "--kind",
+        "bloom",
+        "--capacity",
+        "10000",
+        "--error-rate",
+        "0.001",
+    ];
+    assert_eq!(cli(&url, &create, "").0, 0);
+    let lines = items("full", 50_000).join("\n");
+    let (code, out, err) = cli(&url, &["filter", "small"], &lines);
+    assert_eq!(code, 3, "{err}");
+    assert!(err.contains("is full") && err.lines().count() == 1, "{err}");
+    let printed = out.lines().count();
+    // Everything printed was new; the refusal came within one batch of
+    // the capacity.
+    assert!((9_000..=11_000).contains(&printed), "{printed} printed");
+    let (code, out, err) = cli(&url, &["--when-full", "warn", "filter", "small"], &lines);
+    assert_eq!(code, 0, "{err}");
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("over its capacity"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(warnings[0].starts_with("rotabloom: warning: "), "{err}");
+    // It wrote on past the capacity (the lines the first run printed are
+    // seen now, and the rising false-positive rate drops many more).
+    assert!(out.lines().count() > 10_000);
 }

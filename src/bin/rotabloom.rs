@@ -34,6 +34,8 @@ mod rotate;
 mod show;
 #[path = "rotabloom/status.rs"]
 mod status;
+#[path = "rotabloom/warnings.rs"]
+mod warnings;
 
 use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand};
@@ -105,6 +107,17 @@ struct Cli {
         env = "ROTABLOOM_WAIT_TIMEOUT_MS"
     )]
     wait_timeout_ms: Option<u64>,
+
+    /// What writes do once a filter's generation holds its capacity: error
+    /// (refuse, exit 3; the default) or warn (write on, warn once).
+    /// Overrides the configuration's when_full.
+    #[arg(
+        long,
+        global = true,
+        value_name = "POLICY",
+        env = "ROTABLOOM_WHEN_FULL"
+    )]
+    when_full: Option<rotabloom::WhenFull>,
 
     /// filter, load, add: reconnections to try, with backoff (0.1 s
     /// doubling to 5 s), after a lost connection or a failover before
@@ -267,6 +280,7 @@ fn parse_now(s: &str) -> Result<DateTime<Utc>, String> {
 
 fn main() -> ExitCode {
     errors::install_panic_hook(Secrets::default());
+    warnings::install();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return errors::exit_clap(&e),
@@ -293,6 +307,7 @@ fn main() -> ExitCode {
         wait_replicas: cli.wait_replicas,
         wait_timeout_ms: cli.wait_timeout_ms,
         retries: cli.retries,
+        when_full: cli.when_full,
     };
     let ctx = match Ctx::new(cli.config.as_deref(), cli.redis.as_deref(), tls, durability) {
         Ok(ctx) => ctx,

@@ -38,6 +38,7 @@ pub(super) struct RawDefaults {
     tls_insecure: Option<Spanned<bool>>,
     wait_replicas: Option<Spanned<i64>>,
     wait_timeout_ms: Option<Spanned<i64>>,
+    when_full: Option<Spanned<String>>,
 }
 
 /// The `[defaults]` TLS keys, file names as written.
@@ -50,6 +51,25 @@ pub(super) struct RawTls {
 }
 
 impl RawDefaults {
+    /// `when_full`, validated; taken out of `self`.
+    pub(super) fn take_when_full(
+        &mut self,
+        text: &str,
+        file: &str,
+    ) -> Result<Option<crate::WhenFull>, ConfigError> {
+        let Some(w) = self.when_full.take() else {
+            return Ok(None);
+        };
+        w.get_ref().parse().map(Some).map_err(|e| {
+            let reason = match e {
+                crate::Error::InvalidParameter { reason, .. } => reason,
+                other => other.to_string(),
+            };
+            let loc = key_location(text, "when_full", &w.span());
+            ConfigError::new(file, Some(loc), Some("defaults.when_full".into()), reason)
+        })
+    }
+
     /// `wait_replicas` and `wait_timeout_ms`, validated; taken out of
     /// `self`.
     pub(super) fn take_wait(

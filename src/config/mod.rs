@@ -69,6 +69,7 @@ pub struct Config {
     redis: Option<file::RedisAt>,
     tls: file::RawTls,
     wait: Option<crate::WaitReplicas>,
+    when_full: Option<crate::WhenFull>,
     filters: Vec<FilterDef>,
 }
 
@@ -100,13 +101,14 @@ impl Config {
     pub fn parse(text: &str, file: impl Into<String>) -> Result<Config, ConfigError> {
         let file = file.into();
         let raw = file::read(text, &file)?;
-        let (redis, tls, wait) = match raw.defaults {
+        let (redis, tls, wait, when_full) = match raw.defaults {
             Some(mut d) => {
                 let tls = d.take_tls();
                 let wait = d.take_wait(text, &file)?;
-                (file::defaults(text, &file, d)?, tls, wait)
+                let when_full = d.take_when_full(text, &file)?;
+                (file::defaults(text, &file, d)?, tls, wait, when_full)
             }
-            None => (None, file::RawTls::default(), None),
+            None => (None, file::RawTls::default(), None, None),
         };
         let mut sections: Vec<_> = raw
             .filter
@@ -142,6 +144,7 @@ impl Config {
             redis,
             tls,
             wait,
+            when_full,
             filters,
         })
     }
@@ -206,6 +209,18 @@ impl Config {
     /// ```
     pub fn wait_replicas(&self) -> Option<crate::WaitReplicas> {
         self.wait
+    }
+
+    /// `[defaults]` `when_full`: what writes do once a generation is full.
+    ///
+    /// ```
+    /// use rotabloom::{config::Config, WhenFull};
+    /// let c = Config::parse("[defaults]\nwhen_full = \"warn\"\n", "r.toml").unwrap();
+    /// assert_eq!(c.when_full(), Some(WhenFull::Warn));
+    /// assert!(Config::parse("[defaults]\nwhen_full = \"grow\"\n", "r.toml").is_err());
+    /// ```
+    pub fn when_full(&self) -> Option<crate::WhenFull> {
+        self.when_full
     }
 
     /// An error about `key` of filter `name` (for example a parameter that

@@ -13,7 +13,7 @@ use crate::hashing::ItemHash;
 use crate::proto::script::{self, Batch, DataOp, Record, Status};
 use crate::proto::txn::{self, RoundOf, TxOutcome, Verdict};
 use crate::proto::{is_module_missing, load, now_arg, take_one};
-use crate::view::{NewGen, View};
+use crate::view::{NewGen, Role, View};
 use std::sync::Arc;
 
 /// A round sent through the script: each call's items.
@@ -43,7 +43,8 @@ enum State {
     Script(ScriptRound),
     Read(ReadRound),
     Tx(TxRound),
-    Commit,
+    /// The counts of these (seq, added) pairs are being committed.
+    Commit(Vec<(u64, u64)>),
     Preflight,
     Reload,
     Lazy(Box<RollMachine<DueRotation>>),
@@ -72,6 +73,9 @@ pub(crate) struct DataMachine {
     tx_ok: bool,
     /// Where each call keeps its answers for a retry, if it does.
     record: Option<Record>,
+    /// The deciding generation's (seq, count) after the last write that
+    /// reported it.
+    count: Option<(u64, u64)>,
 }
 
 impl DataMachine {
@@ -109,6 +113,7 @@ impl DataMachine {
             pace: Pace::new(),
             fill: None,
             record: None,
+            count: None,
         }
     }
 
@@ -133,9 +138,31 @@ impl DataMachine {
         now_arg(self.core.clock.now())
     }
 
+    /// The deciding generation of a write whose capacity is not a cap
+    /// (base and circular filters): its seq, capacity and count.
+    fn uncapped_decider(&self) -> Option<(u64, u64, u64)> {
+        if self.op == DataOp::Has || self.view.growth.is_capped() {
+            return None;
+        }
+        let g = self.view.with_role(Role::Decide).next()?;
+        self.view.gens.get(g).map(|g| (g.seq, g.capacity, g.count))
+    }
+
+    /// A count a write reported for the current view's deciding generation.
+    fn counted(&mut self, count: u64) {
+        if let Some((seq, _, _)) = self.uncapped_decider() {
+            self.count = Some((seq, self.count.map_or(count, |(_, c)| c.max(count))));
+        }
+    }
+
     /// The next round, or the result when nothing is left.
     fn next_round(&mut self) -> Result<Poll<DataOutput>> {
         if self.pending.is_empty() {
+            if let (Some((seq, cap, _)), Some((s, count))) = (self.uncapped_decider(), self.count) {
+                if s == seq {
+                    self.core.note_count(seq, cap, count);
+                }
+            }
             let prealloc = plan::prealloc_due(&self.view, self.fill)
                 .filter(|g| self.core.claim_prealloc(g.seq))
                 .map(|g| (g, Arc::clone(&self.view)));
@@ -241,6 +268,9 @@ impl DataMachine {
                     if let Some(f) = c.fill {
                         self.fill = Some(self.fill.map_or(f, |old| old.max(f)));
                     }
+                    if let Some(n) = c.count {
+                        self.counted(n);
+                    }
                     for (&i, &yes) in chunk.iter().zip(&c.answers) {
                         if let Some(slot) = self.out.get_mut(i) {
                             *slot = yes;
@@ -316,7 +346,7 @@ impl DataMachine {
                 // Counts follow the bits they describe.
                 match txn::commit_request(&self.core.keys, &t.view, &added) {
                     Some(req) => {
-                        self.state = State::Commit;
+                        self.state = State::Commit(added);
                         Ok(Poll::Send(req))
                     }
                     None => self.after_verdict(Verdict::Ok),
@@ -427,14 +457,29 @@ impl Machine for DataMachine {
 
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<DataOutput>> {
         match std::mem::replace(&mut self.state, State::Start) {
-            State::Start => self.next_round(),
+            State::Start => {
+                // A full generation refuses before anything is sent.
+                if let Some((seq, cap, count)) = self.uncapped_decider() {
+                    if let Some(e) = self.core.refuse_full(seq, cap, count) {
+                        return Err(e);
+                    }
+                }
+                self.next_round()
+            }
             State::Script(r) => self.on_script(r, replies.unwrap_or_default()),
             State::Read(r) => self.on_read(r, replies.unwrap_or_default()),
             State::Tx(t) => self.on_tx(t, replies.unwrap_or_default()),
-            State::Commit => {
+            State::Commit(added) => {
                 // The bits are in; a count that could not be added is
                 // reported rather than forgotten.
-                take_one(replies)?.map_err(|e| Error::from_script(self.core.name(), e))?;
+                let reply =
+                    take_one(replies)?.map_err(|e| Error::from_script(self.core.name(), e))?;
+                let seq = self.uncapped_decider().map(|(s, _, _)| s);
+                for (s, n) in txn::decode_commit(&added, reply)? {
+                    if Some(s) == seq {
+                        self.counted(n);
+                    }
+                }
                 self.after_verdict(Verdict::Ok)
             }
             State::Preflight => {
@@ -538,7 +583,10 @@ mod tests {
             ["2", "20"],
             "credited to A's deciding generation"
         );
-        match m.step(Some(vec![Ok(Value::Int(1))])).unwrap() {
+        match m
+            .step(Some(vec![Ok(Value::Array(vec![Value::Int(20)]))]))
+            .unwrap()
+        {
             Poll::Ready((out, _)) => assert!(out.iter().all(|&new| new)),
             Poll::Send(_) => panic!("expected the answers"),
         }

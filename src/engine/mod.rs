@@ -51,6 +51,14 @@ pub(crate) struct Core {
     pub transactions: bool,
     /// Replicas every write waits for, if any.
     pub wait: Option<crate::wait::WaitReplicas>,
+    /// What a write does once the generation it fills is full.
+    pub when_full: crate::full::WhenFull,
+    /// 1 + the seq of the last deciding generation this handle family saw
+    /// at its capacity, and of the last one it warned about.
+    full: Arc<AtomicU64>,
+    /// The count last seen of the generation in `full`.
+    full_count: Arc<AtomicU64>,
+    warned: Arc<AtomicU64>,
     /// Whether this handle family has seen the server accept `WATCH`. A
     /// transaction is pipelined in one piece, so a refused `WATCH` would
     /// let it run unguarded: the first one is preceded by a `WATCH` alone.
@@ -75,6 +83,10 @@ impl Core {
             max_retries: DEFAULT_MAX_RETRIES,
             transactions: true,
             wait: None,
+            when_full: crate::full::WhenFull::default(),
+            full: Arc::new(AtomicU64::new(0)),
+            full_count: Arc::new(AtomicU64::new(0)),
+            warned: Arc::new(AtomicU64::new(0)),
             watch_ok: Arc::new(AtomicBool::new(false)),
         }
     }
@@ -134,6 +146,43 @@ impl Core {
             Err(p) => *p.into_inner() = Arc::clone(&view),
         }
         Ok(view)
+    }
+
+    /// The refusal a write owes when the deciding generation `seq` (of
+    /// `capacity`, holding `count` as last read) is full and the handle
+    /// refuses writes then.
+    pub fn refuse_full(&self, seq: u64, capacity: u64, count: u64) -> Option<crate::Error> {
+        let count = match self.full.load(Ordering::Relaxed) == seq.saturating_add(1) {
+            true => count.max(self.full_count.load(Ordering::Relaxed)),
+            false => count,
+        };
+        (count >= capacity && self.when_full == crate::full::WhenFull::Error).then(|| {
+            crate::Error::Full {
+                name: self.name().to_string(),
+                capacity,
+                count,
+            }
+        })
+    }
+
+    /// Notes that the deciding generation `seq` holds `count` of its
+    /// `capacity` after a write; warns once per generation when it is full
+    /// and the handle writes on.
+    pub fn note_count(&self, seq: u64, capacity: u64, count: u64) {
+        if count < capacity {
+            return;
+        }
+        let mark = seq.saturating_add(1);
+        self.full_count.store(count, Ordering::Relaxed);
+        self.full.store(mark, Ordering::Relaxed);
+        if self.when_full == crate::full::WhenFull::Warn
+            && self.warned.swap(mark, Ordering::Relaxed) != mark
+        {
+            log::warn!(
+                "filter {:?} is over its capacity: its generation holds {count} items of the {capacity} it was made for, so its false-positive rate is above its target (rotate it, convert it to an expanding filter or make a bigger one)",
+                self.name()
+            );
+        }
     }
 
     /// Marks `seq` as allocated ahead of need; false if it already was.

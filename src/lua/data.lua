@@ -28,14 +28,15 @@
 -- were answered with the view of their time) and without a write: a
 -- retried call gives the original answers, never "seen" for its own items.
 --
--- Returns {status, processed, flags, fill}: status OK, STALE (nothing
+-- Returns {status, processed, flags, fill, count}: status OK, STALE (nothing
 -- done), DUE (nothing done: rotate first), FULL (the deciding group is at
 -- its capacity and items are left) or MISSING (nothing done: flags holds
 -- the missing block keys, separated by spaces; every block is allocated
 -- when its generation is made, so a missing one is lost data); processed is how many items (a prefix
 -- of the input) were handled; flags holds one '0'/'1' per handled item;
 -- fill is the deciding group's count after the call when it is capped,
--- else -1.
+-- else -1; count is the deciding group's count after a write, capped or
+-- not, else -1.
 local meta = KEYS[1]
 local op = ARGV[1]
 local n = tonumber(ARGV[5])
@@ -193,6 +194,8 @@ local yes = {}
 local processed = n
 local status = 'OK'
 local fill = -1
+-- The deciding group's count after the call, capped or not (writes).
+local count = -1
 
 if op == 'has' then
   local items = {}
@@ -251,7 +254,9 @@ else
         fill = cnt
       end
       if added > 0 then
-        redis.call('HINCRBY', meta, 'gen.' .. grp.seq .. '.count', added)
+        count = redis.call('HINCRBY', meta, 'gen.' .. grp.seq .. '.count', added)
+      else
+        count = count_of(meta, 'gen.' .. grp.seq .. '.count')
       end
     end
   end
@@ -283,4 +288,4 @@ if rec and processed > 0 then
   redis.call('SETRANGE', rec, first, flags)
   redis.call('PEXPIRE', rec, ARGV[10])
 end
-return {status, processed, flags, fill}
+return {status, processed, flags, fill, count}

@@ -223,6 +223,8 @@ pub(crate) struct Chunk {
     pub answers: Vec<bool>,
     /// The deciding generation's count afterwards, when it is capped.
     pub fill: Option<u64>,
+    /// The deciding generation's count afterwards, for a write.
+    pub count: Option<u64>,
 }
 
 pub(crate) fn decode(name: &str, len: usize, reply: redis::RedisResult<Value>) -> Result<Chunk> {
@@ -257,6 +259,10 @@ pub(crate) fn decode(name: &str, len: usize, reply: redis::RedisResult<Value>) -
         status,
         answers: flags.bytes().map(|b| b == b'1').collect(),
         fill: u64::try_from(*fill).ok(),
+        count: match parts.get(4) {
+            Some(Value::Int(n)) => u64::try_from(*n).ok(),
+            _ => None,
+        },
     })
 }
 

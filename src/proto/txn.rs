@@ -469,6 +469,25 @@ pub(crate) fn commit_request(keys: &Keys, view: &View, added: &[(u64, u64)]) -> 
     Some(req)
 }
 
+/// The commit's reply: each committed generation's count afterwards, by
+/// seq (a generation gone meanwhile is left out).
+pub(crate) fn decode_commit(added: &[(u64, u64)], reply: Value) -> Result<Vec<(u64, u64)>> {
+    let Value::Array(counts) = &reply else {
+        return Err(super::unexpected("commit", &reply));
+    };
+    let seqs = added.iter().filter(|(_, n)| *n > 0).map(|(s, _)| *s);
+    if !counts.is_empty() && counts.len() != seqs.clone().count() {
+        return Err(super::unexpected("commit counts", &reply));
+    }
+    Ok(seqs
+        .zip(counts)
+        .filter_map(|(seq, c)| match c {
+            Value::Int(n) => u64::try_from(*n).ok().map(|n| (seq, n)),
+            _ => None,
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -672,5 +691,13 @@ mod tests {
         let args = req.args(0);
         assert_eq!(&args[args.len() - 3..], ["0123456789abcdef", "2", "5"]);
         assert!(commit_request(&keys("t"), &view, &[(2, 0)]).is_none());
+        let added = [(2, 5), (1, 0), (3, 1)];
+        let reply = Value::Array(vec![Value::Int(12), Value::Int(-1)]);
+        assert_eq!(decode_commit(&added, reply).unwrap(), [(2, 12)]);
+        assert!(decode_commit(&added, Value::Array(vec![]))
+            .unwrap()
+            .is_empty());
+        assert!(decode_commit(&added, Value::Int(1)).is_err());
+        assert!(decode_commit(&added, Value::Array(vec![Value::Int(1)])).is_err());
     }
 }

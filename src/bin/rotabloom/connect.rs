@@ -22,6 +22,8 @@ pub struct Ctx {
     wait: Option<WaitReplicas>,
     /// Reconnections a long-running writer tries.
     pub retries: u32,
+    /// What writes do once a generation is full.
+    when_full: rotabloom::WhenFull,
 }
 
 /// The flags about surviving failures: replicas to wait for, reconnections.
@@ -29,6 +31,7 @@ pub struct Durability {
     pub wait_replicas: Option<u32>,
     pub wait_timeout_ms: Option<u64>,
     pub retries: u32,
+    pub when_full: Option<rotabloom::WhenFull>,
 }
 
 impl Ctx {
@@ -61,11 +64,16 @@ impl Ctx {
             key_file: tls.key_file.or(from_file.key_file),
             insecure: tls.insecure || from_file.insecure,
         };
+        let when_full = durability
+            .when_full
+            .or(config.as_ref().and_then(Config::when_full))
+            .unwrap_or_default();
         Ok(Ctx {
             config,
             url,
             tls,
             secrets,
+            when_full,
             wait,
             retries: durability.retries,
         })
@@ -136,6 +144,7 @@ impl Ctx {
     /// `f`, its writes waiting for the replicas asked for.
     pub fn writer(&self, f: AnyFilter) -> AnyFilter {
         f.with_wait_replicas(self.wait)
+            .with_when_full(self.when_full)
     }
 
     /// A description of the server for messages: the URL without
