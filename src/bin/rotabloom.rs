@@ -18,14 +18,20 @@ mod create;
 mod drop;
 #[path = "rotabloom/errors.rs"]
 mod errors;
+#[path = "rotabloom/expanding.rs"]
+mod expanding;
 #[path = "rotabloom/filter.rs"]
 mod filter;
 #[path = "rotabloom/generate.rs"]
 mod generate;
 #[path = "rotabloom/lines.rs"]
 mod lines;
+#[path = "rotabloom/list.rs"]
+mod list;
 #[path = "rotabloom/load.rs"]
 mod load;
+#[path = "rotabloom/metrics.rs"]
+mod metrics;
 #[path = "rotabloom/rotate.rs"]
 mod rotate;
 #[path = "rotabloom/show.rs"]
@@ -176,6 +182,54 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         /// Really delete it.
         #[arg(long)]
         yes: bool,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// List the filters in the database, one name per line.
+    List {
+        /// Print one JSON object: {"filters": [{"name", "kind"}...]}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Empty every generation of a filter; the filter and its parameters
+    /// stay.
+    Clear {
+        name: String,
+        /// Really empty it.
+        #[arg(long)]
+        yes: bool,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Freeze the newest generation of an expanding filter and add the
+    /// next one now.
+    Expand {
+        name: String,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Turn a bloom filter into an expanding one, in place: its bits stay
+    /// as generation 0, which takes writes until it holds its capacity.
+    Convert {
+        name: String,
+        #[command(flatten)]
+        growth: expanding::GrowthFlags,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Make a new expanding filter whose frozen first generation is a
+    /// bitmap written by scrapy-redis-bloomfilter or seed 000's code
+    /// (renamed into place, not copied; see docs/LEGACY.md).
+    Adopt(expanding::AdoptArgs),
+    /// Print every filter's state in the Prometheus text format (for
+    /// node_exporter's textfile collector).
+    Metrics {
+        /// Filters to export (default: every filter in the database).
+        names: Vec<String>,
+        /// Write to FILE (through a temporary file renamed over it, as
+        /// the textfile collector needs) instead of standard output.
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Print a completion script for SHELL, e.g.
     /// `rotabloom completions bash > /etc/bash_completion.d/rotabloom`.
@@ -298,7 +352,17 @@ fn run(ctx: &Ctx, command: Command) -> anyhow::Result<u8> {
             batch,
             progress_every,
         } => load::run(ctx, &name, &file, batch as usize, progress_every, output),
-        Command::Drop { name, yes } => drop::run(ctx, &name, yes),
+        Command::Drop { name, yes, output } => drop::run(ctx, &name, yes, output),
+        Command::List { json } => list::run(ctx, json),
+        Command::Clear { name, yes, output } => drop::clear(ctx, &name, yes, output),
+        Command::Expand { name, output } => expanding::expand(ctx, &name, output),
+        Command::Convert {
+            name,
+            growth,
+            output,
+        } => expanding::convert(ctx, &name, &growth, output),
+        Command::Adopt(args) => expanding::adopt(ctx, &args),
+        Command::Metrics { names, output } => metrics::run(ctx, names, output.as_deref()),
         Command::Completions { shell } => generate::completions(shell),
         Command::Man => generate::man(),
     }

@@ -18,37 +18,67 @@ use std::io::{self, Write};
 /// warning.
 pub const EXIT_UNHEALTHY: u8 = 4;
 
-pub fn run(ctx: &Ctx, names: Vec<String>, json: bool, check: bool) -> anyhow::Result<u8> {
-    let mut conn = ctx.connect()?;
-    let names = connect::names_or_all(&mut conn, names)?;
-    let server = Server::read(&mut conn).map_err(Error::from)?;
-    // A filter that cannot be read (gone, corrupt, another format) is
-    // reported and skipped; losing Redis ends the command.
+/// A filter that could not be read: its name, the error line already
+/// printed, and whether a key had the wrong type.
+pub struct Failed {
+    pub name: String,
+    pub error: String,
+    pub wrong_type: bool,
+}
+
+/// The report of every filter in `names`, and the filters that cannot be
+/// read (gone, corrupt, another format: reported on standard error and
+/// skipped) with the worst exit code among them. Losing Redis ends it.
+pub fn collect(
+    ctx: &Ctx,
+    conn: &mut Connection,
+    names: &[String],
+    server: &Server,
+) -> anyhow::Result<(Vec<Report>, Vec<Failed>, u8)> {
     let mut reports = Vec::new();
     let mut failed = Vec::new();
     let mut worst = 0;
-    for name in &names {
-        let report_of = connect::open(&mut conn, name).and_then(|f| {
-            let info = f.info(&mut conn)?;
-            Ok(Report::new(&f, info, &server))
+    for name in names {
+        let report_of = connect::open(conn, name).and_then(|f| {
+            let info = f.info(conn)?;
+            Ok(Report::new(&f, info, server))
         });
         match report_of {
             Ok(r) => reports.push(r),
             Err(e) if is_redis(&e) => return Err(e),
             Err(e) => {
-                let (text, code) = report(&e, ctx.secrets());
+                let (error, code) = report(&e, ctx.secrets());
                 worst = worst.max(code);
                 let wrong_type = e
                     .chain()
                     .any(|c| matches!(c.downcast_ref::<Error>(), Some(Error::WrongType { .. })));
-                let warnings: Vec<Warning> = wrong_type
-                    .then(|| Warning::new(WarningCode::WrongKeyType, Level::Error, text.clone()))
-                    .into_iter()
-                    .collect();
-                failed.push(json!({ "name": name, "error": text, "warnings": warnings }));
+                failed.push(Failed {
+                    name: name.clone(),
+                    error,
+                    wrong_type,
+                });
             }
         }
     }
+    Ok((reports, failed, worst))
+}
+
+pub fn run(ctx: &Ctx, names: Vec<String>, json: bool, check: bool) -> anyhow::Result<u8> {
+    let mut conn = ctx.connect()?;
+    let names = connect::names_or_all(&mut conn, names)?;
+    let server = Server::read(&mut conn).map_err(Error::from)?;
+    let (reports, failed, worst) = collect(ctx, &mut conn, &names, &server)?;
+    let failed: Vec<Value> = failed
+        .into_iter()
+        .map(|f| {
+            let warnings: Vec<Warning> = f
+                .wrong_type
+                .then(|| Warning::new(WarningCode::WrongKeyType, Level::Error, f.error.clone()))
+                .into_iter()
+                .collect();
+            json!({ "name": f.name, "error": f.error, "warnings": warnings })
+        })
+        .collect();
     let warnings = server.warnings();
     let mut out = io::stdout().lock();
     if json {
@@ -101,8 +131,9 @@ fn level_word(level: Level) -> &'static str {
 }
 
 /// What the server says about durability and eviction.
-struct Server {
-    now: DateTime<Utc>,
+pub struct Server {
+    /// The server's clock.
+    pub now: DateTime<Utc>,
     maxmemory_policy: Option<String>,
     save: Option<String>,
     appendonly: Option<String>,
@@ -115,7 +146,7 @@ fn config_get(conn: &mut Connection, key: &str) -> Option<String> {
 }
 
 impl Server {
-    fn read(conn: &mut Connection) -> redis::RedisResult<Server> {
+    pub fn read(conn: &mut Connection) -> redis::RedisResult<Server> {
         let (secs, micros): (i64, i64) = redis::cmd("TIME").query(conn)?;
         let now = Utc
             .timestamp_opt(secs, (micros.clamp(0, 999_999) * 1000) as u32)
@@ -136,7 +167,7 @@ impl Server {
         }
     }
 
-    fn warnings(&self) -> Vec<Warning> {
+    pub fn warnings(&self) -> Vec<Warning> {
         let mut w = Vec::new();
         if let Some(p) = &self.maxmemory_policy {
             if p != "noeviction" && !p.starts_with("volatile-") {
@@ -188,11 +219,11 @@ fn rate(p: f64) -> String {
 }
 
 /// One filter's report.
-struct Report {
-    info: Info,
-    next_rotation_at: Option<DateTime<Utc>>,
+pub struct Report {
+    pub info: Info,
+    pub next_rotation_at: Option<DateTime<Utc>>,
     /// The library's warnings, then an overdue rotation.
-    warnings: Vec<Warning>,
+    pub warnings: Vec<Warning>,
 }
 
 impl Report {
@@ -229,7 +260,7 @@ impl Report {
             .filter(|s| !s.is_empty())
     }
 
-    fn capacity(&self) -> u64 {
+    pub fn capacity(&self) -> u64 {
         self.info
             .generations
             .iter()

@@ -1,0 +1,514 @@
+//! The administration commands of the `rotabloom` binary, driven as a user
+//! would against private redis-servers: list, clear, expand, convert,
+//! adopt, metrics.
+
+#[path = "support/bin.rs"]
+mod bin;
+#[path = "support/harness.rs"]
+mod harness;
+#[path = "support/venv.rs"]
+mod venv;
+
+use bin::{rb, rotabloom, Run};
+use harness::RedisServer;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// `rotabloom --redis URL ARGS`.
+fn run(url: &str, args: &[&str]) -> Run {
+    let mut all = vec!["--redis", url];
+    all.extend_from_slice(args);
+    rb(&all)
+}
+
+fn status(url: &str, name: &str) -> Value {
+    let out = run(url, &["status", "--json", name]).ok();
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    doc["filters"][0].clone()
+}
+
+fn items(prefix: &str, n: usize) -> String {
+    (0..n).map(|i| format!("{prefix}{i}\n")).collect()
+}
+
+#[test]
+fn list_prints_one_name_per_line() {
+    let server = RedisServer::start();
+    let url = server.url();
+    assert_eq!(run(&url, &["list"]).ok().stdout, "");
+    run(
+        &url,
+        &["create", "b", "--kind", "bloom", "--capacity", "1000"],
+    )
+    .ok();
+    run(
+        &url,
+        &["create", "a", "--kind", "expanding", "--capacity", "1000"],
+    )
+    .ok();
+    let circular = [
+        "--kind",
+        "circular",
+        "--generations",
+        "2",
+        "--capacity",
+        "1000",
+    ];
+    run(&url, &[&["create", "c"][..], &circular].concat()).ok();
+    // A key that only looks like a filter's is not listed.
+    redis::cmd("SET")
+        .arg("rotabloom:{x}:other")
+        .arg("1")
+        .exec(&mut server.connection())
+        .unwrap();
+    assert_eq!(run(&url, &["list"]).ok().stdout, "a\nb\nc\n");
+    let doc: Value = serde_json::from_str(&run(&url, &["list", "--json"]).ok().stdout).unwrap();
+    assert_eq!(
+        doc["filters"],
+        serde_json::json!([
+            {"name": "a", "kind": "expanding"},
+            {"name": "b", "kind": "bloom"},
+            {"name": "c", "kind": "circular"},
+        ])
+    );
+}
+
+#[test]
+fn clear_empties_a_filter_once_confirmed() {
+    let server = RedisServer::start();
+    let url = server.url();
+    run(
+        &url,
+        &["create", "f", "--kind", "bloom", "--capacity", "10000"],
+    )
+    .ok();
+    let input = items("x", 500);
+    let mut all = vec!["--redis", url.as_str(), "add", "f"];
+    all.push("--quiet");
+    rotabloom(&all, &[], input.as_bytes()).ok();
+    assert_eq!(status(&url, "f")["items"], 500);
+
+    let line = run(&url, &["clear", "f"]).failed(2).to_string();
+    assert_eq!(
+        line,
+        "rotabloom: clear empties filter \"f\": every item in it is forgotten: add --yes to confirm"
+    );
+    assert_eq!(status(&url, "f")["items"], 500);
+
+    let out = run(&url, &["clear", "f", "--yes"]).ok();
+    assert_eq!(out.stdout, "f: cleared\n");
+    let s = status(&url, "f");
+    assert_eq!(s["items"], 0);
+    assert_eq!(s["generations"][0]["set_bits"], 0);
+    // Still there, with its parameters, and its blocks kept allocated.
+    assert_eq!(s["parameters"]["capacity"], 10000);
+    assert!(s["memory_bytes"].as_u64().unwrap() > 0, "{s}");
+    assert_eq!(run(&url, &["check", "f", "x1"]).code, 1);
+    let out = run(&url, &["clear", "f", "--yes", "--json"]).ok();
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["result"], "cleared");
+    run(&url, &["clear", "nope", "--yes"]).failed(2);
+}
+
+#[test]
+fn expand_adds_a_generation_to_expanding_filters_only() {
+    let server = RedisServer::start();
+    let url = server.url();
+    run(
+        &url,
+        &["create", "g", "--kind", "expanding", "--capacity", "1000"],
+    )
+    .ok();
+    run(&url, &["add", "g", "before"]).ok();
+    let out = run(&url, &["expand", "g"]).ok();
+    assert_eq!(out.stdout, "g: expanded (2 generations)\n");
+    let doc: Value =
+        serde_json::from_str(&run(&url, &["expand", "g", "--json"]).ok().stdout).unwrap();
+    assert_eq!(doc["result"], "expanded");
+    assert_eq!(doc["generations"], 3);
+    let s = status(&url, "g");
+    assert_eq!(s["generations"].as_array().unwrap().len(), 3);
+    assert_eq!(s["epoch"], 2);
+    // The old items are still found; new ones go to the newest generation.
+    assert_eq!(run(&url, &["check", "g", "before"]).ok().stdout, "before\n");
+    run(&url, &["add", "g", "after"]).ok();
+    assert_eq!(s["generations"][2]["items"], 0);
+    assert_eq!(status(&url, "g")["generations"][2]["items"], 1);
+
+    run(
+        &url,
+        &["create", "b", "--kind", "bloom", "--capacity", "1000"],
+    )
+    .ok();
+    let line = run(&url, &["expand", "b"]).failed(2).to_string();
+    assert!(line.contains("a bloom filter does not expand"), "{line}");
+    assert!(line.contains("rotabloom convert"), "{line}");
+    run(&url, &["expand", "nope"]).failed(2);
+}
+
+#[test]
+fn convert_turns_a_bloom_filter_into_an_expanding_one_in_place() {
+    let server = RedisServer::start();
+    let url = server.url();
+    run(
+        &url,
+        &["create", "b", "--kind", "bloom", "--capacity", "1000"],
+    )
+    .ok();
+    let old = items("old", 1000);
+    rotabloom(&["--redis", &url, "add", "b"], &[], old.as_bytes()).ok();
+
+    let out = run(&url, &["convert", "b", "--max-generations", "8"]).ok();
+    assert_eq!(out.stdout, "b: converted to expanding (1 generation)\n");
+    let s = status(&url, "b");
+    assert_eq!(s["kind"], "expanding");
+    assert_eq!(s["parameters"]["max_generations"], 8);
+    // Less a few false positives at insertion, which are not counted.
+    let kept = s["generations"][0]["items"].as_u64().unwrap();
+    assert!((990..=1000).contains(&kept), "{s}");
+    // Every old item is still there, and the filter now grows.
+    let out = rotabloom(
+        &["--redis", &url, "check", "--absent", "b"],
+        &[],
+        old.as_bytes(),
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    let new = items("new", 3000);
+    rotabloom(&["--redis", &url, "add", "b"], &[], new.as_bytes()).ok();
+    assert!(status(&url, "b")["generations"].as_array().unwrap().len() >= 2);
+
+    // Again: already converted, same parameters; other parameters differ.
+    let out = run(&url, &["convert", "b", "--max-generations", "8"]).ok();
+    assert!(
+        out.stdout
+            .starts_with("b: already expanding, same parameters"),
+        "{out:?}"
+    );
+    let line = run(&url, &["convert", "b", "--max-generations", "9"])
+        .failed(2)
+        .to_string();
+    assert!(line.contains("max_generations"), "{line}");
+
+    let circular = [
+        "--kind",
+        "circular",
+        "--generations",
+        "2",
+        "--capacity",
+        "100",
+    ];
+    run(&url, &[&["create", "c"][..], &circular].concat()).ok();
+    let line = run(&url, &["convert", "c"]).failed(2).to_string();
+    assert!(
+        line.contains("circular filter cannot be converted"),
+        "{line}"
+    );
+}
+
+/// scrapy-redis-bloomfilter's positions of `text` (docs/FORMAT.md §4):
+/// `poly(text, j) & (2^bit - 1)` for `j = 1..=k`.
+fn scrapy_positions(text: &str, bit: u32, k: u64) -> Vec<u64> {
+    (1..=k)
+        .map(|j| {
+            let h = text
+                .chars()
+                .fold(0u64, |h, c| h.wrapping_mul(j).wrapping_add(c as u64));
+            h & ((1u64 << bit) - 1)
+        })
+        .collect()
+}
+
+/// The scheme of generation 0 of filter `name`, from its metadata hash.
+fn scheme(conn: &mut redis::Connection, name: &str) -> String {
+    redis::cmd("HGET")
+        .arg(format!("rotabloom:{{{name}}}:meta"))
+        .arg("gen.0.scheme")
+        .query(conn)
+        .unwrap()
+}
+
+#[test]
+fn adopt_takes_over_legacy_bitmaps() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut conn = server.connection();
+    // A scrapy-redis-bloomfilter bitmap of 2^20 bits, 6 hash functions,
+    // holding 200 fingerprints, written as its BloomFilter.insert does.
+    let fps: Vec<String> = (0..200).map(|i| format!("{i:040x}")).collect();
+    let mut pipe = redis::pipe();
+    for fp in &fps {
+        for p in scrapy_positions(fp, 20, 6) {
+            pipe.cmd("SETBIT")
+                .arg("spider:bloomfilter")
+                .arg(p)
+                .arg(1)
+                .ignore();
+        }
+    }
+    pipe.exec(&mut conn).unwrap();
+
+    let adopt = [
+        "adopt",
+        "spider",
+        "--scrapy-redis-bloomfilter",
+        "spider:bloomfilter",
+        "--bit",
+        "20",
+        "--hash-number",
+        "6",
+        "--capacity",
+        "10k",
+    ];
+    let out = run(&url, &adopt).ok();
+    assert!(
+        out.stdout.starts_with(
+            "spider: adopted (expanding, 2 generations; the legacy bitmap holds about "
+        ),
+        "{out:?}"
+    );
+    let exists: bool = redis::cmd("EXISTS")
+        .arg("spider:bloomfilter")
+        .query(&mut conn)
+        .unwrap();
+    assert!(!exists, "the bitmap was moved into the filter");
+    let input: String = fps.iter().map(|f| format!("{f}\n")).collect();
+    let out = rotabloom(&["--redis", &url, "check", "spider"], &[], input.as_bytes()).ok();
+    assert_eq!(out.stdout, input, "every legacy fingerprint is found");
+    // New items go to the new generation, and are found too.
+    run(&url, &["add", "spider", "https://new/"]).ok();
+    assert_eq!(
+        run(&url, &["check", "spider", "https://new/"]).ok().stdout,
+        "https://new/\n"
+    );
+    let s = status(&url, "spider");
+    assert_eq!(s["parameters"]["legacy_gens"], 1);
+    assert_eq!(scheme(&mut conn, "spider"), "scrapy-redis-bloomfilter");
+    // Adopting again opens it.
+    let out = run(&url, &[&adopt[..], &["--json"]].concat()).ok();
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["result"], "exists");
+
+    // Seed 000: keys PREFIX0.. of 2^31 bits; a short one reads as zeros
+    // past its end.
+    redis::cmd("SET")
+        .arg("seedbf0")
+        .arg(vec![0u8; 64])
+        .exec(&mut conn)
+        .unwrap();
+    let out = run(
+        &url,
+        &[
+            "adopt",
+            "seed",
+            "--seed000",
+            "seedbf",
+            "--block-num",
+            "1",
+            "--capacity",
+            "1000",
+        ],
+    )
+    .ok();
+    assert!(out.stdout.starts_with("seed: adopted"), "{out:?}");
+    let s = status(&url, "seed");
+    assert_eq!(scheme(&mut conn, "seed"), "seed000");
+    assert_eq!(s["generations"][0]["bits"], 1u64 << 31);
+
+    // Exactly one source; a wrong key type is one line, nothing adopted.
+    let out = run(&url, &["adopt", "x", "--capacity", "10"]);
+    assert_eq!(out.code, 2, "{out:?}");
+    redis::cmd("LPUSH")
+        .arg("alist")
+        .arg("1")
+        .exec(&mut conn)
+        .unwrap();
+    let out = run(
+        &url,
+        &[
+            "adopt",
+            "y",
+            "--scrapy-redis-bloomfilter",
+            "alist",
+            "--bit",
+            "20",
+            "--capacity",
+            "10",
+        ],
+    );
+    assert_eq!(out.code, 3, "{out:?}");
+    out.failed(3);
+    assert_eq!(run(&url, &["list"]).ok().stdout, "seed\nspider\n");
+}
+
+/// A venv with the reference implementation of the Prometheus text
+/// format's parser, made once per target directory.
+fn prometheus_python() -> std::path::PathBuf {
+    static PYTHON: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            venv::python(
+                Path::new(env!("CARGO_TARGET_TMPDIR")),
+                "prometheus-venv",
+                &["prometheus_client"],
+            )
+        })
+        .clone()
+}
+
+/// The samples of `text`, parsed by prometheus_client, as
+/// `[name, {labels}, value]` triples; the parser refuses a malformed
+/// exposition.
+fn parse_exposition(text: &str) -> Vec<(String, serde_json::Map<String, Value>, f64)> {
+    let script = r#"
+import sys, json
+from prometheus_client.parser import text_string_to_metric_families
+out = []
+for fam in text_string_to_metric_families(sys.stdin.read()):
+    assert fam.type == "gauge", fam
+    for s in fam.samples:
+        out.append([s.name, s.labels, s.value])
+print(json.dumps(out))
+"#;
+    let mut child = Command::new(prometheus_python())
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        o.status.success(),
+        "{}\n{text}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: Vec<(String, serde_json::Map<String, Value>, f64)> =
+        serde_json::from_slice(&o.stdout).unwrap();
+    v
+}
+
+#[test]
+fn metrics_are_valid_prometheus_text() {
+    let server = RedisServer::start_with(&["--maxmemory-policy", "allkeys-lru"]);
+    let url = server.url();
+    run(
+        &url,
+        &[
+            "create",
+            "small",
+            "--kind",
+            "bloom",
+            "--capacity",
+            "100",
+            "--error-rate",
+            "0.01",
+        ],
+    )
+    .ok();
+    run(
+        &url,
+        &[
+            "create",
+            "circ",
+            "--kind",
+            "circular",
+            "--generations",
+            "3",
+            "--capacity",
+            "1000",
+            "--every",
+            "daily@00:00",
+        ],
+    )
+    .ok();
+    // Over capacity: an error-level warning.
+    let input = items("u", 300);
+    rotabloom(&["--redis", &url, "add", "small"], &[], input.as_bytes()).ok();
+    // A name the text format must escape.
+    run(
+        &url,
+        &[
+            "create",
+            "q\"uote\\d",
+            "--kind",
+            "bloom",
+            "--capacity",
+            "10",
+        ],
+    )
+    .ok();
+
+    let out = run(&url, &["metrics"]).ok();
+    let samples = parse_exposition(&out.stdout);
+    let get = |name: &str, filter: &str| -> Vec<f64> {
+        samples
+            .iter()
+            .filter(|(n, l, _)| {
+                n == name && l.get("filter").and_then(Value::as_str) == Some(filter)
+            })
+            .map(|(_, _, v)| *v)
+            .collect()
+    };
+    // Over capacity, some insertions were false positives: not counted.
+    let n = status(&url, "small")["items"].as_u64().unwrap() as f64;
+    assert!(n > 200.0, "{n}");
+    assert_eq!(get("rotabloom_items", "small"), [n]);
+    assert_eq!(get("rotabloom_capacity", "small"), [100.0]);
+    assert_eq!(get("rotabloom_fill_ratio", "small"), [n / 100.0]);
+    assert_eq!(get("rotabloom_generations", "circ"), [3.0]);
+    assert_eq!(get("rotabloom_epoch", "circ"), [0.0]);
+    assert_eq!(get("rotabloom_filter_up", "q\"uote\\d"), [1.0]);
+    let fpr = get("rotabloom_false_positive_rate", "small")[0];
+    assert!(fpr > 0.01 && fpr < 1.0, "{fpr}");
+    assert!(get("rotabloom_memory_bytes", "small")[0] > 0.0);
+    let next = get("rotabloom_next_rotation_seconds", "circ");
+    assert!(
+        next.len() == 1 && next[0] > 0.0 && next[0] <= 86_400.0,
+        "{next:?}"
+    );
+    assert!(get("rotabloom_next_rotation_seconds", "small").is_empty());
+    let errors: Vec<f64> = samples
+        .iter()
+        .filter(|(n, l, _)| {
+            n == "rotabloom_warnings" && l["filter"] == "small" && l["level"] == "error"
+        })
+        .map(|(_, _, v)| *v)
+        .collect();
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0] >= 1.0, "{errors:?}");
+    assert!(samples.iter().any(|(n, l, v)| n == "rotabloom_warning"
+        && l["filter"] == "small"
+        && l["code"] == "over_capacity"
+        && *v == 1.0));
+    assert!(samples
+        .iter()
+        .any(|(n, l, _)| n == "rotabloom_server_warning" && l["code"] == "eviction_policy"));
+
+    // To a file, for the textfile collector: the same exposition.
+    let file = server.dir().join("rotabloom.prom");
+    let out = run(
+        &url,
+        &["metrics", "small", "--output", file.to_str().unwrap()],
+    )
+    .ok();
+    assert_eq!(out.stdout, "");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let from_file = parse_exposition(&text);
+    assert!(from_file
+        .iter()
+        .all(|(_, l, _)| l.get("filter").is_none_or(|f| f == "small")));
+    assert!(from_file
+        .iter()
+        .any(|(name, _, v)| name == "rotabloom_items" && *v == n));
+    // A directory that does not exist: a local file error, exit 5.
+    let bad = server.dir().join("no/such/dir/x.prom");
+    run(&url, &["metrics", "--output", bad.to_str().unwrap()]).failed(5);
+}
