@@ -512,3 +512,145 @@ fn metrics_are_valid_prometheus_text() {
     let bad = server.dir().join("no/such/dir/x.prom");
     run(&url, &["metrics", "--output", bad.to_str().unwrap()]).failed(5);
 }
+
+/// The items of `lines` that `check` says may be present in filter `name`.
+fn present(base: &[&str], name: &str, lines: &str) -> String {
+    let out = rotabloom(&[base, &["check", name]].concat(), &[], lines.as_bytes());
+    assert!(out.code == 0 || out.code == 1, "{out:?}");
+    out.stdout
+}
+
+fn dbsize(conn: &mut redis::Connection) -> u64 {
+    redis::cmd("DBSIZE").query(conn).unwrap()
+}
+
+#[test]
+fn dump_restores_into_a_cluster_with_identical_answers() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let dir = server.dir().to_path_buf();
+    run(
+        &url,
+        &[
+            "create",
+            "crawl",
+            "--kind",
+            "expanding",
+            "--capacity",
+            "30000",
+            "--error-rate",
+            "0.01",
+        ],
+    )
+    .ok();
+    let inserted = items("https://example.com/page/", 100_000);
+    rotabloom(
+        &["--redis", &url, "add", "crawl", "--quiet"],
+        &[],
+        inserted.as_bytes(),
+    )
+    .ok();
+    let before = status(&url, "crawl");
+    assert!(
+        before["generations"].as_array().unwrap().len() >= 3,
+        "{before}"
+    );
+
+    let file = dir.join("crawl.rbdump");
+    let out = run(&url, &["dump", "crawl", file.to_str().unwrap(), "--json"]).ok();
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["result"], "dumped");
+    assert_eq!(doc["items"], before["items"]);
+    assert!(std::fs::read(&file).unwrap().starts_with(b"\x89RBDUMP\n"));
+
+    // Into the local 3-master cluster, under the same name and another.
+    let cluster = harness::RedisCluster::start();
+    let seeds: Vec<String> = cluster
+        .nodes()
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port()))
+        .collect();
+    let curl = format!("redis+cluster://{}", seeds.join(","));
+    let out = run(&curl, &["restore", file.to_str().unwrap()]).ok();
+    assert!(out.stdout.starts_with("crawl: restored from "), "{out:?}");
+    run(&curl, &["restore", file.to_str().unwrap(), "--as", "copy"]).ok();
+    let probe = format!("{inserted}{}", items("https://example.org/other/", 100_000));
+    let want = present(&["--redis", &url], "crawl", &probe);
+    assert!(
+        want.starts_with(&inserted),
+        "every inserted item is present"
+    );
+    for name in ["crawl", "copy"] {
+        assert!(
+            present(&["--redis", &curl], name, &probe) == want,
+            "{name}: the restored filter answers as the dumped one"
+        );
+        let after = status(&curl, name);
+        for k in ["kind", "items", "epoch", "parameters", "capacity"] {
+            assert_eq!(after[k], before[k], "{name}: {k}");
+        }
+    }
+    // It is a working filter: it takes writes.
+    run(&curl, &["add", "copy", "new-item"]).ok();
+    assert_eq!(
+        run(&curl, &["check", "copy", "new-item"]).ok().stdout,
+        "new-item\n"
+    );
+
+    // Never over an existing filter.
+    let line = run(&curl, &["restore", file.to_str().unwrap()])
+        .failed(2)
+        .to_string();
+    assert!(line.contains("\"crawl\" already exists"), "{line}");
+
+    // A damaged file is a local file error (exit 5), and leaves nothing
+    // behind; so does a truncated one.
+    let mut conn = server.connection();
+    let keys_before = dbsize(&mut conn);
+    let mut bytes = std::fs::read(&file).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x40;
+    let damaged = dir.join("damaged.rbdump");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let line = run(&url, &["restore", damaged.to_str().unwrap(), "--as", "d"])
+        .failed(5)
+        .to_string();
+    assert!(line.contains("checksum mismatch"), "{line}");
+    let good = std::fs::read(&file).unwrap();
+    let truncated = dir.join("truncated.rbdump");
+    std::fs::write(&truncated, &good[..good.len() - 10]).unwrap();
+    let line = run(&url, &["restore", truncated.to_str().unwrap(), "--as", "t"])
+        .failed(5)
+        .to_string();
+    assert!(line.contains("truncated"), "{line}");
+    assert_eq!(dbsize(&mut conn), keys_before, "nothing left behind");
+    assert_eq!(run(&url, &["list"]).ok().stdout, "crawl\n");
+    // Not a dump; a file that does not exist.
+    run(
+        &url,
+        &[
+            "restore",
+            file.parent().unwrap().join("nope").to_str().unwrap(),
+        ],
+    )
+    .failed(5);
+    std::fs::write(&damaged, "hello").unwrap();
+    run(&url, &["restore", damaged.to_str().unwrap()]).failed(5);
+
+    // Through a pipe: dump to standard output, restore from standard input.
+    let bin = env!("CARGO_BIN_EXE_rotabloom");
+    let dumped = Command::new(bin)
+        .args(["--redis", &url, "dump", "crawl", "-"])
+        .output()
+        .unwrap();
+    assert!(dumped.status.success());
+    assert_eq!(dumped.stdout, good, "the same bytes as the file");
+    let out = rotabloom(
+        &["--redis", &url, "restore", "-", "--as", "piped"],
+        &[],
+        &dumped.stdout,
+    )
+    .ok();
+    assert!(out.stdout.starts_with("piped: restored from -"), "{out:?}");
+    assert_eq!(present(&["--redis", &url], "piped", &probe), want);
+}

@@ -16,6 +16,8 @@ mod connect;
 mod create;
 #[path = "rotabloom/drop.rs"]
 mod drop;
+#[path = "rotabloom/dump.rs"]
+mod dump;
 #[path = "rotabloom/errors.rs"]
 mod errors;
 #[path = "rotabloom/expanding.rs"]
@@ -221,6 +223,24 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
     /// bitmap written by scrapy-redis-bloomfilter or seed 000's code
     /// (renamed into place, not copied; see docs/LEGACY.md).
     Adopt(expanding::AdoptArgs),
+    /// Write a filter's metadata and bits to FILE ('-': standard output),
+    /// a slice at a time (format in docs/FORMAT.md).
+    Dump {
+        name: String,
+        file: PathBuf,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Create a filter from a dump FILE ('-': standard input), on any
+    /// server or cluster; never over an existing filter.
+    Restore {
+        file: PathBuf,
+        /// The name to restore it as (default: the dumped filter's).
+        #[arg(long = "as", value_name = "NAME")]
+        as_name: Option<String>,
+        #[command(flatten)]
+        output: Output,
+    },
     /// Print every filter's state in the Prometheus text format (for
     /// node_exporter's textfile collector).
     Metrics {
@@ -362,6 +382,12 @@ fn run(ctx: &Ctx, command: Command) -> anyhow::Result<u8> {
             output,
         } => expanding::convert(ctx, &name, &growth, output),
         Command::Adopt(args) => expanding::adopt(ctx, &args),
+        Command::Dump { name, file, output } => dump::dump(ctx, &name, &file, output),
+        Command::Restore {
+            file,
+            as_name,
+            output,
+        } => dump::restore(ctx, &file, as_name.as_deref(), output),
         Command::Metrics { names, output } => metrics::run(ctx, names, output.as_deref()),
         Command::Completions { shell } => generate::completions(shell),
         Command::Man => generate::man(),

@@ -200,14 +200,20 @@ fn render(reports: &[Report], failed: &[status::Failed], server: &Server) -> Str
     out
 }
 
+/// A temporary file in `path`'s directory (a rename stays on one file
+/// system), named after this process.
+pub fn temp_beside(path: &Path) -> std::path::PathBuf {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".{}.tmp", std::process::id()));
+    tmp.into()
+}
+
 /// Writes `text` to `path` as the textfile collector needs: a temporary
 /// file in the same directory, renamed over the old one, so that a scrape
 /// never reads half a file.
 fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
     let fail = |e: io::Error| file_error(format!("cannot write {}: {e}", path.display()));
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".{}.tmp", std::process::id()));
-    let tmp = std::path::PathBuf::from(tmp);
+    let tmp = temp_beside(path);
     std::fs::write(&tmp, text).map_err(fail)?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
