@@ -81,11 +81,6 @@ impl ExpandingFilter {
         }
     }
 
-    /// Generations, as last read from Redis (oldest first).
-    pub fn generations(&self) -> Vec<crate::Generation> {
-        self.core.view().gens.clone()
-    }
-
     /// Freezes the newest generation now and adds the next one, if the
     /// filter has not changed since this handle last saw it (compare-and-set
     /// on the epoch). Returns `true` if this call expanded, `false` if

@@ -1,6 +1,7 @@
 //! The administration commands of the `rotabloom` binary, driven as a user
 //! would against private redis-servers: list, clear, expand, convert,
-//! adopt, metrics.
+//! adopt, metrics, dump and restore; and rotations by hand and at a
+//! given time.
 
 #[path = "support/bin.rs"]
 mod bin;
@@ -28,6 +29,16 @@ fn status(url: &str, name: &str) -> Value {
     doc["filters"][0].clone()
 }
 
+/// A circular filter of 3 generations of 100 items, on schedule `every`.
+fn create_circular(url: &str, name: &str, every: Option<&str>) {
+    let mut args = vec!["create", name, "--kind", "circular", "--generations", "3"];
+    args.extend(["--capacity", "100"]);
+    if let Some(e) = every {
+        args.extend(["--every", e]);
+    }
+    run(url, &args).ok();
+}
+
 fn items(prefix: &str, n: usize) -> String {
     (0..n).map(|i| format!("{prefix}{i}\n")).collect()
 }
@@ -47,15 +58,7 @@ fn list_prints_one_name_per_line() {
         &["create", "a", "--kind", "expanding", "--capacity", "1000"],
     )
     .ok();
-    let circular = [
-        "--kind",
-        "circular",
-        "--generations",
-        "2",
-        "--capacity",
-        "1000",
-    ];
-    run(&url, &[&["create", "c"][..], &circular].concat()).ok();
+    create_circular(&url, "c", None);
     // A key that only looks like a filter's is not listed.
     redis::cmd("SET")
         .arg("rotabloom:{x}:other")
@@ -190,15 +193,7 @@ fn convert_turns_a_bloom_filter_into_an_expanding_one_in_place() {
         .to_string();
     assert!(line.contains("max_generations"), "{line}");
 
-    let circular = [
-        "--kind",
-        "circular",
-        "--generations",
-        "2",
-        "--capacity",
-        "100",
-    ];
-    run(&url, &[&["create", "c"][..], &circular].concat()).ok();
+    create_circular(&url, "c", None);
     let line = run(&url, &["convert", "c"]).failed(2).to_string();
     assert!(
         line.contains("circular filter cannot be converted"),
@@ -413,22 +408,7 @@ fn metrics_are_valid_prometheus_text() {
         ],
     )
     .ok();
-    run(
-        &url,
-        &[
-            "create",
-            "circ",
-            "--kind",
-            "circular",
-            "--generations",
-            "3",
-            "--capacity",
-            "1000",
-            "--every",
-            "daily@00:00",
-        ],
-    )
-    .ok();
+    create_circular(&url, "circ", Some("daily@00:00"));
     // Over capacity: an error-level warning.
     let input = items("u", 300);
     rotabloom(&["--redis", &url, "add", "small"], &[], input.as_bytes()).ok();
@@ -653,4 +633,76 @@ fn dump_restores_into_a_cluster_with_identical_answers() {
     .ok();
     assert!(out.stdout.starts_with("piped: restored from -"), "{out:?}");
     assert_eq!(present(&["--redis", &url], "piped", &probe), want);
+}
+
+#[test]
+fn a_future_now_is_refused_without_force() {
+    let server = RedisServer::start();
+    let url = server.url();
+    create_circular(&url, "m", Some("monthly"));
+    let far = "2099-01-01T00:00:05Z";
+    let line = run(&url, &["rotate", "--if-due", "--now", far])
+        .failed(2)
+        .to_string();
+    assert!(
+        line.starts_with("rotabloom: rotate: --now 2099-01-01T00:00:05Z is ")
+            && line.contains("ahead of the Redis server's clock")
+            && line.contains("--force"),
+        "{line}"
+    );
+    // Nothing moved.
+    assert_eq!(status(&url, "m")["epoch"], 0);
+    // Within the tolerance, and in the past, it is taken as given.
+    let soon = (chrono::Utc::now() + chrono::TimeDelta::seconds(20))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    run(&url, &["rotate", "--if-due", "--now", &soon]).ok();
+    run(
+        &url,
+        &["rotate", "--if-due", "--now", "2020-01-01T00:00:00Z"],
+    )
+    .ok();
+    // With --force it is done, and the schedule moves to that time.
+    let out = run(&url, &["rotate", "--if-due", "--now", far, "--force"]).ok();
+    assert!(out.stdout.contains("next 2099-02-01T00:00:00Z"), "{out:?}");
+    // --force means nothing without --now.
+    assert_eq!(run(&url, &["rotate", "m", "--force"]).code, 2);
+}
+
+#[test]
+fn a_rotation_by_hand_says_what_it_forgot_and_when_the_next_is_due() {
+    let server = RedisServer::start();
+    let url = server.url();
+    create_circular(&url, "d", Some("daily@00:00"));
+    let due = status(&url, "d")["next_rotation_at"].clone();
+    run(&url, &["add", "d", "a", "b"]).ok();
+    // Generation 0 is the oldest: empty (writes go to the newest).
+    let out = run(&url, &["rotate", "d"]).ok();
+    let text = out.stdout.trim_end();
+    assert!(
+        text.starts_with("d: rotated by hand (epoch 1): forgot generation 0 (created ")
+            && text.contains(", 0 items); the window now starts at ")
+            && text.ends_with(&format!(
+                "; next scheduled rotation {} (unchanged: the window is one period shorter until then)",
+                due.as_str().unwrap()
+            )),
+        "{text}"
+    );
+    let out = run(&url, &["rotate", "d", "--json"]).ok();
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["manual"], true);
+    assert_eq!(doc["forgotten"]["seq"], 1);
+    assert_eq!(doc["next_rotation_at"], due);
+    let third = run(&url, &["rotate", "d", "--json"]).ok();
+    let doc: Value = serde_json::from_str(&third.stdout).unwrap();
+    assert_eq!(doc["forgotten"]["seq"], 2);
+    assert_eq!(
+        doc["forgotten"]["items"], 2,
+        "the items of the first window"
+    );
+    assert_eq!(run(&url, &["check", "d", "a"]).code, 1);
+    assert_eq!(
+        status(&url, "d")["next_rotation_at"],
+        due,
+        "the schedule did not move"
+    );
 }

@@ -136,9 +136,14 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         #[arg(long)]
         if_due: bool,
         /// With --if-due: the time to use instead of the Redis server's
-        /// clock (RFC 3339, e.g. 2026-05-01T00:00:00Z).
+        /// clock (RFC 3339, e.g. 2026-05-01T00:00:00Z). More than a minute
+        /// ahead of the server's clock needs --force.
         #[arg(long, value_name = "RFC3339", requires = "if_due", value_parser = parse_now)]
         now: Option<DateTime<Utc>>,
+        /// With --now: accept a time in the future (the schedule then
+        /// counts the periods up to it as rotated).
+        #[arg(long, requires = "now")]
+        force: bool,
     },
     /// Insert items (arguments, else one per line of standard input).
     Add {
@@ -353,7 +358,8 @@ fn run(ctx: &Ctx, command: Command) -> anyhow::Result<u8> {
             output,
             if_due,
             now,
-        } => rotate::run(ctx, names, if_due, now, output),
+            force,
+        } => rotate::run(ctx, names, if_due, now, force, output),
         Command::Add {
             name,
             items,

@@ -3,7 +3,7 @@
 use crate::any::{self, AnyFilter};
 use crate::connect::{self, Ctx};
 use crate::errors::{is_redis, report};
-use crate::show::{bytes, rfc3339, time_ms as time};
+use crate::show::{bytes, duration, rfc3339, time_ms as time};
 use chrono::{DateTime, TimeZone, Utc};
 use comfy_table::{presets, CellAlignment, Table};
 use rotabloom::connect::Connection;
@@ -193,18 +193,6 @@ impl Server {
 
     fn persistence_off(&self) -> bool {
         self.persistent() == Some(false)
-    }
-}
-
-fn duration(d: chrono::Duration) -> String {
-    let s = d.num_seconds().max(0);
-    let (days, h, m) = (s / 86_400, s % 86_400 / 3600, s % 3600 / 60);
-    if days > 0 {
-        format!("{days}d {h}h")
-    } else if h > 0 {
-        format!("{h}h {m}m")
-    } else {
-        format!("{m}m {}s", s % 60)
     }
 }
 
