@@ -357,6 +357,12 @@ pub struct ExpandingSpec {
 }
 
 impl ExpandingSpec {
+    /// The generations a creation makes (the first), each a layout and a
+    /// capacity.
+    pub fn initial_generations(&self) -> Vec<(Layout, u64)> {
+        vec![(self.first, self.capacity)]
+    }
+
     fn blueprint(&self) -> Blueprint {
         Blueprint {
             uid: crate::uid::new_uid(),

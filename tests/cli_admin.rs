@@ -706,3 +706,75 @@ fn a_rotation_by_hand_says_what_it_forgot_and_when_the_next_is_due() {
         "the schedule did not move"
     );
 }
+
+#[test]
+fn create_dry_run_shows_the_generations_and_whether_they_fit() {
+    let server =
+        RedisServer::start_with(&["--maxmemory", "40mb", "--maxmemory-policy", "noeviction"]);
+    let url = server.url();
+    let huge = ["create", "huge", "--kind", "bloom", "--capacity", "100M"];
+    let out = run(
+        &url,
+        &[&huge[..], &["--error-rate", "0.001", "--dry-run"]].concat(),
+    );
+    assert_eq!(out.code, 1, "{out:?}");
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        "huge: would create bloom (1 generation, 171.4 MiB)"
+    );
+    assert_eq!(
+        lines[1].split_whitespace().collect::<Vec<_>>(),
+        ["gen", "capacity", "bits", "hashes", "blocks", "bytes"]
+    );
+    // The library's sizing, as `create` would make it.
+    let layout = rotabloom::BloomFilter::builder("huge")
+        .capacity(100_000_000)
+        .error_rate(0.001)
+        .spec()
+        .unwrap()
+        .layout();
+    let bits = layout.bits.to_string();
+    let hashes = layout.hashes.to_string();
+    let blocks = layout.blocks.to_string();
+    assert_eq!(
+        lines[2].split_whitespace().collect::<Vec<_>>(),
+        ["0", "100000000", &bits, &hashes, &blocks, "171.4", "MiB"]
+    );
+    assert!(
+        lines[3]
+            .trim_start()
+            .starts_with("does not fit: maxmemory 40 MiB, "),
+        "{out:?}"
+    );
+    let out = run(
+        &url,
+        &[
+            "create",
+            "c",
+            "--kind",
+            "circular",
+            "--generations",
+            "4",
+            "--capacity",
+            "10k",
+            "--dry-run",
+            "--json",
+        ],
+    )
+    .ok();
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["fits"], true);
+    assert_eq!(doc["maxmemory"], 40u64 << 20);
+    let gens = doc["generations"].as_array().unwrap();
+    assert_eq!(gens.len(), 4);
+    assert_eq!(gens[0]["capacity"], 10_000);
+    let sum: u64 = gens.iter().map(|g| g["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(doc["bytes"], sum);
+    // Nothing was created.
+    assert_eq!(run(&url, &["list"]).ok().stdout, "");
+    let keys: u64 = redis::cmd("DBSIZE")
+        .query(&mut server.connection())
+        .unwrap();
+    assert_eq!(keys, 0);
+}

@@ -272,6 +272,11 @@ struct CreateArgs {
     names: Vec<String>,
     #[command(flatten)]
     settings: create::SettingFlags,
+    /// Print the generations it would make (bits, hashes, blocks, bytes)
+    /// and whether they fit the server's maxmemory; create nothing. Exit
+    /// 1 when they would not fit.
+    #[arg(long)]
+    dry_run: bool,
     #[command(flatten)]
     output: Output,
 }
@@ -351,7 +356,9 @@ fn main() -> ExitCode {
 
 fn run(ctx: &Ctx, command: Command) -> anyhow::Result<u8> {
     match command {
-        Command::Create(args) => create::run(ctx, &args.names, &args.settings, args.output),
+        Command::Create(args) => {
+            create::run(ctx, &args.names, &args.settings, args.dry_run, args.output)
+        }
         Command::Status { names, json, check } => status::run(ctx, names, json, check),
         Command::Rotate {
             names,

@@ -139,7 +139,8 @@ pub struct Server {
     appendonly: Option<String>,
 }
 
-fn config_get(conn: &mut Connection, key: &str) -> Option<String> {
+/// A server setting, or `None` where CONFIG is disabled or renamed.
+pub fn config_get(conn: &mut Connection, key: &str) -> Option<String> {
     // CONFIG may be disabled or renamed (managed Redis): then say nothing.
     let pairs: Vec<String> = redis::cmd("CONFIG").arg("GET").arg(key).query(conn).ok()?;
     pairs.get(1).cloned()
