@@ -1,5 +1,5 @@
-//! Clear and drop: scripts over every key of the filter, retried on a
-//! reloaded view when the filter changed meanwhile.
+//! Clear and drop: a step per block, then a script over the filter's
+//! keys, retried on a reloaded view when the filter changed meanwhile.
 
 use super::Core;
 use crate::error::{Error, Result};
@@ -17,7 +17,7 @@ pub(crate) enum Which {
 
 enum State {
     Start,
-    /// Clearing: blocks emptied so far.
+    /// Blocks emptied (clear) or deleted (drop) so far.
     Zero(usize),
     Sent,
     Reload,
@@ -43,21 +43,24 @@ impl WholeMachine {
         }
     }
 
-    /// The next step: for a clear, each block emptied in a call of its own
-    /// (other clients' commands run between them), then the counts and the
-    /// fence; for a drop, one call.
-    fn send(&mut self, zeroed: usize) -> Result<Poll<bool>> {
-        if self.which == Which::Clear {
-            let targets = whole::zero_targets(&self.core.keys, &self.view);
-            if let Some((key, how)) = targets.get(zeroed) {
-                self.state = State::Zero(zeroed + 1);
-                return Ok(Poll::Send(whole::zero_request(
-                    &self.core.keys,
-                    &self.view,
-                    key,
-                    how,
-                )));
-            }
+    /// The next step: each block emptied (clear) or deleted (drop) in a
+    /// call of its own, so that other clients' commands run between them;
+    /// then one script: for a clear the counts and the fence, for a drop
+    /// the view check and every key (the blocks gone already cost nothing
+    /// then).
+    fn send(&mut self, done: usize) -> Result<Poll<bool>> {
+        let keys = &self.core.keys;
+        let step = match self.which {
+            Which::Clear => whole::zero_targets(keys, &self.view)
+                .get(done)
+                .map(|(key, how)| whole::zero_request(keys, &self.view, key, how)),
+            Which::Drop => whole::drop_targets(keys, &self.view)
+                .get(done)
+                .map(|key| whole::unlink_request(key)),
+        };
+        if let Some(req) = step {
+            self.state = State::Zero(done + 1);
+            return Ok(Poll::Send(req));
         }
         self.state = State::Sent;
         Ok(Poll::Send(match self.which {
@@ -83,6 +86,11 @@ impl Machine for WholeMachine {
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<bool>> {
         match std::mem::replace(&mut self.state, State::Start) {
             State::Start => self.send(0),
+            State::Zero(done) if self.which == Which::Drop => {
+                // UNLINK's count: a block already gone is no matter.
+                take_one(replies)??;
+                self.send(done)
+            }
             State::Zero(done) => match whole::decode(self.core.name(), take_one(replies)?)? {
                 Outcome::Done => self.send(done),
                 Outcome::Gone | Outcome::Stale => self.stale(),
