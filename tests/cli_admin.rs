@@ -778,3 +778,47 @@ fn create_dry_run_shows_the_generations_and_whether_they_fit() {
         .unwrap();
     assert_eq!(keys, 0);
 }
+
+#[test]
+fn the_redis_url_comes_from_the_flag_then_the_configuration_then_the_environment() {
+    let server = RedisServer::start();
+    let good = server.url();
+    run(
+        &good,
+        &["create", "f", "--kind", "bloom", "--capacity", "10"],
+    )
+    .ok();
+    let dead = {
+        let s = RedisServer::start();
+        let url = s.url();
+        drop(s);
+        url
+    };
+    let dir = server.dir().join("precedence");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("rotabloom.toml");
+    std::fs::write(&cfg, format!("[defaults]\nredis_url = \"{dead}\"\n")).unwrap();
+    let cfg = cfg.to_str().unwrap();
+    let env = [("REDIS_URL", good.as_str())];
+    // The environment alone.
+    assert_eq!(rotabloom(&["list"], &env, b"").ok().stdout, "f\n");
+    // The configuration beats the environment...
+    let out = rotabloom(&["--config", cfg, "list"], &env, b"");
+    assert!(out.failed(3).contains(&dead), "{out:?}");
+    // ... and the flag beats both.
+    let out = rotabloom(
+        &["--config", cfg, "--redis", &good, "list"],
+        &[("REDIS_URL", &dead)],
+        b"",
+    );
+    assert_eq!(out.ok().stdout, "f\n");
+    // --help names the variable, never its value (it may hold a password).
+    let out = rotabloom(&["--help"], &[("REDIS_URL", "redis://:s3cr3t@h:1/")], b"").ok();
+    assert!(out.stdout.contains("[env: REDIS_URL]"), "{out:?}");
+    assert!(!out.stdout.contains("s3cr3t"), "{out:?}");
+    // A bad value says where it came from.
+    let line = rotabloom(&["list"], &[("REDIS_URL", "ftp://h/")], b"")
+        .failed(2)
+        .to_string();
+    assert!(line.starts_with("rotabloom: $REDIS_URL: "), "{line}");
+}

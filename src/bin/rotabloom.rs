@@ -42,8 +42,9 @@ mod show;
 mod status;
 
 use chrono::{DateTime, Utc};
-use clap::{Args, Parser, Subcommand};
-use connect::Ctx;
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use connect::{Ctx, RedisUrlFrom};
 use rotabloom::config::Secrets;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -60,7 +61,8 @@ Exit codes:
   5  a local file cannot be read (load FILE)
 
 Redis URL: --redis, else the configuration's redis_url / redis_url_env /
-cluster_nodes / sentinels, else $REDIS_URL, else redis://127.0.0.1:6379.
+cluster_nodes / sentinels, else $REDIS_URL, else redis://127.0.0.1:6379
+(the explicit beats the ambient).
 Forms: redis://, rediss:// (TLS), unix://, redis+cluster://H:P,H:P,
 redis+sentinel://H:P,H:P/MASTER (see docs/CLI.md). Passwords are never
 printed.";
@@ -74,8 +76,15 @@ struct Cli {
     config: Option<PathBuf>,
 
     /// Redis URL, e.g. redis://127.0.0.1:6379/0 (prefer $REDIS_URL for one
-    /// with a password: the command line is visible to other users).
-    #[arg(long, global = true, value_name = "URL")]
+    /// with a password: the command line is visible to other users). The
+    /// flag wins over the configuration's URL, which wins over $REDIS_URL.
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        env = "REDIS_URL",
+        hide_env_values = true
+    )]
     redis: Option<String>,
 
     /// PEM file of the certificate authorities to trust for rediss://
@@ -321,8 +330,18 @@ fn parse_now(s: &str) -> Result<DateTime<Utc>, String> {
 
 fn main() -> ExitCode {
     errors::install_panic_hook(Secrets::default());
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command().try_get_matches().and_then(|m| {
+        let cli = Cli::from_arg_matches(&m)?;
+        // An explicit flag beats the configuration; the ambient
+        // environment variable does not (docs/CLI.md, "Global options").
+        let url = match m.value_source("redis") {
+            Some(ValueSource::EnvVariable) => RedisUrlFrom::Env(cli.redis.clone()),
+            _ => RedisUrlFrom::Flag(cli.redis.clone()),
+        };
+        Ok((cli, url))
+    });
+    let (cli, url) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => return errors::exit_clap(&e),
     };
     // These need neither a configuration nor Redis.
@@ -343,7 +362,7 @@ fn main() -> ExitCode {
         key_file: cli.tls_key,
         insecure: cli.tls_insecure,
     };
-    let ctx = match Ctx::new(cli.config.as_deref(), cli.redis.as_deref(), tls) {
+    let ctx = match Ctx::new(cli.config.as_deref(), url, tls) {
         Ok(ctx) => ctx,
         Err(e) => return errors::exit(&e, &Secrets::default()),
     };

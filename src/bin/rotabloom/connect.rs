@@ -23,13 +23,9 @@ pub struct Ctx {
 impl Ctx {
     /// `tls` holds the TLS flags (and their environment variables); each
     /// one given replaces the configuration's.
-    pub fn new(
-        config: Option<&Path>,
-        url_flag: Option<&str>,
-        tls: TlsOptions,
-    ) -> anyhow::Result<Ctx> {
+    pub fn new(config: Option<&Path>, url: RedisUrlFrom, tls: TlsOptions) -> anyhow::Result<Ctx> {
         let config = config.map(Config::load).transpose()?;
-        let url = redis_url(url_flag, config.as_ref());
+        let url = redis_url(url, config.as_ref());
         let secrets = url.as_ref().map(RedisUrl::secrets).unwrap_or_default();
         let from_file = config.as_ref().map(Config::tls_options).unwrap_or_default();
         let tls = TlsOptions {
@@ -102,20 +98,33 @@ impl Ctx {
     }
 }
 
+/// Where clap found the Redis URL, if anywhere: the `--redis` flag or
+/// the `REDIS_URL` environment variable (clap reads both, and shows the
+/// variable in `--help`).
+pub enum RedisUrlFrom {
+    Flag(Option<String>),
+    Env(Option<String>),
+}
+
 /// The first of `--redis`, the configuration's URL and `$REDIS_URL`, else
-/// the default.
-fn redis_url(flag: Option<&str>, config: Option<&Config>) -> Result<RedisUrl, Fail> {
+/// the default: what is named on this command line beats what is in the
+/// environment.
+fn redis_url(from: RedisUrlFrom, config: Option<&Config>) -> Result<RedisUrl, Fail> {
     let bad = |message: String| Fail { code: 2, message };
-    if let Some(u) = flag {
-        return RedisUrl::new(u).map_err(|m| bad(format!("--redis: {m}")));
-    }
+    let env = match from {
+        RedisUrlFrom::Flag(Some(u)) => {
+            return RedisUrl::new(u).map_err(|m| bad(format!("--redis: {m}")))
+        }
+        RedisUrlFrom::Flag(None) => None,
+        RedisUrlFrom::Env(u) => u,
+    };
     if let Some(c) = config {
         if let Some(u) = c.redis_url().map_err(|e| bad(e.to_string()))? {
             return Ok(u);
         }
     }
-    match std::env::var("REDIS_URL") {
-        Ok(u) if !u.trim().is_empty() => {
+    match env {
+        Some(u) if !u.trim().is_empty() => {
             RedisUrl::new(u).map_err(|m| bad(format!("$REDIS_URL: {m}")))
         }
         _ => RedisUrl::new(DEFAULT_URL).map_err(bad),
