@@ -822,3 +822,46 @@ fn the_redis_url_comes_from_the_flag_then_the_configuration_then_the_environment
         .to_string();
     assert!(line.starts_with("rotabloom: $REDIS_URL: "), "{line}");
 }
+
+#[test]
+fn usage_errors_of_the_new_commands_are_one_line() {
+    for args in [
+        &["adopt", "x", "--capacity", "10"][..],
+        &[
+            "adopt",
+            "x",
+            "--seed000",
+            "p",
+            "--scrapy-redis-bloomfilter",
+            "k",
+            "--capacity",
+            "1",
+        ],
+        &["adopt", "x", "--seed000", "p"],
+        &["dump"],
+        &["dump", "x"],
+        &["restore"],
+        &["metrics", "--output"],
+        &["convert", "x", "--growth", "lots"],
+        &["expand"],
+        &["clear"],
+        &["rotate", "x", "--force"],
+        &["list", "extra"],
+        &[
+            "create",
+            "x",
+            "--kind",
+            "bloom",
+            "--capacity",
+            "10",
+            "--dry-run",
+            "--dry-run",
+        ],
+    ] {
+        let out = rb(args);
+        out.failed(2);
+    }
+    // Help still goes to standard output, whole.
+    let out = rb(&["restore", "--help"]).ok();
+    assert!(out.stdout.contains("--as <NAME>"), "{out:?}");
+}

@@ -53,12 +53,15 @@ use std::process::ExitCode;
 const EXIT_CODES: &str = "\
 Exit codes:
   0  success (check: at least one item printed)
-  1  negative answer (check: no item printed)
-  2  usage or configuration error, including a filter that does not exist
-     or exists with other parameters than the configuration asks for
+  1  negative answer (check: no item printed; create --dry-run: it would
+     not fit the server's maxmemory)
+  2  usage or configuration error, including a filter that does not exist,
+     exists with other parameters than asked for, or exists already
+     (restore)
   3  Redis error: connection, authentication, server, or the data in it
   4  status --check: a filter has an error-level warning
-  5  a local file cannot be read (load FILE)
+  5  a local file cannot be read or written (load, dump, restore,
+     metrics --output), or a dump file is damaged or not a dump
 
 Redis URL: --redis, else the configuration's redis_url / redis_url_env /
 cluster_nodes / sentinels, else $REDIS_URL, else redis://127.0.0.1:6379
