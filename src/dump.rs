@@ -127,33 +127,20 @@ pub fn dump<C: redis::ConnectionLike + ?Sized, W: Write>(
     for g in &view.gens {
         for b in 0..g.layout.blocks {
             let key = keys.block(&view.uid, g.seq, b);
-            let len = match one(
-                conn,
-                Request::new().cmd(redis::cmd("STRLEN").arg(&key).clone()),
-            )?? {
-                redis::Value::Int(n) => u64::try_from(n).unwrap_or(0),
-                v => return Err(crate::proto::unexpected("STRLEN", &v)),
-            };
+            let len = strlen(conn, &key)?;
             out.put(Record::Block {
                 seq: g.seq,
                 block: b,
                 len,
             })?;
-            let mut offset = 0;
-            while offset < len {
-                let want = CHUNK.min(len - offset);
-                let bytes =
-                    format::decode_bytes(one(conn, format::read_request(&key, offset, want))??)?;
-                if bytes.len() as u64 != want {
-                    // The key changed length under the dump: only a
-                    // structural change or a clear does that.
-                    return Err(changed(name));
-                }
-                if bytes.iter().any(|&x| x != 0) {
-                    summary.bytes += want;
-                    out.put(Record::Data { offset, bytes })?;
-                }
-                offset += want;
+            let complete = read_slices(conn, &key, len, |_, offset, bytes| {
+                summary.bytes += bytes.len() as u64;
+                out.put(Record::Data { offset, bytes })
+            })?;
+            if !complete {
+                // The key changed length under the dump: only a
+                // structural change or a clear does that.
+                return Err(changed(name));
             }
         }
     }
@@ -187,6 +174,75 @@ impl<W: Write> Sink<'_, W> {
         self.records += 1;
         Ok(())
     }
+}
+
+/// Copies the string at `from` to `to` (which must not exist), 1 MiB per
+/// round trip, all-zero slices skipped; returns its length (0: `from` does
+/// not exist, and nothing is written). Across cluster slots too: e.g. a
+/// legacy bitmap into a filter's slot before
+/// [`adopt_legacy`](crate::ExpandingBuilder::adopt_legacy), whose
+/// `RENAME` cannot cross slots. Writes to `from` meanwhile may or may not
+/// be copied.
+pub fn copy_string<C: redis::ConnectionLike + ?Sized>(
+    conn: &mut C,
+    from: &str,
+    to: &str,
+) -> Result<u64> {
+    if one(
+        conn,
+        Request::new().cmd(redis::cmd("EXISTS").arg(to).clone()),
+    )?? == redis::Value::Int(1)
+    {
+        return Err(Error::InvalidParameter {
+            name: "key",
+            reason: format!("{to:?} exists already"),
+        });
+    }
+    let len = strlen(conn, from)?;
+    if len == 0 {
+        return Ok(0);
+    }
+    one(conn, format::write_request(to, len - 1, b"\0"))??;
+    read_slices(conn, from, len, |conn, offset, bytes| {
+        one(conn, format::write_request(to, offset, &bytes))??;
+        Ok(())
+    })?;
+    Ok(len)
+}
+
+fn strlen<C: redis::ConnectionLike + ?Sized>(conn: &mut C, key: &str) -> Result<u64> {
+    match one(
+        conn,
+        Request::new().cmd(redis::cmd("STRLEN").arg(key).clone()),
+    )?? {
+        redis::Value::Int(n) => Ok(u64::try_from(n).unwrap_or(0)),
+        v => Err(crate::proto::unexpected("STRLEN", &v)),
+    }
+}
+
+/// Reads the `len` bytes of `key` 1 MiB per round trip, handing each
+/// slice that is not all zeros to `each` with the connection and its
+/// offset. `false` when the
+/// key turned out shorter than `len`.
+fn read_slices<C: redis::ConnectionLike + ?Sized>(
+    conn: &mut C,
+    key: &str,
+    len: u64,
+    mut each: impl FnMut(&mut C, u64, Vec<u8>) -> Result<()>,
+) -> Result<bool> {
+    let mut offset = 0;
+    while offset < len {
+        let want = CHUNK.min(len - offset);
+        let bytes = format::decode_bytes(one(conn, format::read_request(key, offset, want))??)?;
+        if bytes.len() as u64 != want {
+            return Ok(false);
+        }
+        if bytes.iter().any(|&x| x != 0) {
+            each(conn, offset, bytes)?;
+        }
+        offset += want;
+    }
+    Ok(true)
 }
 
 fn changed(name: &str) -> Error {

@@ -223,6 +223,88 @@ fn scheme(conn: &mut redis::Connection, name: &str) -> String {
         .unwrap()
 }
 
+/// Adopts the bitmap [`write_scrapy_bitmap`] writes as filter `spider`.
+const ADOPT_SPIDER: [&str; 10] = [
+    "adopt",
+    "spider",
+    "--scrapy-redis-bloomfilter",
+    "spider:bloomfilter",
+    "--bit",
+    "20",
+    "--hash-number",
+    "6",
+    "--capacity",
+    "10k",
+];
+
+/// The `redis+cluster://` URL of every node of `cluster`.
+fn cluster_url(cluster: &harness::RedisCluster) -> String {
+    let seeds: Vec<String> = cluster
+        .nodes()
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port()))
+        .collect();
+    format!("redis+cluster://{}", seeds.join(","))
+}
+
+/// A scrapy-redis-bloomfilter bitmap at `key` of 2^20 bits, 6 hash
+/// functions, holding 200 fingerprints, written as its BloomFilter.insert
+/// does; returns the fingerprints.
+fn write_scrapy_bitmap(conn: &mut impl redis::ConnectionLike, key: &str) -> Vec<String> {
+    let fps: Vec<String> = (0..200).map(|i| format!("{i:040x}")).collect();
+    // One command at a time: the cluster connection does not pipeline.
+    for fp in &fps {
+        for p in scrapy_positions(fp, 20, 6) {
+            redis::cmd("SETBIT")
+                .arg(key)
+                .arg(p)
+                .arg(1)
+                .exec(conn)
+                .unwrap();
+        }
+    }
+    fps
+}
+
+#[test]
+fn adopt_copies_legacy_keys_from_another_cluster_slot() {
+    let cluster = harness::RedisCluster::start();
+    let url = cluster_url(&cluster);
+    let mut conn = cluster.connection();
+    let slot = |conn: &mut redis::cluster::ClusterConnection, key: &str| -> i64 {
+        redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(key)
+            .query(conn)
+            .unwrap()
+    };
+    assert_ne!(
+        slot(&mut conn, "spider:bloomfilter"),
+        slot(&mut conn, "{spider}")
+    );
+    let fps = write_scrapy_bitmap(&mut conn, "spider:bloomfilter");
+    let out = run(&url, &ADOPT_SPIDER).ok();
+    assert!(
+        out.stdout
+            .trim_end()
+            .ends_with("; copied from another cluster slot, the legacy keys are left as they were"),
+        "{out:?}"
+    );
+    let input: String = fps.iter().map(|f| format!("{f}\n")).collect();
+    let out = rotabloom(&["--redis", &url, "check", "spider"], &[], input.as_bytes()).ok();
+    assert_eq!(out.stdout, input, "every legacy fingerprint is found");
+    let left: bool = redis::cmd("EXISTS")
+        .arg("spider:bloomfilter")
+        .query(&mut conn)
+        .unwrap();
+    assert!(left, "the original stays");
+    let copy: bool = redis::cmd("EXISTS")
+        .arg("rotabloom-import:{spider}:0")
+        .query(&mut conn)
+        .unwrap();
+    assert!(!copy, "the copy became the filter's block");
+}
+
 #[test]
 fn adopt_takes_over_legacy_bitmaps() {
     let server = RedisServer::start();
@@ -230,32 +312,9 @@ fn adopt_takes_over_legacy_bitmaps() {
     let mut conn = server.connection();
     // A scrapy-redis-bloomfilter bitmap of 2^20 bits, 6 hash functions,
     // holding 200 fingerprints, written as its BloomFilter.insert does.
-    let fps: Vec<String> = (0..200).map(|i| format!("{i:040x}")).collect();
-    let mut pipe = redis::pipe();
-    for fp in &fps {
-        for p in scrapy_positions(fp, 20, 6) {
-            pipe.cmd("SETBIT")
-                .arg("spider:bloomfilter")
-                .arg(p)
-                .arg(1)
-                .ignore();
-        }
-    }
-    pipe.exec(&mut conn).unwrap();
+    let fps = write_scrapy_bitmap(&mut conn, "spider:bloomfilter");
 
-    let adopt = [
-        "adopt",
-        "spider",
-        "--scrapy-redis-bloomfilter",
-        "spider:bloomfilter",
-        "--bit",
-        "20",
-        "--hash-number",
-        "6",
-        "--capacity",
-        "10k",
-    ];
-    let out = run(&url, &adopt).ok();
+    let out = run(&url, &ADOPT_SPIDER).ok();
     assert!(
         out.stdout.starts_with(
             "spider: adopted (expanding, 2 generations; the legacy bitmap holds about "
@@ -280,7 +339,7 @@ fn adopt_takes_over_legacy_bitmaps() {
     assert_eq!(s["parameters"]["legacy_gens"], 1);
     assert_eq!(scheme(&mut conn, "spider"), "scrapy-redis-bloomfilter");
     // Adopting again opens it.
-    let out = run(&url, &[&adopt[..], &["--json"]].concat()).ok();
+    let out = run(&url, &[&ADOPT_SPIDER[..], &["--json"]].concat()).ok();
     let doc: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(doc["result"], "exists");
 
@@ -545,12 +604,7 @@ fn dump_restores_into_a_cluster_with_identical_answers() {
 
     // Into the local 3-master cluster, under the same name and another.
     let cluster = harness::RedisCluster::start();
-    let seeds: Vec<String> = cluster
-        .nodes()
-        .iter()
-        .map(|n| format!("127.0.0.1:{}", n.port()))
-        .collect();
-    let curl = format!("redis+cluster://{}", seeds.join(","));
+    let curl = cluster_url(&cluster);
     let out = run(&curl, &["restore", file.to_str().unwrap()]).ok();
     assert!(out.stdout.starts_with("crawl: restored from "), "{out:?}");
     run(&curl, &["restore", file.to_str().unwrap(), "--as", "copy"]).ok();

@@ -174,12 +174,24 @@ pub fn adopt(ctx: &Ctx, a: &AdoptArgs) -> anyhow::Result<u8> {
     let mut conn = ctx.connect()?;
     // Adopting again opens the filter: say so rather than "adopted".
     let existed = AnyFilter::open(&mut conn, &a.name).is_ok();
-    let f = a
+    let (legacy, copies) = if existed {
+        (legacy, Vec::new())
+    } else {
+        into_slot(&mut conn, &a.name, legacy)?
+    };
+    let adopted = a
         .growth
         .builder(&a.name)
         .capacity(a.capacity)
         .error_rate(a.error_rate)
-        .adopt_legacy(&mut conn, legacy)?;
+        .adopt_legacy(&mut conn, legacy);
+    let f = match adopted {
+        Ok(f) => f,
+        Err(e) => {
+            unlink(&mut conn, &copies);
+            return Err(e.into());
+        }
+    };
     let gens = f.generations();
     let estimate = gens.first().map_or(0, |g| g.capacity);
     let (text, result) = if existed {
@@ -194,9 +206,14 @@ pub fn adopt(ctx: &Ctx, a: &AdoptArgs) -> anyhow::Result<u8> {
     } else {
         (
             format!(
-                "{}: adopted (expanding, {}; the legacy bitmap holds about {estimate} items)",
+                "{}: adopted (expanding, {}; the legacy bitmap holds about {estimate} items){}",
                 a.name,
-                shape(&f)
+                shape(&f),
+                if copies.is_empty() {
+                    ""
+                } else {
+                    "; copied from another cluster slot, the legacy keys are left as they were"
+                }
             ),
             "adopted",
         )
@@ -206,7 +223,79 @@ pub fn adopt(ctx: &Ctx, a: &AdoptArgs) -> anyhow::Result<u8> {
         "result": result,
         "generations": gens.len(),
         "legacy_items_estimate": estimate,
+        "copied": !copies.is_empty(),
     });
     a.output.print(&mut io::stdout(), &text, &doc, !existed)?;
     Ok(0)
+}
+
+/// The keys a legacy layout reads.
+fn sources(legacy: &Legacy) -> Vec<String> {
+    match legacy {
+        Legacy::ScrapyRedisBloomfilter { key, .. } => vec![key.clone()],
+        Legacy::Seed000 { prefix, blocks } => {
+            (0..*blocks).map(|b| format!("{prefix}{b}")).collect()
+        }
+    }
+}
+
+fn keyslot(conn: &mut Connection, key: &str) -> anyhow::Result<i64> {
+    Ok(redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(key)
+        .query(conn)
+        .map_err(rotabloom::Error::from)?)
+}
+
+fn unlink(conn: &mut Connection, keys: &[String]) {
+    for k in keys {
+        let _ = redis::cmd("UNLINK").arg(k).exec(conn);
+    }
+}
+
+/// In a cluster, adoption renames the legacy keys into the filter's slot,
+/// which `RENAME` cannot do across slots: keys elsewhere are first copied
+/// (1 MiB per step) to `rotabloom-import:{NAME}:B`, in the filter's slot,
+/// and those are adopted; the originals stay. Returns the layout to adopt
+/// and the copies made.
+fn into_slot(
+    conn: &mut Connection,
+    name: &str,
+    legacy: Legacy,
+) -> anyhow::Result<(Legacy, Vec<String>)> {
+    if !matches!(conn, Connection::Cluster(_)) {
+        return Ok((legacy, Vec::new()));
+    }
+    let home = keyslot(conn, &format!("{{{name}}}"))?;
+    let from = sources(&legacy);
+    let mut elsewhere = false;
+    for k in &from {
+        elsewhere |= keyslot(conn, k)? != home;
+    }
+    if !elsewhere {
+        return Ok((legacy, Vec::new()));
+    }
+    let prefix = format!("rotabloom-import:{{{name}}}:");
+    let mut copies = Vec::new();
+    for (b, k) in from.iter().enumerate() {
+        let to = format!("{prefix}{b}");
+        match rotabloom::dump::copy_string(conn, k, &to) {
+            Ok(0) => {}
+            Ok(_) => copies.push(to),
+            Err(e) => {
+                copies.push(to);
+                unlink(conn, &copies);
+                return Err(e.into());
+            }
+        }
+    }
+    let legacy = match legacy {
+        Legacy::ScrapyRedisBloomfilter { bit, hashes, .. } => Legacy::ScrapyRedisBloomfilter {
+            key: format!("{prefix}0"),
+            bit,
+            hashes,
+        },
+        Legacy::Seed000 { blocks, .. } => Legacy::Seed000 { prefix, blocks },
+    };
+    Ok((legacy, copies))
 }
