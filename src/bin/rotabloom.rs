@@ -300,7 +300,8 @@ pub struct Output {
     /// docs/CLI.md).
     #[arg(long)]
     json: bool,
-    /// Print only what changed (rotate: rotations; others: nothing), and no
+    /// Print only lines about a change (a filter created, rotated,
+    /// cleared, converted...: nothing for add, load or "not due"), and no
     /// progress; errors are still printed.
     #[arg(long, short = 'q', conflicts_with = "json")]
     quiet: bool,

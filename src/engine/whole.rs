@@ -113,3 +113,71 @@ impl Machine for WholeMachine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{keys, view_of, ALL};
+    use crate::view::Accept;
+    use redis::Value;
+
+    fn core(kind: &str, gens: u64) -> Core {
+        Core::new(keys("t"), view_of(kind, gens), Accept::Any(ALL), Vec::new())
+    }
+
+    /// The command names of a request.
+    fn names(req: &crate::exec::Request) -> Vec<String> {
+        (0..req.len()).map(|i| req.args(i)[0].clone()).collect()
+    }
+
+    #[test]
+    fn drop_frees_one_block_per_step_then_runs_its_script() {
+        let core = core("circular", 3);
+        let mut m = WholeMachine::new(core.clone(), Which::Drop);
+        let mut replies = None;
+        let mut unlinked = Vec::new();
+        loop {
+            match m.step(replies.take()).unwrap() {
+                Poll::Send(req) => {
+                    assert_eq!(req.len(), 1, "one command per round trip");
+                    if names(&req) == ["UNLINK"] {
+                        unlinked.push(req.args(0)[1].clone());
+                        replies = Some(vec![Ok(Value::Int(1))]);
+                    } else {
+                        assert_eq!(names(&req), ["EVALSHA"]);
+                        replies = Some(vec![Ok(Value::SimpleString("OK".into()))]);
+                    }
+                }
+                Poll::Ready(there) => {
+                    assert!(there);
+                    break;
+                }
+            }
+        }
+        let view = core.view();
+        let want = crate::proto::whole::drop_targets(&core.keys, &view);
+        assert_eq!(unlinked, want, "every block, once, before the script");
+        assert!(unlinked.iter().all(|k| k.contains(&view.uid)));
+    }
+
+    #[test]
+    fn clear_empties_one_block_per_step() {
+        let core = core("bloom", 1);
+        let mut m = WholeMachine::new(core, Which::Clear);
+        let Poll::Send(first) = m.step(None).unwrap() else {
+            panic!("a request first")
+        };
+        assert_eq!(first.len(), 1);
+        let Poll::Send(last) = m
+            .step(Some(vec![Ok(Value::SimpleString("OK".into()))]))
+            .unwrap()
+        else {
+            panic!("then the clear script")
+        };
+        assert_eq!(last.len(), 1);
+        assert!(matches!(
+            m.step(Some(vec![Ok(Value::SimpleString("OK".into()))])),
+            Ok(Poll::Ready(true))
+        ));
+    }
+}
