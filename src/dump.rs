@@ -409,7 +409,9 @@ fn restore_blocks<C: redis::ConnectionLike + ?Sized, R: Read>(
                     // Allocated whole first, as at creation: the data
                     // records then overwrite in place.
                     written.0.push(key.clone());
-                    one(conn, format::write_request(&key, len - 1, b"\0"))??;
+                    one(conn, format::write_request(&key, len - 1, b"\0"))?.map_err(|e| {
+                        crate::engine::create::out_of_memory(keys.name().as_str(), len, e.into())
+                    })?;
                 }
                 current = Some((key, len, 0));
             }

@@ -919,3 +919,51 @@ fn usage_errors_of_the_new_commands_are_one_line() {
     let out = rb(&["restore", "--help"]).ok();
     assert!(out.stdout.contains("--as <NAME>"), "{out:?}");
 }
+
+#[test]
+fn a_restore_that_runs_out_of_memory_leaves_nothing_behind() {
+    let source = RedisServer::start();
+    let url = source.url();
+    // About 12 MiB in 2 blocks, with bits in both.
+    let big = [
+        "--kind",
+        "bloom",
+        "--capacity",
+        "10M",
+        "--max-block-bits",
+        "67108864",
+    ];
+    run(&url, &[&["create", "big"][..], &big].concat()).ok();
+    rotabloom(
+        &["--redis", &url, "add", "big", "-q"],
+        &[],
+        items("x", 5000).as_bytes(),
+    )
+    .ok();
+    let file = source.dir().join("big.rbdump");
+    let file = file.to_str().unwrap();
+    run(&url, &["dump", "big", file]).ok();
+    // A dump into a directory that does not exist: a local file error,
+    // and no temporary file left.
+    let nowhere = source.dir().join("no/such/dir/big.rbdump");
+    run(&url, &["dump", "big", nowhere.to_str().unwrap()]).failed(5);
+
+    let small =
+        RedisServer::start_with(&["--maxmemory", "8mb", "--maxmemory-policy", "noeviction"]);
+    let mut conn = small.connection();
+    let keys_before: u64 = redis::cmd("DBSIZE").query(&mut conn).unwrap();
+    let line = run(&small.url(), &["restore", file]).failed(3).to_string();
+    assert!(
+        line.contains("the Redis server refused") && line.contains("maxmemory"),
+        "{line}"
+    );
+    let keys_after: u64 = redis::cmd("DBSIZE").query(&mut conn).unwrap();
+    assert_eq!(keys_after, keys_before, "nothing left behind");
+    // With room, the same file restores.
+    let roomy = RedisServer::start();
+    run(&roomy.url(), &["restore", file]).ok();
+    assert_eq!(
+        status(&roomy.url(), "big")["items"],
+        status(&url, "big")["items"]
+    );
+}
