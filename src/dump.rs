@@ -335,22 +335,31 @@ pub fn restore<C: redis::ConnectionLike + ?Sized, R: Read>(
         });
     }
     let mut written = Written(Vec::new());
-    let result = restore_blocks(conn, &mut reader, &keys, &view, &mut written).and_then(|bytes| {
-        let fields: Vec<(Vec<u8>, Vec<u8>)> = view
-            .fields
-            .raw
-            .iter()
-            .map(|(k, v)| (k.clone().into_bytes(), v.clone()))
-            .collect();
-        let req = format::publish_request(&keys, &view.token(), &fields);
-        if format::decode_publish(name.as_str(), one(conn, req)?)? {
-            Ok(bytes)
-        } else {
-            Err(Error::AlreadyExists {
-                name: name.to_string(),
-            })
-        }
-    });
+    // A write the server refuses for memory is OutOfMemory with the size
+    // of the whole filter, as at creation.
+    let size = view
+        .gens
+        .iter()
+        .map(|g| g.layout.bytes())
+        .fold(0, u64::saturating_add);
+    let result = restore_blocks(conn, &mut reader, &keys, &view, &mut written)
+        .map_err(|e| crate::engine::create::out_of_memory(name.as_str(), size, e))
+        .and_then(|bytes| {
+            let fields: Vec<(Vec<u8>, Vec<u8>)> = view
+                .fields
+                .raw
+                .iter()
+                .map(|(k, v)| (k.clone().into_bytes(), v.clone()))
+                .collect();
+            let req = format::publish_request(&keys, &view.token(), &fields);
+            if format::decode_publish(name.as_str(), one(conn, req)?)? {
+                Ok(bytes)
+            } else {
+                Err(Error::AlreadyExists {
+                    name: name.to_string(),
+                })
+            }
+        });
     match result {
         Ok(bytes) => {
             let mut s = Summary::of(name.as_str(), &view);
@@ -409,9 +418,7 @@ fn restore_blocks<C: redis::ConnectionLike + ?Sized, R: Read>(
                     // Allocated whole first, as at creation: the data
                     // records then overwrite in place.
                     written.0.push(key.clone());
-                    one(conn, format::write_request(&key, len - 1, b"\0"))?.map_err(|e| {
-                        crate::engine::create::out_of_memory(keys.name().as_str(), len, e.into())
-                    })?;
+                    one(conn, format::write_request(&key, len - 1, b"\0"))??;
                 }
                 current = Some((key, len, 0));
             }
