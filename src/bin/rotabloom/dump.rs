@@ -2,13 +2,13 @@
 //! (the file format is in docs/FORMAT.md §10).
 
 use crate::connect::Ctx;
-use crate::errors::file_error;
+use crate::errors::{file_error, usage};
 use crate::show::{bytes, count};
 use crate::Output;
 use rotabloom::dump::{self, Summary};
 use serde_json::json;
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Write};
+use std::io::{self, BufReader, BufWriter, IsTerminal, Write};
 use std::path::Path;
 
 /// `-` for standard input or output.
@@ -42,6 +42,11 @@ fn said(s: &Summary, verb: &str, path: &Path) -> (String, serde_json::Value) {
 /// `rotabloom dump NAME FILE`: written to a temporary file beside FILE and
 /// renamed over it once complete, so that FILE is never half a dump.
 pub fn dump(ctx: &Ctx, name: &str, path: &Path, output: Output) -> anyhow::Result<u8> {
+    if is_std(path) && io::stdout().is_terminal() {
+        return Err(usage(
+            "dump: a dump is binary: give a FILE, or redirect standard output",
+        ));
+    }
     let mut conn = ctx.connect()?;
     crate::connect::open(&mut conn, name)?;
     let summary = if is_std(path) {
