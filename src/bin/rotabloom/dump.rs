@@ -53,30 +53,13 @@ pub fn dump(ctx: &Ctx, name: &str, path: &Path, output: Output) -> anyhow::Resul
         let mut out = BufWriter::new(io::stdout().lock());
         dump::dump(&mut conn, name, &mut out)?
     } else {
-        let tmp = crate::metrics::temp_beside(path);
-        let file = File::create(&tmp)
-            .map_err(|e| file_error(format!("cannot write {}: {e}", tmp.display())))?;
-        let mut out = BufWriter::new(file);
-        let done = dump::dump(&mut conn, name, &mut out).and_then(|s| {
-            out.into_inner()
-                .map_err(|e| e.into_error())
-                .and_then(|f| f.sync_all())
-                .map_err(|source| rotabloom::Error::Io {
-                    what: format!("writing {}", tmp.display()),
-                    source,
-                })?;
-            Ok(s)
-        });
-        let renamed = done.map_err(anyhow::Error::from).and_then(|s| {
-            std::fs::rename(&tmp, path)
-                .map_err(|e| file_error(format!("cannot write {}: {e}", path.display())))?;
-            Ok(s)
-        });
-        match renamed {
-            Ok(s) => s,
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(e);
+        // A rotation, expansion or clear during the dump makes it
+        // inconsistent: a file can be written again, a few times.
+        let mut attempt = 1;
+        loop {
+            match dump_to_file(&mut conn, name, path) {
+                Err(e) if attempt < DUMP_ATTEMPTS && is_contention(&e) => attempt += 1,
+                other => break other?,
             }
         }
     };
@@ -85,6 +68,50 @@ pub fn dump(ctx: &Ctx, name: &str, path: &Path, output: Output) -> anyhow::Resul
         output.print(&mut io::stdout(), &text, &doc, true)?;
     }
     Ok(0)
+}
+
+/// How many times `dump FILE` tries when the filter changes under it.
+const DUMP_ATTEMPTS: u32 = 3;
+
+fn is_contention(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<rotabloom::Error>(),
+            Some(rotabloom::Error::Contention { .. })
+        )
+    })
+}
+
+/// One dump into a temporary file beside `path`, renamed over it once
+/// complete and on disk; removed on failure.
+fn dump_to_file(
+    conn: &mut rotabloom::connect::Connection,
+    name: &str,
+    path: &Path,
+) -> anyhow::Result<Summary> {
+    let tmp = crate::metrics::temp_beside(path);
+    let file = File::create(&tmp)
+        .map_err(|e| file_error(format!("cannot write {}: {e}", tmp.display())))?;
+    let mut out = BufWriter::new(file);
+    let done = dump::dump(conn, name, &mut out).and_then(|s| {
+        out.into_inner()
+            .map_err(|e| e.into_error())
+            .and_then(|f| f.sync_all())
+            .map_err(|source| rotabloom::Error::Io {
+                what: format!("writing {}", tmp.display()),
+                source,
+            })?;
+        Ok(s)
+    });
+    let renamed = done.map_err(anyhow::Error::from).and_then(|s| {
+        std::fs::rename(&tmp, path)
+            .map_err(|e| file_error(format!("cannot write {}: {e}", path.display())))?;
+        Ok(s)
+    });
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    renamed
 }
 
 /// `rotabloom restore FILE [--as NAME]`.
