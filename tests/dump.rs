@@ -119,3 +119,39 @@ fn copy_string_copies_in_slices_and_refuses_an_existing_target() {
     let exists: bool = redis::cmd("EXISTS").arg("other").query(&mut conn).unwrap();
     assert!(!exists);
 }
+
+#[tokio::test]
+async fn dump_and_restore_async() {
+    let server = RedisServer::start();
+    let mut conn = server
+        .client()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let f = rotabloom::BloomFilter::builder("a")
+        .capacity(10_000)
+        .create_or_open_async(&mut conn)
+        .await
+        .unwrap();
+    let items: Vec<String> = (0..1000).map(|i| format!("a{i}")).collect();
+    f.insert_many_async(&mut conn, &items).await.unwrap();
+    let mut file = Vec::new();
+    rotabloom::dump::dump_async(&mut conn, "a", &mut file)
+        .await
+        .unwrap();
+    let s = rotabloom::dump::restore_async(&mut conn, &file[..], Some("b"))
+        .await
+        .unwrap();
+    assert_eq!(s.items, 1000);
+    let b = rotabloom::BloomFilter::open_async(&mut conn, "b")
+        .await
+        .unwrap();
+    let found = b.contains_many_async(&mut conn, &items).await.unwrap();
+    assert!(found.iter().all(|&x| x));
+    assert_eq!(
+        rotabloom::dump::copy_string_async(&mut conn, "nothing", "there")
+            .await
+            .unwrap(),
+        0
+    );
+}
