@@ -238,7 +238,8 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
     },
     /// Make a new expanding filter whose frozen first generation is a
     /// bitmap written by scrapy-redis-bloomfilter or seed 000's code
-    /// (renamed into place, not copied; see docs/LEGACY.md).
+    /// (renamed into place; in a cluster, copied first from another slot;
+    /// see docs/LEGACY.md).
     Adopt(expanding::AdoptArgs),
     /// Write a filter's metadata and bits to FILE ('-': standard output),
     /// a slice at a time (format in docs/FORMAT.md).
