@@ -550,6 +550,26 @@ fn metrics_are_valid_prometheus_text() {
     // A directory that does not exist: a local file error, exit 5.
     let bad = server.dir().join("no/such/dir/x.prom");
     run(&url, &["metrics", "--output", bad.to_str().unwrap()]).failed(5);
+
+    // A filter that cannot be read is `up 0` in a file written anyway; the
+    // error is on standard error and in the exit code.
+    redis::cmd("HSET")
+        .arg("rotabloom:{small}:meta")
+        .arg("gens")
+        .arg("x")
+        .exec(&mut server.connection())
+        .unwrap();
+    let out = run(&url, &["metrics", "--output", file.to_str().unwrap()]);
+    assert_eq!(out.code, 3, "{out:?}");
+    assert!(out.stderr.contains("corrupt metadata"), "{out:?}");
+    let samples = parse_exposition(&std::fs::read_to_string(&file).unwrap());
+    let up = |f: &str| {
+        samples
+            .iter()
+            .find(|(n, l, _)| n == "rotabloom_filter_up" && l["filter"] == f)
+            .map(|(_, _, v)| *v)
+    };
+    assert_eq!((up("small"), up("circ")), (Some(0.0), Some(1.0)));
 }
 
 /// The items of `lines` that `check` says may be present in filter `name`.
