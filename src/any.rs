@@ -12,6 +12,9 @@ const ALL: &[Codec] = &[
     crate::circular::CODEC,
 ];
 
+/// What opening by name accepts: any kind this library reads.
+pub(crate) const ACCEPT_ANY: Accept = Accept::Any(ALL);
+
 /// A handle on a filter of whatever kind it is: the data operations every
 /// kind shares, and the typed handle for the rest. Opening it reads the
 /// metadata once, in one round trip.

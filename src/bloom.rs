@@ -325,6 +325,12 @@ impl BloomSpec {
         self.layout
     }
 
+    /// The generations a creation makes, each a layout and a capacity: what
+    /// `create --dry-run` shows.
+    pub fn initial_generations(&self) -> Vec<(Layout, u64)> {
+        vec![(self.layout, self.capacity)]
+    }
+
     fn machine(&self) -> impl crate::exec::Machine<Output = (BloomFilter, Opened)> + Send {
         use crate::engine::chain::MachineExt;
         let bp = Blueprint {

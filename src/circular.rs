@@ -490,6 +490,12 @@ impl CircularSpec {
         self
     }
 
+    /// The generations a creation makes (all N), each a layout and a
+    /// capacity.
+    pub fn initial_generations(&self) -> Vec<(Layout, u64)> {
+        vec![(self.layout, self.gen_capacity); self.n as usize]
+    }
+
     fn blueprint(&self, now: DateTime<Utc>) -> Result<Blueprint> {
         let extra = match self.schedule {
             Some(s) => {
@@ -514,7 +520,7 @@ impl CircularSpec {
             kind: Kind::Circular,
             params: self.params.clone(),
             extra,
-            gens: vec![(self.layout, self.gen_capacity); self.n as usize],
+            gens: self.initial_generations(),
         })
     }
 

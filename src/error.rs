@@ -238,6 +238,33 @@ pub enum Error {
         timeout_ms: u64,
     },
 
+    /// A dump file (see [`dump`](crate::dump)) is not one this library
+    /// wrote or can read: bad magic, version or checksum, truncated, or
+    /// holding a filter that does not add up.
+    #[error("not a valid rotabloom dump: {reason}")]
+    BadDump {
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// Reading or writing the local side of a dump or restore failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being read or written.
+        what: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A filter of that name exists already: a restore never overwrites
+    /// one. Nothing was written.
+    #[error("filter {name:?} already exists: drop it first, or restore under another name")]
+    AlreadyExists {
+        /// The filter's name.
+        name: String,
+    },
+
     /// An error from Redis or the connection to it.
     #[error("redis: {0}")]
     Redis(#[source] RedisError),

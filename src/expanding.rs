@@ -82,11 +82,6 @@ impl ExpandingFilter {
         }
     }
 
-    /// Generations, as last read from Redis (oldest first).
-    pub fn generations(&self) -> Vec<crate::Generation> {
-        self.core.view().gens.clone()
-    }
-
     /// Freezes the newest generation now and adds the next one, if the
     /// filter has not changed since this handle last saw it (compare-and-set
     /// on the epoch). Returns `true` if this call expanded, `false` if
@@ -381,6 +376,12 @@ impl ExpandingSpec {
     pub fn with_wait_replicas(mut self, wait: Option<crate::WaitReplicas>) -> Self {
         self.wait = wait;
         self
+    }
+
+    /// The generations a creation makes (the first), each a layout and a
+    /// capacity.
+    pub fn initial_generations(&self) -> Vec<(Layout, u64)> {
+        vec![(self.first, self.capacity)]
     }
 
     fn blueprint(&self) -> Blueprint {

@@ -111,6 +111,12 @@ macro_rules! impl_filter_ops {
                 self.core.name()
             }
 
+            /// Generations, as last read from Redis (oldest first): no
+            /// round trip.
+            pub fn generations(&self) -> Vec<$crate::Generation> {
+                self.core.view().gens.clone()
+            }
+
             /// Mirrors generations that can no longer change (the frozen
             /// generations of an expanding or query-all circular filter) in
             /// this process, up to `max_bytes`, and checks them locally: a

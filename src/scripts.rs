@@ -66,11 +66,13 @@ pub(crate) static CONVERT: LuaScript = LuaScript::new(with_prelude!("lua/convert
 pub(crate) static GUARD: LuaScript = LuaScript::new(include_str!("lua/guard.lua"));
 pub(crate) static COMMIT: LuaScript = LuaScript::new(with_prelude!("lua/commit.lua"));
 pub(crate) static PREALLOC: LuaScript = LuaScript::new(include_str!("lua/prealloc.lua"));
+pub(crate) static RESTORE: LuaScript = LuaScript::new(include_str!("lua/restore.lua"));
 
 /// Every script, for tests over all of them.
 #[cfg(test)]
-pub(crate) static ALL: [&LuaScript; 11] = [
+pub(crate) static ALL: [&LuaScript; 12] = [
     &LOAD, &DATA, &CREATE, &CLEAR, &ZERO, &DROP, &ROLL, &CONVERT, &GUARD, &COMMIT, &PREALLOC,
+    &RESTORE,
 ];
 
 #[cfg(test)]

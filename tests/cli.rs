@@ -663,6 +663,7 @@ fn rotate_if_due_rotates_once_per_period() {
             "--if-due",
             "--now",
             "2031-03-05T10:00:00Z",
+            "--force",
         ],
     ));
     assert_eq!(
@@ -677,6 +678,7 @@ fn rotate_if_due_rotates_once_per_period() {
             "--if-due",
             "--now",
             "2031-03-20T10:00:00Z",
+            "--force",
         ],
     ));
     assert_eq!(
@@ -691,7 +693,13 @@ fn rotate_if_due_rotates_once_per_period() {
     // left alone.
     let out = ok(rb(
         &url,
-        &["rotate", "--if-due", "--now", "2031-04-01T00:00:00Z"],
+        &[
+            "rotate",
+            "--if-due",
+            "--now",
+            "2031-04-01T00:00:00Z",
+            "--force",
+        ],
     ));
     assert_eq!(
         out.stdout,
@@ -700,7 +708,11 @@ fn rotate_if_due_rotates_once_per_period() {
 
     // By hand.
     let out = ok(rb(&url, &["rotate", "manual"]));
-    assert_eq!(out.stdout, "manual: rotated (1 rotation, epoch 1)\n");
+    assert!(
+        out.stdout
+            .starts_with("manual: rotated by hand (epoch 1): forgot generation 0 (created "),
+        "{out:?}"
+    );
     for args in [
         &["rotate", "plain"][..],
         &["rotate", "manual", "--if-due"],
@@ -1323,7 +1335,7 @@ fn json_and_quiet_output_of_commands_that_change_filters() {
     assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("", ""));
 
     let at = |t: &str, extra: &[&str]| {
-        let mut args = vec!["rotate", "--if-due", "--now", t];
+        let mut args = vec!["rotate", "--if-due", "--now", t, "--force"];
         args.extend_from_slice(extra);
         ok(rb(&url, &args))
     };

@@ -16,16 +16,24 @@ mod connect;
 mod create;
 #[path = "rotabloom/drop.rs"]
 mod drop;
+#[path = "rotabloom/dump.rs"]
+mod dump;
 #[path = "rotabloom/errors.rs"]
 mod errors;
+#[path = "rotabloom/expanding.rs"]
+mod expanding;
 #[path = "rotabloom/filter.rs"]
 mod filter;
 #[path = "rotabloom/generate.rs"]
 mod generate;
 #[path = "rotabloom/lines.rs"]
 mod lines;
+#[path = "rotabloom/list.rs"]
+mod list;
 #[path = "rotabloom/load.rs"]
 mod load;
+#[path = "rotabloom/metrics.rs"]
+mod metrics;
 #[path = "rotabloom/resilient.rs"]
 mod resilient;
 #[path = "rotabloom/rotate.rs"]
@@ -38,8 +46,9 @@ mod status;
 mod warnings;
 
 use chrono::{DateTime, Utc};
-use clap::{Args, Parser, Subcommand};
-use connect::Ctx;
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use connect::{Ctx, RedisUrlFrom};
 use rotabloom::config::Secrets;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -48,15 +57,19 @@ use std::process::ExitCode;
 const EXIT_CODES: &str = "\
 Exit codes:
   0  success (check: at least one item printed)
-  1  negative answer (check: no item printed)
-  2  usage or configuration error, including a filter that does not exist
-     or exists with other parameters than the configuration asks for
+  1  negative answer (check: no item printed; create --dry-run: it would
+     not fit the server's maxmemory)
+  2  usage or configuration error, including a filter that does not exist,
+     exists with other parameters than asked for, or exists already
+     (restore)
   3  Redis error: connection, authentication, server, or the data in it
   4  status --check: a filter has an error-level warning
-  5  a local file cannot be read (load FILE)
+  5  a local file cannot be read or written (load, dump, restore,
+     metrics --output), or a dump file is damaged or not a dump
 
 Redis URL: --redis, else the configuration's redis_url / redis_url_env /
-cluster_nodes / sentinels, else $REDIS_URL, else redis://127.0.0.1:6379.
+cluster_nodes / sentinels, else $REDIS_URL, else redis://127.0.0.1:6379
+(the explicit beats the ambient).
 Forms: redis://, rediss:// (TLS), unix://, redis+cluster://H:P,H:P,
 redis+sentinel://H:P,H:P/MASTER (see docs/CLI.md). Passwords are never
 printed.";
@@ -70,8 +83,15 @@ struct Cli {
     config: Option<PathBuf>,
 
     /// Redis URL, e.g. redis://127.0.0.1:6379/0 (prefer $REDIS_URL for one
-    /// with a password: the command line is visible to other users).
-    #[arg(long, global = true, value_name = "URL")]
+    /// with a password: the command line is visible to other users). The
+    /// flag wins over the configuration's URL, which wins over $REDIS_URL.
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        env = "REDIS_URL",
+        hide_env_values = true
+    )]
     redis: Option<String>,
 
     /// PEM file of the certificate authorities to trust for rediss://
@@ -171,9 +191,14 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         #[arg(long)]
         if_due: bool,
         /// With --if-due: the time to use instead of the Redis server's
-        /// clock (RFC 3339, e.g. 2026-05-01T00:00:00Z).
+        /// clock (RFC 3339, e.g. 2026-05-01T00:00:00Z). More than a minute
+        /// ahead of the server's clock needs --force.
         #[arg(long, value_name = "RFC3339", requires = "if_due", value_parser = parse_now)]
         now: Option<DateTime<Utc>>,
+        /// With --now: accept a time in the future (the schedule then
+        /// counts the periods up to it as rotated).
+        #[arg(long, requires = "now")]
+        force: bool,
     },
     /// Insert items (arguments, else one per line of standard input).
     Add {
@@ -219,6 +244,73 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         /// Really delete it.
         #[arg(long)]
         yes: bool,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// List the filters in the database, one name per line.
+    List {
+        /// Print one JSON object: {"filters": [{"name", "kind"}...]}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Empty every generation of a filter; the filter and its parameters
+    /// stay.
+    Clear {
+        name: String,
+        /// Really empty it.
+        #[arg(long)]
+        yes: bool,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Freeze the newest generation of an expanding filter and add the
+    /// next one now.
+    Expand {
+        name: String,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Turn a bloom filter into an expanding one, in place: its bits stay
+    /// as generation 0, which takes writes until it holds its capacity.
+    Convert {
+        name: String,
+        #[command(flatten)]
+        growth: expanding::GrowthFlags,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Make a new expanding filter whose frozen first generation is a
+    /// bitmap written by scrapy-redis-bloomfilter or seed 000's code
+    /// (renamed into place; in a cluster, copied first from another slot;
+    /// see docs/LEGACY.md).
+    Adopt(expanding::AdoptArgs),
+    /// Write a filter's metadata and bits to FILE ('-': standard output),
+    /// a slice at a time (format in docs/FORMAT.md).
+    Dump {
+        name: String,
+        file: PathBuf,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Create a filter from a dump FILE ('-': standard input), on any
+    /// server or cluster; never over an existing filter.
+    Restore {
+        file: PathBuf,
+        /// The name to restore it as (default: the dumped filter's).
+        #[arg(long = "as", value_name = "NAME")]
+        as_name: Option<String>,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Print every filter's state in the Prometheus text format (for
+    /// node_exporter's textfile collector).
+    Metrics {
+        /// Filters to export (default: every filter in the database).
+        names: Vec<String>,
+        /// Write to FILE (through a temporary file renamed over it, as
+        /// the textfile collector needs) instead of standard output.
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: Option<PathBuf>,
     },
     /// Print a completion script for SHELL, e.g.
     /// `rotabloom completions bash > /etc/bash_completion.d/rotabloom`.
@@ -236,6 +328,11 @@ struct CreateArgs {
     names: Vec<String>,
     #[command(flatten)]
     settings: create::SettingFlags,
+    /// Print the generations it would make (bits, hashes, blocks, bytes)
+    /// and whether they fit the server's maxmemory; create nothing. Exit
+    /// 1 when they would not fit.
+    #[arg(long)]
+    dry_run: bool,
     #[command(flatten)]
     output: Output,
 }
@@ -247,7 +344,8 @@ pub struct Output {
     /// docs/CLI.md).
     #[arg(long)]
     json: bool,
-    /// Print only what changed (rotate: rotations; others: nothing), and no
+    /// Print only lines about a change (a filter created, rotated,
+    /// cleared, converted...: nothing for add, load or "not due"), and no
     /// progress; errors are still printed.
     #[arg(long, short = 'q', conflicts_with = "json")]
     quiet: bool,
@@ -281,8 +379,18 @@ fn parse_now(s: &str) -> Result<DateTime<Utc>, String> {
 fn main() -> ExitCode {
     errors::install_panic_hook(Secrets::default());
     warnings::install();
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command().try_get_matches().and_then(|m| {
+        let cli = Cli::from_arg_matches(&m)?;
+        // An explicit flag beats the configuration; the ambient
+        // environment variable does not (docs/CLI.md, "Global options").
+        let url = match m.value_source("redis") {
+            Some(ValueSource::EnvVariable) => RedisUrlFrom::Env(cli.redis.clone()),
+            _ => RedisUrlFrom::Flag(cli.redis.clone()),
+        };
+        Ok((cli, url))
+    });
+    let (cli, url) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => return errors::exit_clap(&e),
     };
     // These need neither a configuration nor Redis.
@@ -309,7 +417,7 @@ fn main() -> ExitCode {
         retries: cli.retries,
         when_full: cli.when_full,
     };
-    let ctx = match Ctx::new(cli.config.as_deref(), cli.redis.as_deref(), tls, durability) {
+    let ctx = match Ctx::new(cli.config.as_deref(), url, tls, durability) {
         Ok(ctx) => ctx,
         Err(e) => return errors::exit(&e, &Secrets::default()),
     };
@@ -322,14 +430,17 @@ fn main() -> ExitCode {
 
 fn run(ctx: &Ctx, command: Command) -> anyhow::Result<u8> {
     match command {
-        Command::Create(args) => create::run(ctx, &args.names, &args.settings, args.output),
+        Command::Create(args) => {
+            create::run(ctx, &args.names, &args.settings, args.dry_run, args.output)
+        }
         Command::Status { names, json, check } => status::run(ctx, names, json, check),
         Command::Rotate {
             names,
             output,
             if_due,
             now,
-        } => rotate::run(ctx, names, if_due, now, output),
+            force,
+        } => rotate::run(ctx, names, if_due, now, force, output),
         Command::Add {
             name,
             items,
@@ -348,7 +459,23 @@ fn run(ctx: &Ctx, command: Command) -> anyhow::Result<u8> {
             batch,
             progress_every,
         } => load::run(ctx, &name, &file, batch as usize, progress_every, output),
-        Command::Drop { name, yes } => drop::run(ctx, &name, yes),
+        Command::Drop { name, yes, output } => drop::run(ctx, &name, yes, output),
+        Command::List { json } => list::run(ctx, json),
+        Command::Clear { name, yes, output } => drop::clear(ctx, &name, yes, output),
+        Command::Expand { name, output } => expanding::expand(ctx, &name, output),
+        Command::Convert {
+            name,
+            growth,
+            output,
+        } => expanding::convert(ctx, &name, &growth, output),
+        Command::Adopt(args) => expanding::adopt(ctx, &args),
+        Command::Dump { name, file, output } => dump::dump(ctx, &name, &file, output),
+        Command::Restore {
+            file,
+            as_name,
+            output,
+        } => dump::restore(ctx, &file, as_name.as_deref(), output),
+        Command::Metrics { names, output } => metrics::run(ctx, names, output.as_deref()),
         Command::Completions { shell } => generate::completions(shell),
         Command::Man => generate::man(),
     }

@@ -21,6 +21,17 @@ pub enum FilterSpec {
     Circular(Box<CircularSpec>),
 }
 
+impl FilterSpec {
+    /// The generations a creation makes, each a layout and a capacity.
+    pub fn initial_generations(&self) -> Vec<(crate::Layout, u64)> {
+        match self {
+            FilterSpec::Bloom(s) => s.initial_generations(),
+            FilterSpec::Expanding(s) => s.initial_generations(),
+            FilterSpec::Circular(s) => s.initial_generations(),
+        }
+    }
+}
+
 /// Where each key of a filter was set in its file.
 pub(super) type Locations = BTreeMap<&'static str, Location>;
 

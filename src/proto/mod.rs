@@ -6,6 +6,7 @@
 
 pub(crate) mod alloc;
 pub(crate) mod create;
+pub(crate) mod dump;
 pub(crate) mod load;
 pub(crate) mod probe;
 pub(crate) mod roll;

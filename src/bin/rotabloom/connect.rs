@@ -39,7 +39,7 @@ impl Ctx {
     /// one given replaces the configuration's.
     pub fn new(
         config: Option<&Path>,
-        url_flag: Option<&str>,
+        url: RedisUrlFrom,
         tls: TlsOptions,
         durability: Durability,
     ) -> anyhow::Result<Ctx> {
@@ -55,7 +55,7 @@ impl Ctx {
             (None, Some(_)) => return Err(usage("--wait-timeout-ms goes with --wait-replicas")),
             (None, None) => config.as_ref().and_then(Config::wait_replicas),
         };
-        let url = redis_url(url_flag, config.as_ref());
+        let url = redis_url(url, config.as_ref());
         let secrets = url.as_ref().map(RedisUrl::secrets).unwrap_or_default();
         let from_file = config.as_ref().map(Config::tls_options).unwrap_or_default();
         let tls = TlsOptions {
@@ -157,20 +157,33 @@ impl Ctx {
     }
 }
 
+/// Where clap found the Redis URL, if anywhere: the `--redis` flag or
+/// the `REDIS_URL` environment variable (clap reads both, and shows the
+/// variable in `--help`).
+pub enum RedisUrlFrom {
+    Flag(Option<String>),
+    Env(Option<String>),
+}
+
 /// The first of `--redis`, the configuration's URL and `$REDIS_URL`, else
-/// the default.
-fn redis_url(flag: Option<&str>, config: Option<&Config>) -> Result<RedisUrl, Fail> {
+/// the default: what is named on this command line beats what is in the
+/// environment.
+fn redis_url(from: RedisUrlFrom, config: Option<&Config>) -> Result<RedisUrl, Fail> {
     let bad = |message: String| Fail { code: 2, message };
-    if let Some(u) = flag {
-        return RedisUrl::new(u).map_err(|m| bad(format!("--redis: {m}")));
-    }
+    let env = match from {
+        RedisUrlFrom::Flag(Some(u)) => {
+            return RedisUrl::new(u).map_err(|m| bad(format!("--redis: {m}")))
+        }
+        RedisUrlFrom::Flag(None) => None,
+        RedisUrlFrom::Env(u) => u,
+    };
     if let Some(c) = config {
         if let Some(u) = c.redis_url().map_err(|e| bad(e.to_string()))? {
             return Ok(u);
         }
     }
-    match std::env::var("REDIS_URL") {
-        Ok(u) if !u.trim().is_empty() => {
+    match env {
+        Some(u) if !u.trim().is_empty() => {
             RedisUrl::new(u).map_err(|m| bad(format!("$REDIS_URL: {m}")))
         }
         _ => RedisUrl::new(DEFAULT_URL).map_err(bad),

@@ -5,10 +5,12 @@ use crate::any;
 use crate::connect::Ctx;
 use crate::errors::usage;
 use crate::show;
+use crate::status;
 use crate::Output;
 use clap::{Arg, ArgAction, ArgMatches};
 use rotabloom::config::{settings, FilterDef, FilterParams, Setting};
-use rotabloom::{Kind, Opened};
+use rotabloom::connect::Connection;
+use rotabloom::{AnyFilter, Kind, Opened};
 use serde_json::json;
 use std::io;
 
@@ -113,6 +115,7 @@ pub fn run(
     ctx: &Ctx,
     names: &[String],
     flags: &SettingFlags,
+    dry_run: bool,
     output: Output,
 ) -> anyhow::Result<u8> {
     let defs = if flags.0.keys_set().is_empty() {
@@ -122,6 +125,13 @@ pub fn run(
     };
     let mut conn = ctx.connect()?;
     let mut out = io::stdout().lock();
+    if dry_run {
+        let mut worst = 0;
+        for def in &defs {
+            worst = worst.max(dry_run_one(&mut conn, def, output, &mut out)?);
+        }
+        return Ok(worst);
+    }
     for def in &defs {
         let (f, how) = any::create_or_open(&mut conn, def, ctx.wait())
             .map_err(|e| ctx.create_error(def.name(), e))?;
@@ -150,6 +160,123 @@ pub fn run(
         output.print(&mut out, &text, &doc, how == Opened::Created)?;
     }
     Ok(0)
+}
+
+/// The exit code of `create --dry-run` when a filter would not fit.
+pub const EXIT_WOULD_NOT_FIT: u8 = 1;
+
+/// What the server has room for: `maxmemory` (0: no limit) and the
+/// memory in use, when the server says.
+struct Room {
+    maxmemory: Option<u64>,
+    used: Option<u64>,
+}
+
+impl Room {
+    fn read(conn: &mut Connection) -> Room {
+        let maxmemory = status::config_get(conn, "maxmemory").and_then(|v| v.parse().ok());
+        let info: Option<String> = redis::cmd("INFO").arg("memory").query(conn).ok();
+        let used = info.as_deref().and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("used_memory:"))
+                .and_then(|v| v.trim().parse().ok())
+        });
+        Room { maxmemory, used }
+    }
+
+    /// Whether `bytes` more fit under maxmemory (`None`: unknown).
+    fn fits(&self, bytes: u64) -> Option<bool> {
+        match (self.maxmemory?, self.used) {
+            (0, _) => Some(true),
+            (max, Some(used)) => Some(used.saturating_add(bytes) <= max),
+            (max, None) => Some(bytes <= max),
+        }
+    }
+
+    fn describe(&self, bytes: u64) -> String {
+        match (self.maxmemory, self.used, self.fits(bytes)) {
+            (None, _, _) => "the server's maxmemory is unknown (CONFIG GET refused)".into(),
+            (Some(0), _, _) => {
+                "fits: the server has no maxmemory (only the machine's memory limits it)".into()
+            }
+            (Some(max), used, Some(fits)) => format!(
+                "{}: maxmemory {}, {} in use, {} free",
+                if fits { "fits" } else { "does not fit" },
+                show::bytes(max),
+                used.map_or("?".into(), show::bytes),
+                used.map_or("?".into(), |u| show::bytes(max.saturating_sub(u))),
+            ),
+            (Some(_), _, None) => "unknown".into(),
+        }
+    }
+}
+
+/// `create --dry-run`: the generations `def` would make, and whether they
+/// fit the server's `maxmemory`; nothing is written.
+fn dry_run_one(
+    conn: &mut Connection,
+    def: &FilterDef,
+    output: Output,
+    out: &mut impl io::Write,
+) -> anyhow::Result<u8> {
+    let gens = def.spec().initial_generations();
+    let total: u64 = gens
+        .iter()
+        .map(|(l, _)| l.bytes())
+        .fold(0, u64::saturating_add);
+    let exists = AnyFilter::open(conn, def.name()).is_ok();
+    let room = Room::read(conn);
+    let fits = room.fits(total);
+    let mut text = format!(
+        "{}: would create {} ({}, {})",
+        def.name(),
+        def.kind(),
+        show::count(gens.len() as u64, "generation"),
+        show::bytes(total)
+    );
+    if exists {
+        text.push_str(" (a filter of this name exists already: create would open it)");
+    }
+    let mut table = comfy_table::Table::new();
+    table.load_style(comfy_table::presets::NOTHING);
+    table.set_header(vec!["gen", "capacity", "bits", "hashes", "blocks", "bytes"]);
+    for (i, (l, capacity)) in gens.iter().enumerate() {
+        table.add_row(vec![
+            i.to_string(),
+            capacity.to_string(),
+            l.bits.to_string(),
+            l.hashes.to_string(),
+            l.blocks.to_string(),
+            show::bytes(l.bytes()),
+        ]);
+    }
+    for line in table.to_string().lines() {
+        text.push_str(&format!("\n {}", line.trim_end()));
+    }
+    text.push_str(&format!("\n  {}", room.describe(total)));
+    let doc = json!({
+        "name": def.name(),
+        "result": "dry_run",
+        "kind": def.kind(),
+        "exists": exists,
+        "generations": gens.iter().map(|(l, capacity)| json!({
+            "capacity": capacity,
+            "bits": l.bits,
+            "hashes": l.hashes,
+            "blocks": l.blocks,
+            "bytes": l.bytes(),
+        })).collect::<Vec<_>>(),
+        "bytes": total,
+        "maxmemory": room.maxmemory,
+        "used_memory": room.used,
+        "fits": fits,
+    });
+    output.print(out, &text, &doc, true)?;
+    Ok(if fits == Some(false) && !exists {
+        EXIT_WOULD_NOT_FIT
+    } else {
+        0
+    })
 }
 
 /// The one filter the flags describe.

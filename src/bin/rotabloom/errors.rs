@@ -42,8 +42,8 @@ pub fn file_error(message: impl Into<String>) -> anyhow::Error {
 }
 
 /// The exit code of a library error: 2 for what the user asked (bad
-/// parameters, names, a missing or different filter), 3 for Redis and the
-/// data in it.
+/// parameters, names, a missing, existing or different filter), 5 for a
+/// local dump file, 3 for Redis and the data in it.
 fn lib_code(e: &Error) -> u8 {
     match e {
         Error::InvalidParameter { .. }
@@ -51,7 +51,9 @@ fn lib_code(e: &Error) -> u8 {
         | Error::InvalidName { .. }
         | Error::NotFound { .. }
         | Error::ParameterMismatch { .. }
-        | Error::KindMismatch { .. } => 2,
+        | Error::KindMismatch { .. }
+        | Error::AlreadyExists { .. } => 2,
+        Error::Io { .. } | Error::BadDump { .. } => EXIT_FILE,
         _ => 3,
     }
 }

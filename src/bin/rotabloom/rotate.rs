@@ -4,19 +4,24 @@
 use crate::any;
 use crate::connect::{self, Ctx};
 use crate::errors::{report, usage};
-use crate::show::{count, rfc3339};
+use crate::show::{count, rfc3339, time_ms};
 use crate::Output;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use rotabloom::connect::Connection;
-use rotabloom::Rotation;
+use rotabloom::{CircularFilter, Error, Rotation};
 use serde_json::{json, Value};
 use std::io;
+
+/// How far `--now` may be ahead of the server's clock without `--force`:
+/// enough for clocks a little apart, far less than any period.
+const FUTURE_TOLERANCE: TimeDelta = TimeDelta::seconds(60);
 
 pub fn run(
     ctx: &Ctx,
     names: Vec<String>,
     if_due: bool,
     now: Option<DateTime<Utc>>,
+    force: bool,
     output: Output,
 ) -> anyhow::Result<u8> {
     if names.is_empty() && !if_due {
@@ -25,18 +30,42 @@ pub fn run(
         ));
     }
     let mut conn = ctx.connect()?;
+    if let (Some(now), false) = (now, force) {
+        refuse_future(&mut conn, now)?;
+    }
     let explicit = !names.is_empty();
     let names = connect::names_or_all(&mut conn, names)?;
     let mut out = io::stdout().lock();
     let mut worst = 0u8;
     for name in &names {
-        match rotate_one(&mut conn, name, explicit, if_due, now) {
+        match rotate_one(ctx, &mut conn, name, explicit, if_due, now) {
             Ok(Some(said)) => output.print(&mut out, &said.text, &said.json, said.rotated)?,
             Ok(None) => {}
             Err(e) => worst = worst.max(report(&e, ctx.secrets()).1),
         }
     }
     Ok(worst)
+}
+
+/// A `--now` ahead of the server's clock marks the periods up to it as
+/// rotated: the real cron then rotates nothing until that time comes.
+/// Refused unless `--force`.
+fn refuse_future(conn: &mut Connection, now: DateTime<Utc>) -> anyhow::Result<()> {
+    let (secs, micros): (i64, i64) = redis::cmd("TIME").query(conn).map_err(Error::from)?;
+    let server = Utc
+        .timestamp_opt(secs, (micros.clamp(0, 999_999) * 1000) as u32)
+        .single()
+        .unwrap_or_else(Utc::now);
+    if now - server <= FUTURE_TOLERANCE {
+        return Ok(());
+    }
+    Err(usage(format!(
+        "rotate: --now {} is {} ahead of the Redis server's clock ({}): the schedule would count \
+         those periods as rotated and cron would not rotate until then; add --force if that is meant",
+        rfc3339(now),
+        crate::show::duration(now - server),
+        rfc3339(server)
+    )))
 }
 
 /// What `rotate` says about one filter.
@@ -49,18 +78,20 @@ struct Said {
 /// Rotates `name` and says what happened, or `None` for a filter that was
 /// not named (`explicit` is false) and is not for rotating.
 fn rotate_one(
+    ctx: &Ctx,
     conn: &mut Connection,
     name: &str,
     explicit: bool,
     if_due: bool,
     now: Option<DateTime<Utc>>,
 ) -> anyhow::Result<Option<Said>> {
-    let f = connect::open(conn, name)?;
+    // A rotation is a state change: it waits for replicas as writes do.
+    let f = ctx.writer(connect::open(conn, name)?);
     let Some(c) = f.circular() else {
         if explicit {
             return Err(usage(format!(
-                "{name}: a {} filter does not rotate (only circular filters do)",
-                f.kind()
+                "{name}: {} filter does not rotate (only circular filters do)",
+                f.kind().with_article()
             )));
         }
         return Ok(None);
@@ -73,12 +104,13 @@ fn rotate_one(
         }
         return Ok(None);
     }
+    let before = c.generations();
     let said = match any::rotate(&c, conn, if_due, now)? {
         Rotation::Rotated {
             rotations,
             epoch,
             next_at,
-        } => {
+        } if if_due => {
             let next = next_at
                 .map(|t| format!(", next {}", rfc3339(t)))
                 .unwrap_or_default();
@@ -97,6 +129,7 @@ fn rotate_one(
                 rotated: true,
             }
         }
+        Rotation::Rotated { epoch, .. } => by_hand(name, &c, &before, epoch),
         Rotation::NotDue { next_at } => Said {
             text: format!("{name}: not due (next {})", rfc3339(next_at)),
             json: json!({
@@ -113,4 +146,48 @@ fn rotate_one(
         },
     };
     Ok(Some(said))
+}
+
+/// A rotation by hand: which generation it forgot, where the window
+/// starts now, and the next scheduled rotation, which it does not move.
+fn by_hand(name: &str, c: &CircularFilter, before: &[rotabloom::Generation], epoch: u64) -> Said {
+    let after = c.generations();
+    let forgotten = before.first();
+    let starts = after.first().map(|g| time_ms(g.created_at_ms));
+    let next = c.next_rotation_at();
+    let mut text = format!("{name}: rotated by hand (epoch {epoch})");
+    if let Some(g) = forgotten {
+        text.push_str(&format!(
+            ": forgot generation {} (created {}, {}); the window now starts at {}",
+            g.seq,
+            time_ms(g.created_at_ms),
+            count(g.count, "item"),
+            starts.as_deref().unwrap_or("?")
+        ));
+    }
+    match next {
+        Some(t) => text.push_str(&format!(
+            "; next scheduled rotation {} (unchanged: the window is one period shorter until then)",
+            rfc3339(t)
+        )),
+        None => text.push_str("; no schedule"),
+    }
+    Said {
+        text,
+        json: json!({
+            "name": name,
+            "result": "rotated",
+            "rotations": 1,
+            "epoch": epoch,
+            "manual": true,
+            "forgotten": forgotten.map(|g| json!({
+                "seq": g.seq,
+                "created_at": time_ms(g.created_at_ms),
+                "items": g.count,
+            })),
+            "window_starts_at": starts,
+            "next_rotation_at": next.map(rfc3339),
+        }),
+        rotated: true,
+    }
 }

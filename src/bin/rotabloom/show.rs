@@ -4,18 +4,16 @@ use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
 
 /// 1536 -> "1.5 KiB".
 pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
+    use humansize::{FormatSizeOptions, BINARY};
+    humansize::format_size(n, FormatSizeOptions::from(BINARY).decimal_places(1))
+}
+
+/// A span of time for people, to the minute past an hour, to the second
+/// below: `3days 4h 12m`, `5m 7s`.
+pub fn duration(d: chrono::TimeDelta) -> String {
+    let s = d.num_seconds().max(0) as u64;
+    let rounded = if s >= 3600 { s - s % 60 } else { s };
+    humantime::format_duration(std::time::Duration::from_secs(rounded)).to_string()
 }
 
 /// `2026-05-01T00:00:00Z`.
@@ -44,6 +42,15 @@ mod tests {
     fn units_and_counts() {
         assert_eq!(bytes(1536), "1.5 KiB");
         assert_eq!(bytes(12), "12 B");
+        assert_eq!(bytes(539_230_208), "514.2 MiB");
+        assert_eq!(duration(chrono::TimeDelta::seconds(307)), "5m 7s");
+        assert_eq!(
+            duration(chrono::TimeDelta::seconds(
+                3 * 86_400 + 4 * 3600 + 12 * 60 + 9
+            )),
+            "3days 4h 12m"
+        );
+        assert_eq!(duration(chrono::TimeDelta::seconds(-5)), "0s");
         assert_eq!(count(1, "item"), "1 item");
         assert_eq!(count(0, "item"), "0 items");
         assert_eq!(time_ms(0), "1970-01-01T00:00:00Z");

@@ -3,7 +3,7 @@
 use crate::any::{self, AnyFilter};
 use crate::connect::{self, Ctx};
 use crate::errors::{is_redis, report};
-use crate::show::{bytes, rfc3339, time_ms as time};
+use crate::show::{bytes, duration, rfc3339, time_ms as time};
 use chrono::{DateTime, TimeZone, Utc};
 use comfy_table::{presets, CellAlignment, Table};
 use rotabloom::connect::Connection;
@@ -18,37 +18,67 @@ use std::io::{self, Write};
 /// warning.
 pub const EXIT_UNHEALTHY: u8 = 4;
 
-pub fn run(ctx: &Ctx, names: Vec<String>, json: bool, check: bool) -> anyhow::Result<u8> {
-    let mut conn = ctx.connect()?;
-    let names = connect::names_or_all(&mut conn, names)?;
-    let server = Server::read(&mut conn).map_err(Error::from)?;
-    // A filter that cannot be read (gone, corrupt, another format) is
-    // reported and skipped; losing Redis ends the command.
+/// A filter that could not be read: its name, the error line already
+/// printed, and whether a key had the wrong type.
+pub struct Failed {
+    pub name: String,
+    pub error: String,
+    pub wrong_type: bool,
+}
+
+/// The report of every filter in `names`, and the filters that cannot be
+/// read (gone, corrupt, another format: reported on standard error and
+/// skipped) with the worst exit code among them. Losing Redis ends it.
+pub fn collect(
+    ctx: &Ctx,
+    conn: &mut Connection,
+    names: &[String],
+    server: &Server,
+) -> anyhow::Result<(Vec<Report>, Vec<Failed>, u8)> {
     let mut reports = Vec::new();
     let mut failed = Vec::new();
     let mut worst = 0;
-    for name in &names {
-        let report_of = connect::open(&mut conn, name).and_then(|f| {
-            let info = f.info(&mut conn)?;
-            Ok(Report::new(&f, info, &server))
+    for name in names {
+        let report_of = connect::open(conn, name).and_then(|f| {
+            let info = f.info(conn)?;
+            Ok(Report::new(&f, info, server))
         });
         match report_of {
             Ok(r) => reports.push(r),
             Err(e) if is_redis(&e) => return Err(e),
             Err(e) => {
-                let (text, code) = report(&e, ctx.secrets());
+                let (error, code) = report(&e, ctx.secrets());
                 worst = worst.max(code);
                 let wrong_type = e
                     .chain()
                     .any(|c| matches!(c.downcast_ref::<Error>(), Some(Error::WrongType { .. })));
-                let warnings: Vec<Warning> = wrong_type
-                    .then(|| Warning::new(WarningCode::WrongKeyType, Level::Error, text.clone()))
-                    .into_iter()
-                    .collect();
-                failed.push(json!({ "name": name, "error": text, "warnings": warnings }));
+                failed.push(Failed {
+                    name: name.clone(),
+                    error,
+                    wrong_type,
+                });
             }
         }
     }
+    Ok((reports, failed, worst))
+}
+
+pub fn run(ctx: &Ctx, names: Vec<String>, json: bool, check: bool) -> anyhow::Result<u8> {
+    let mut conn = ctx.connect()?;
+    let names = connect::names_or_all(&mut conn, names)?;
+    let server = Server::read(&mut conn).map_err(Error::from)?;
+    let (reports, failed, worst) = collect(ctx, &mut conn, &names, &server)?;
+    let failed: Vec<Value> = failed
+        .into_iter()
+        .map(|f| {
+            let warnings: Vec<Warning> = f
+                .wrong_type
+                .then(|| Warning::new(WarningCode::WrongKeyType, Level::Error, f.error.clone()))
+                .into_iter()
+                .collect();
+            json!({ "name": f.name, "error": f.error, "warnings": warnings })
+        })
+        .collect();
     let warnings = server.warnings();
     let mut out = io::stdout().lock();
     if json {
@@ -101,21 +131,23 @@ fn level_word(level: Level) -> &'static str {
 }
 
 /// What the server says about durability and eviction.
-struct Server {
-    now: DateTime<Utc>,
+pub struct Server {
+    /// The server's clock.
+    pub now: DateTime<Utc>,
     maxmemory_policy: Option<String>,
     save: Option<String>,
     appendonly: Option<String>,
 }
 
-fn config_get(conn: &mut Connection, key: &str) -> Option<String> {
+/// A server setting, or `None` where CONFIG is disabled or renamed.
+pub fn config_get(conn: &mut Connection, key: &str) -> Option<String> {
     // CONFIG may be disabled or renamed (managed Redis): then say nothing.
     let pairs: Vec<String> = redis::cmd("CONFIG").arg("GET").arg(key).query(conn).ok()?;
     pairs.get(1).cloned()
 }
 
 impl Server {
-    fn read(conn: &mut Connection) -> redis::RedisResult<Server> {
+    pub fn read(conn: &mut Connection) -> redis::RedisResult<Server> {
         let (secs, micros): (i64, i64) = redis::cmd("TIME").query(conn)?;
         let now = Utc
             .timestamp_opt(secs, (micros.clamp(0, 999_999) * 1000) as u32)
@@ -136,7 +168,7 @@ impl Server {
         }
     }
 
-    fn warnings(&self) -> Vec<Warning> {
+    pub fn warnings(&self) -> Vec<Warning> {
         let mut w = Vec::new();
         if let Some(p) = &self.maxmemory_policy {
             if p != "noeviction" && !p.starts_with("volatile-") {
@@ -165,18 +197,6 @@ impl Server {
     }
 }
 
-fn duration(d: chrono::Duration) -> String {
-    let s = d.num_seconds().max(0);
-    let (days, h, m) = (s / 86_400, s % 86_400 / 3600, s % 3600 / 60);
-    if days > 0 {
-        format!("{days}d {h}h")
-    } else if h > 0 {
-        format!("{h}h {m}m")
-    } else {
-        format!("{m}m {}s", s % 60)
-    }
-}
-
 fn rate(p: f64) -> String {
     if p == 0.0 {
         "0".into()
@@ -188,11 +208,11 @@ fn rate(p: f64) -> String {
 }
 
 /// One filter's report.
-struct Report {
-    info: Info,
-    next_rotation_at: Option<DateTime<Utc>>,
+pub struct Report {
+    pub info: Info,
+    pub next_rotation_at: Option<DateTime<Utc>>,
     /// The library's warnings, then an overdue rotation.
-    warnings: Vec<Warning>,
+    pub warnings: Vec<Warning>,
 }
 
 impl Report {
@@ -229,7 +249,7 @@ impl Report {
             .filter(|s| !s.is_empty())
     }
 
-    fn capacity(&self) -> u64 {
+    pub fn capacity(&self) -> u64 {
         self.info
             .generations
             .iter()

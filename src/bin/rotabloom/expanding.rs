@@ -1,0 +1,301 @@
+//! The commands of expanding filters: `expand`, `convert` (a bloom filter
+//! into an expanding one) and `adopt` (a legacy crawler's bitmap as the
+//! frozen first generation of a new expanding filter).
+
+use crate::connect::{self, Ctx};
+use crate::errors::usage;
+use crate::show::count;
+use crate::Output;
+use clap::Args;
+use rotabloom::config::{parse_bytes, parse_count, parse_number};
+use rotabloom::connect::Connection;
+use rotabloom::{AnyFilter, ExpandingBuilder, ExpandingFilter, Legacy};
+use serde_json::json;
+use std::io;
+
+/// How an expanding filter grows: the flags of `convert` and `adopt`,
+/// with the library's defaults.
+#[derive(Args, Debug, Clone)]
+pub struct GrowthFlags {
+    /// Capacity factor from one generation to the next (1 to 16).
+    #[arg(long, default_value = "2", value_parser = parse_number)]
+    growth: f64,
+    /// Error-rate factor from one generation to the next (0 < r < 1).
+    #[arg(long, default_value = "0.5", value_parser = parse_number)]
+    tightening: f64,
+    /// Most generations (1 to 1024).
+    #[arg(long, default_value = "32", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    max_generations: u32,
+    /// Most bytes of all generations together, e.g. 4GiB (0: no limit).
+    #[arg(long, default_value = "0", value_parser = parse_bytes)]
+    max_bytes: u64,
+}
+
+impl GrowthFlags {
+    fn builder(&self, name: &str) -> ExpandingBuilder {
+        ExpandingFilter::builder(name)
+            .growth(self.growth)
+            .tightening(self.tightening)
+            .max_generations(self.max_generations)
+            .max_bytes(self.max_bytes)
+    }
+}
+
+/// The bitmap `adopt` takes over, as the legacy Python code wrote it.
+#[derive(Args, Debug, Clone)]
+#[group(required = true, multiple = false)]
+pub struct LegacySource {
+    /// The key of a `scrapy-redis-bloomfilter` bitmap, e.g.
+    /// myspider:bloomfilter.
+    #[arg(long, value_name = "KEY")]
+    scrapy_redis_bloomfilter: Option<String>,
+    /// The key prefix of seed 000's bitmaps (`bloomfilter` in the seed):
+    /// keys PREFIX0, PREFIX1, ...
+    #[arg(long, value_name = "PREFIX")]
+    seed000: Option<String>,
+}
+
+/// `rotabloom adopt`'s arguments.
+#[derive(Args, Debug, Clone)]
+pub struct AdoptArgs {
+    /// The new expanding filter.
+    name: String,
+    #[command(flatten)]
+    source: LegacySource,
+    /// scrapy-redis-bloomfilter's BLOOMFILTER_BIT: the bitmap has 2^BIT
+    /// bits.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(3..=32))]
+    bit: u32,
+    /// scrapy-redis-bloomfilter's BLOOMFILTER_HASH_NUMBER.
+    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=64))]
+    hash_number: u32,
+    /// Seed 000's blockNum: how many keys of 2^31 bits.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    block_num: u32,
+    /// Items of the first new generation (10M, 1e6 and 1_000_000 work).
+    #[arg(long, value_parser = parse_count)]
+    capacity: u64,
+    /// Bound on the false-positive rate of the new generations (0.001 or
+    /// 0.1%).
+    #[arg(long, default_value = "0.01", value_parser = parse_number)]
+    error_rate: f64,
+    #[command(flatten)]
+    growth: GrowthFlags,
+    #[command(flatten)]
+    output: Output,
+}
+
+/// `3 generations`.
+fn shape(f: &ExpandingFilter) -> String {
+    count(f.generations().len() as u64, "generation")
+}
+
+fn open_expanding(conn: &mut Connection, name: &str) -> anyhow::Result<ExpandingFilter> {
+    let f = connect::open(conn, name)?;
+    f.expanding().ok_or_else(|| {
+        usage(format!(
+            "{name}: {} filter does not expand (only expanding filters do; \
+             `rotabloom convert` turns a bloom filter into one)",
+            f.kind().with_article()
+        ))
+    })
+}
+
+/// `rotabloom expand NAME`: freezes the newest generation and adds the
+/// next one now.
+pub fn expand(ctx: &Ctx, name: &str, output: Output) -> anyhow::Result<u8> {
+    let mut conn = ctx.connect()?;
+    let f = open_expanding(&mut conn, name)?;
+    let expanded = f.expand(&mut conn)?;
+    let (text, result) = if expanded {
+        (format!("{name}: expanded ({})", shape(&f)), "expanded")
+    } else {
+        (
+            format!(
+                "{name}: not expanded: another process changed it first ({})",
+                shape(&f)
+            ),
+            "superseded",
+        )
+    };
+    let doc = json!({ "name": name, "result": result, "generations": f.generations().len() });
+    output.print(&mut io::stdout(), &text, &doc, expanded)?;
+    Ok(0)
+}
+
+/// `rotabloom convert NAME`: a bloom filter becomes generation 0 of an
+/// expanding filter, in place.
+pub fn convert(ctx: &Ctx, name: &str, growth: &GrowthFlags, output: Output) -> anyhow::Result<u8> {
+    let mut conn = ctx.connect()?;
+    // Opened first for the hint when it does not exist, and to say
+    // whether this run converted it.
+    let before = connect::open(&mut conn, name)?;
+    if before.circular().is_some() {
+        return Err(usage(format!(
+            "{name}: a circular filter cannot be converted (only a bloom filter can)"
+        )));
+    }
+    let was_bloom = before.bloom().is_some();
+    let f = growth.builder(name).convert_bloom(&mut conn)?;
+    let (text, result) = if was_bloom {
+        (
+            format!("{name}: converted to expanding ({})", shape(&f)),
+            "converted",
+        )
+    } else {
+        (
+            format!("{name}: already expanding, same parameters ({})", shape(&f)),
+            "exists",
+        )
+    };
+    let doc = json!({ "name": name, "result": result, "generations": f.generations().len() });
+    output.print(&mut io::stdout(), &text, &doc, was_bloom)?;
+    Ok(0)
+}
+
+/// `rotabloom adopt NAME --scrapy-redis-bloomfilter KEY | --seed000 PREFIX`.
+pub fn adopt(ctx: &Ctx, a: &AdoptArgs) -> anyhow::Result<u8> {
+    let legacy = match (&a.source.scrapy_redis_bloomfilter, &a.source.seed000) {
+        (Some(key), _) => Legacy::ScrapyRedisBloomfilter {
+            key: key.clone(),
+            bit: a.bit,
+            hashes: a.hash_number,
+        },
+        (None, Some(prefix)) => Legacy::Seed000 {
+            prefix: prefix.clone(),
+            blocks: a.block_num,
+        },
+        (None, None) => {
+            return Err(usage(
+                "adopt: give --scrapy-redis-bloomfilter KEY or --seed000 PREFIX",
+            ))
+        }
+    };
+    let mut conn = ctx.connect()?;
+    // Adopting again opens the filter: say so rather than "adopted".
+    let existed = AnyFilter::open(&mut conn, &a.name).is_ok();
+    let (legacy, copies) = if existed {
+        (legacy, Vec::new())
+    } else {
+        into_slot(&mut conn, &a.name, legacy)?
+    };
+    let adopted = a
+        .growth
+        .builder(&a.name)
+        .capacity(a.capacity)
+        .error_rate(a.error_rate)
+        .adopt_legacy(&mut conn, legacy);
+    let f = match adopted {
+        Ok(f) => f,
+        Err(e) => {
+            unlink(&mut conn, &copies);
+            return Err(e.into());
+        }
+    };
+    let gens = f.generations();
+    let estimate = gens.first().map_or(0, |g| g.capacity);
+    let (text, result) = if existed {
+        (
+            format!(
+                "{}: exists, same parameters (expanding, {})",
+                a.name,
+                shape(&f)
+            ),
+            "exists",
+        )
+    } else {
+        (
+            format!(
+                "{}: adopted (expanding, {}; the legacy bitmap holds about {estimate} items){}",
+                a.name,
+                shape(&f),
+                if copies.is_empty() {
+                    ""
+                } else {
+                    "; copied from another cluster slot, the legacy keys are left as they were"
+                }
+            ),
+            "adopted",
+        )
+    };
+    let doc = json!({
+        "name": a.name,
+        "result": result,
+        "generations": gens.len(),
+        "legacy_items_estimate": estimate,
+        "copied": !copies.is_empty(),
+    });
+    a.output.print(&mut io::stdout(), &text, &doc, !existed)?;
+    Ok(0)
+}
+
+/// The keys a legacy layout reads.
+fn sources(legacy: &Legacy) -> Vec<String> {
+    match legacy {
+        Legacy::ScrapyRedisBloomfilter { key, .. } => vec![key.clone()],
+        Legacy::Seed000 { prefix, blocks } => {
+            (0..*blocks).map(|b| format!("{prefix}{b}")).collect()
+        }
+    }
+}
+
+fn keyslot(conn: &mut Connection, key: &str) -> anyhow::Result<i64> {
+    Ok(redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg(key)
+        .query(conn)
+        .map_err(rotabloom::Error::from)?)
+}
+
+fn unlink(conn: &mut Connection, keys: &[String]) {
+    for k in keys {
+        let _ = redis::cmd("UNLINK").arg(k).exec(conn);
+    }
+}
+
+/// In a cluster, adoption renames the legacy keys into the filter's slot,
+/// which `RENAME` cannot do across slots: keys elsewhere are first copied
+/// (1 MiB per step) to `rotabloom-import:{NAME}:B`, in the filter's slot,
+/// and those are adopted; the originals stay. Returns the layout to adopt
+/// and the copies made.
+fn into_slot(
+    conn: &mut Connection,
+    name: &str,
+    legacy: Legacy,
+) -> anyhow::Result<(Legacy, Vec<String>)> {
+    if !matches!(conn, Connection::Cluster(_)) {
+        return Ok((legacy, Vec::new()));
+    }
+    let home = keyslot(conn, &format!("{{{name}}}"))?;
+    let from = sources(&legacy);
+    let mut elsewhere = false;
+    for k in &from {
+        elsewhere |= keyslot(conn, k)? != home;
+    }
+    if !elsewhere {
+        return Ok((legacy, Vec::new()));
+    }
+    let prefix = format!("rotabloom-import:{{{name}}}:");
+    let mut copies = Vec::new();
+    for (b, k) in from.iter().enumerate() {
+        let to = format!("{prefix}{b}");
+        match rotabloom::dump::copy_string(conn, k, &to) {
+            Ok(0) => {}
+            Ok(_) => copies.push(to),
+            Err(e) => {
+                copies.push(to);
+                unlink(conn, &copies);
+                return Err(e.into());
+            }
+        }
+    }
+    let legacy = match legacy {
+        Legacy::ScrapyRedisBloomfilter { bit, hashes, .. } => Legacy::ScrapyRedisBloomfilter {
+            key: format!("{prefix}0"),
+            bit,
+            hashes,
+        },
+        Legacy::Seed000 { blocks, .. } => Legacy::Seed000 { prefix, blocks },
+    };
+    Ok((legacy, copies))
+}

@@ -1,0 +1,36 @@
+//! `rotabloom list`: the filters in the database, one name per line.
+
+use crate::connect::{self, Ctx};
+use crate::errors::{is_redis, report};
+use serde_json::json;
+use std::io::{self, Write};
+
+pub fn run(ctx: &Ctx, json: bool) -> anyhow::Result<u8> {
+    let mut conn = ctx.connect()?;
+    let names = connect::names_or_all(&mut conn, Vec::new())?;
+    let mut out = io::stdout().lock();
+    if !json {
+        // Names only, for `xargs` and loops; `status` has the rest.
+        for name in &names {
+            writeln!(out, "{name}")?;
+        }
+        out.flush()?;
+        return Ok(0);
+    }
+    let mut worst = 0;
+    let mut filters = Vec::new();
+    for name in &names {
+        match connect::open(&mut conn, name) {
+            Ok(f) => filters.push(json!({ "name": name, "kind": f.kind() })),
+            Err(e) if is_redis(&e) => return Err(e),
+            Err(e) => {
+                let (text, code) = report(&e, ctx.secrets());
+                worst = worst.max(code);
+                filters.push(json!({ "name": name, "error": text }));
+            }
+        }
+    }
+    writeln!(out, "{}", json!({ "filters": filters }))?;
+    out.flush()?;
+    Ok(worst)
+}
