@@ -4,8 +4,7 @@
 
 use crate::engine::Core;
 use crate::error::{Error, Result};
-use crate::ops::DataOp;
-use crate::proto::script::Record;
+use crate::proto::script::{DataOp, Record};
 use std::time::Duration;
 
 /// How long the server keeps a batch's answers by default: a retry must
@@ -121,7 +120,7 @@ impl IdempotentBatch {
         };
         // A copy per run: the machine must not borrow the batch that the
         // caller runs it from again.
-        Ok(crate::ops::data(
+        Ok(crate::engine::operation::data(
             &self.core,
             op,
             self.items.clone(),

@@ -2,51 +2,15 @@
 //! machine, and each public method a one-line wrapper that runs it on a
 //! blocking or an async connection.
 
-use crate::engine::alloc::PreallocMachine;
-use crate::engine::chain::{BestEffort, MachineExt, Ready};
-use crate::engine::data::DataMachine;
+use crate::engine::chain::MachineExt;
 use crate::engine::info::InfoMachine;
-use crate::engine::mirror::FillMachine;
+pub(crate) use crate::engine::operation::data;
 use crate::engine::probe::probed;
 use crate::engine::whole::{Which, WholeMachine};
 use crate::engine::Core;
 use crate::error::Error;
 use crate::exec::Machine;
 pub(crate) use crate::proto::script::DataOp;
-use crate::proto::script::Record;
-
-/// Mirror fill (when enabled), the data operation (keeping its answers in
-/// `record`, if given), then allocation ahead of need (best effort: the
-/// writes allocate what they need anyway).
-pub(crate) fn data<I>(
-    core: &Core,
-    op: DataOp,
-    items: I,
-    record: Option<Record>,
-) -> impl Machine<Output = Vec<bool>> + Send
-where
-    I: IntoIterator,
-    I::Item: AsRef<[u8]>,
-{
-    let data = DataMachine::new(core.clone(), op, items);
-    let data = match record {
-        Some(r) => data.with_record(r),
-        None => data,
-    };
-    let keys = core.keys.clone();
-    let fill = FillMachine::new(core.clone()).then(move |()| {
-        Ok(data.then(move |(out, ahead)| {
-            let alloc: Box<dyn Machine<Output = ()> + Send> = match ahead {
-                Some((gen, view)) => {
-                    Box::new(BestEffort(PreallocMachine::new(&keys, &view, &[gen])))
-                }
-                None => Box::new(Ready(Some(()))),
-            };
-            Ok(alloc.map(move |()| Ok(out)))
-        }))
-    });
-    probed(core, fill)
-}
 
 /// One item's answer.
 pub(crate) fn one(

@@ -1137,7 +1137,11 @@ fn status_check_fails_on_an_overfull_filter() {
     assert!(!out.stdout.contains("error: "), "{out:?}");
 
     let lines: String = (0..50_000).map(|i| format!("line-{i}\n")).collect();
-    let out = ok(rb_in(&url, &["filter", "small"], lines.as_bytes()));
+    let out = ok(rb_in(
+        &url,
+        &["--when-full", "warn", "filter", "small"],
+        lines.as_bytes(),
+    ));
     let new = out.stdout.lines().count();
     assert!(new > 20_000, "{new} lines kept: well past capacity");
     let w = warning_codes(&url, "small");

@@ -470,13 +470,18 @@ fn metrics_are_valid_prometheus_text() {
     create_circular(&url, "circ", Some("daily@00:00"));
     // Over capacity: an error-level warning.
     let input = items("u", 300);
-    rotabloom(&["--redis", &url, "add", "small"], &[], input.as_bytes()).ok();
+    rotabloom(
+        &["--redis", &url, "--when-full", "warn", "add", "small"],
+        &[],
+        input.as_bytes(),
+    )
+    .ok();
     // A name the text format must escape.
     run(
         &url,
         &[
             "create",
-            "q\"uote\\d",
+            "q\"uote:d",
             "--kind",
             "bloom",
             "--capacity",
@@ -504,7 +509,7 @@ fn metrics_are_valid_prometheus_text() {
     assert_eq!(get("rotabloom_fill_ratio", "small"), [n / 100.0]);
     assert_eq!(get("rotabloom_generations", "circ"), [3.0]);
     assert_eq!(get("rotabloom_epoch", "circ"), [0.0]);
-    assert_eq!(get("rotabloom_filter_up", "q\"uote\\d"), [1.0]);
+    assert_eq!(get("rotabloom_filter_up", "q\"uote:d"), [1.0]);
     let fpr = get("rotabloom_false_positive_rate", "small")[0];
     assert!(fpr > 0.01 && fpr < 1.0, "{fpr}");
     assert!(get("rotabloom_memory_bytes", "small")[0] > 0.0);
