@@ -56,6 +56,16 @@ impl ManualClock {
             .unwrap_or(0.0)
     }
 
+    // A copy of a clock is the same clock (clones of the Rust clock share
+    // its time too): Scrapy deep-copies settings, which may hold one.
+    fn __copy__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __deepcopy__(slf: Py<Self>, _memo: &Bound<'_, PyAny>) -> Py<Self> {
+        slf
+    }
+
     fn __repr__(&self) -> String {
         match self.clock.now() {
             Some(t) => format!("ManualClock({})", t.to_rfc3339()),
