@@ -12,7 +12,10 @@ bash scripts/ensure-redis.sh
 venv="$root/target/py-venv"
 marker="$venv/.installed-v1"
 if [ ! -f "$marker" ]; then
-    python3 -m venv "$venv"
+    if ! python3 -m venv --clear "$venv"; then
+        echo "test-python: 'python3 -m venv' failed; install Python 3.9+ with venv support (Debian/Ubuntu: apt-get install python3-venv)" >&2
+        exit 1
+    fi
     "$venv/bin/pip" install --quiet --disable-pip-version-check \
         "maturin>=1.9.4,<2" pytest scrapy scrapy-redis scrapy-redis-bloomfilter redis
     touch "$marker"

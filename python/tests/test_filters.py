@@ -150,7 +150,7 @@ def test_an_expanding_filter_at_its_limit_raises_limit_reached(redis_url):
 
 
 def test_connection_errors_name_no_password(tmp_path):
-    from conftest import RedisServer
+    from redis_server import RedisServer
 
     server = RedisServer(tmp_path, "--requirepass", "hunter2-secret")
     try:
@@ -176,7 +176,7 @@ def test_connection_errors_name_no_password(tmp_path):
 
 
 def test_a_filter_object_reconnects_after_the_server_comes_back(tmp_path):
-    from conftest import RedisServer
+    from redis_server import RedisServer
 
     server = RedisServer(tmp_path)
     f = rotabloom.BloomFilter(server.url, "re", capacity=1000)
