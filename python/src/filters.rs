@@ -8,6 +8,7 @@ use crate::link::Link;
 use crate::{info, items};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
+use pyo3::PyClass;
 use rotabloom::connect::{Connection, TlsOptions};
 use rotabloom::{AnyFilter, Backend, BloomFilter as RBloom, CircularFilter as RCircular};
 use rotabloom::{ExpandingFilter as RExpanding, Legacy, Mode};
@@ -88,16 +89,18 @@ impl Filter {
 
     /// The Python object for this filter: the subclass of its kind.
     fn into_object(self, py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-        let circular = matches!(self.handle, Handle::Circular(_));
-        let expanding = matches!(self.handle, Handle::Expanding(_));
-        let init = PyClassInitializer::from(self);
-        Ok(if circular {
-            Bound::new(py, init.add_subclass(CircularFilter {}))?.into_any()
-        } else if expanding {
-            Bound::new(py, init.add_subclass(ExpandingFilter {}))?.into_any()
-        } else {
-            Bound::new(py, init.add_subclass(BloomFilter {}))?.into_any()
-        })
+        fn object<S: PyClass<BaseType = Filter>>(
+            py: Python<'_>,
+            f: Filter,
+            sub: S,
+        ) -> PyResult<Bound<'_, PyAny>> {
+            Ok(Bound::new(py, PyClassInitializer::from(f).add_subclass(sub))?.into_any())
+        }
+        match &self.handle {
+            Handle::Bloom(_) => object(py, self, BloomFilter {}),
+            Handle::Expanding(_) => object(py, self, ExpandingFilter {}),
+            Handle::Circular(_) => object(py, self, CircularFilter {}),
+        }
     }
 }
 
