@@ -3,7 +3,7 @@
 //! (`ValueError`, `ConnectionError`, ...), which extension-defined
 //! exceptions cannot.
 
-use crate::link::Link;
+use crate::link::{connection_failed, Link};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use rotabloom::Error;
@@ -27,14 +27,10 @@ fn class_of(e: &Error) -> &'static str {
         Error::OutOfMemory { .. } => "OutOfMemoryError",
         Error::PermissionDenied { .. } => "PermissionDeniedError",
         Error::Connect { .. } => "RedisConnectionError",
-        Error::Redis(r) if is_connection(r.inner()) => "RedisConnectionError",
+        Error::Redis(r) if connection_failed(r.inner()) => "RedisConnectionError",
         Error::Redis(_) | Error::UnexpectedReply(_) => "RedisError",
         _ => "RotabloomError",
     }
-}
-
-fn is_connection(e: &redis::RedisError) -> bool {
-    e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal()
 }
 
 /// The Python exception for `e`, its message scrubbed of `link`'s passwords.

@@ -274,13 +274,9 @@ impl Filter {
     }
 }
 
-fn backend(py: Python<'_>, name: Option<&str>) -> PyResult<Option<Backend>> {
-    name.map(|b| b.parse::<Backend>().map_err(|e| to_py_plain(py, e)))
+fn backend(name: Option<&str>) -> PyResult<Option<Backend>> {
+    name.map(|b| b.parse::<Backend>().map_err(|e| to_py(e, None)))
         .transpose()
-}
-
-fn to_py_plain(_py: Python<'_>, e: rotabloom::Error) -> PyErr {
-    to_py(e, None)
 }
 
 /// Sets `$builder.$setting(v)` for each keyword argument given, leaving the
@@ -324,7 +320,7 @@ impl BloomFilter {
         backend: Option<&str>,
     ) -> PyResult<PyClassInitializer<Self>> {
         let mut b = RBloom::builder(name);
-        let backend = self::backend(py, backend)?;
+        let backend = self::backend(backend)?;
         settings!(b, capacity, error_rate, max_bits, max_block_bits, backend);
         match (bits, hashes) {
             (Some(bits), Some(hashes)) => b = b.bits_hashes(bits, hashes),
@@ -477,7 +473,7 @@ impl CircularFilter {
             .map(|m| m.parse::<Mode>())
             .transpose()
             .map_err(|e| to_py(e, None))?;
-        let backend = self::backend(py, backend)?;
+        let backend = self::backend(backend)?;
         settings!(
             b,
             generations,

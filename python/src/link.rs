@@ -57,14 +57,14 @@ impl Link {
 /// Whether the connection itself is suspect after `e` (as opposed to an
 /// error reply on a working connection).
 fn broken(e: &rotabloom::Error) -> bool {
-    match e {
-        rotabloom::Error::Redis(r) => {
-            let r = r.inner();
-            r.is_io_error()
-                || r.is_timeout()
-                || r.is_connection_dropped()
-                || r.is_unrecoverable_error()
-        }
-        _ => false,
-    }
+    matches!(e, rotabloom::Error::Redis(r) if connection_failed(r.inner()))
+}
+
+/// Whether `e` is about the connection rather than a command.
+pub fn connection_failed(e: &redis::RedisError) -> bool {
+    e.is_io_error()
+        || e.is_timeout()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.is_unrecoverable_error()
 }
