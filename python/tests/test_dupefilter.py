@@ -56,12 +56,22 @@ def test_bad_settings_are_refused_before_connecting(settings):
         {"ROTABLOOM_KEY": "a:%(spider)s"},
         {"ROTABLOOM_RECRAWL_EVERY": "fortnightly"},
         {"ROTABLOOM_RECRAWL_EVERY": "1d", "ROTABLOOM_GENERATIONS": 1},
+        {"ROTABLOOM_RECRAWL_EVERY": "1d", "ROTABLOOM_MODE": "sideways"},
         {"ROTABLOOM_URL": "ftp://example.com"},
     ],
 )
 def test_bad_values_raise_invalid_parameter(redis_url, settings):
     with pytest.raises(errors.InvalidParameterError):
         dupefilter(redis_url, **settings)
+
+
+def test_recrawl_settings_make_a_lazy_circular_filter(redis_url):
+    df = dupefilter(redis_url, ROTABLOOM_RECRAWL_EVERY="12h", ROTABLOOM_GENERATIONS=3,
+                    ROTABLOOM_MODE="insert-all-query-oldest")
+    info = df.filter.info()
+    assert info["kind"] == "circular" and len(info["generations"]) == 3
+    assert df.filter.schedule == "12h"
+    assert info["fields"].get("lazy") in ("1", "true")
 
 
 def test_default_url_follows_scrapy_redis_settings():
