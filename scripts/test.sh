@@ -23,3 +23,7 @@ for example in demo monthly_recrawl capacity_growth cron_rotation async_crawler;
     echo "==> example $example"
     cargo run ${locked[@]+"${locked[@]}"} --quiet --example "$example" >/dev/null
 done
+
+# The Python package and its Scrapy dupefilter (builds the wheel).
+echo "==> python"
+bash scripts/test-python.sh

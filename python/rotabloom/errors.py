@@ -1,0 +1,95 @@
+"""The exceptions rotabloom raises, mirroring the Rust library's error enum.
+
+Every one derives from :class:`RotabloomError` and has a ``retryable``
+attribute: True when trying the same call again later may succeed
+(connection failures, timeouts, a busy or loading server, contention).
+No message ever contains a password.
+"""
+
+
+class RotabloomError(Exception):
+    """Base class of every rotabloom error."""
+
+    retryable = False
+
+
+class InvalidParameterError(RotabloomError, ValueError):
+    """A setting out of range, an invalid filter name or URL, or a filter
+    that would exceed the size limit."""
+
+
+class NotFoundError(RotabloomError, LookupError):
+    """The filter does not exist."""
+
+
+class ParameterMismatchError(RotabloomError):
+    """The filter exists with other settings; rotabloom never reuses or
+    overwrites it silently."""
+
+
+class KindMismatchError(RotabloomError):
+    """The filter exists but is of another kind."""
+
+
+class UnsupportedFormatError(RotabloomError):
+    """The filter was written in a format version this library cannot read."""
+
+
+class WrongTypeError(RotabloomError):
+    """A key holds a Redis type the filter cannot use."""
+
+
+class CorruptMetadataError(RotabloomError):
+    """The filter's metadata is present but cannot be decoded."""
+
+
+class MissingDataError(RotabloomError):
+    """The metadata names data that is gone (evicted or deleted)."""
+
+
+class ContentionError(RotabloomError):
+    """The filter kept changing under the call (other processes rotating,
+    expanding or re-creating it); retryable."""
+
+
+class LimitReachedError(RotabloomError):
+    """An expanding filter is full: it may not grow any further."""
+
+
+class FullError(LimitReachedError):
+    """A base or circular filter's generation holds its capacity and the
+    filter refuses further writes (``when_full="error"``, the default):
+    rotate it, convert it to an expanding filter, make a bigger one, or
+    pass ``when_full="warn"``. Nothing of the refused write was applied."""
+
+
+class ReplicasTimeoutError(RotabloomError):
+    """Fewer replicas than ``wait_replicas`` acknowledged a write in time;
+    the write is on the primary. Retryable."""
+
+    retryable = True
+
+
+class ModuleMissingError(RotabloomError):
+    """The server lacks the Redis module the filter's backend needs."""
+
+
+class OutOfMemoryError(RotabloomError):
+    """Redis refused a write for lack of memory (maxmemory)."""
+
+
+class PermissionDeniedError(RotabloomError, PermissionError):
+    """The Redis user may not run a command or touch a key (ACL)."""
+
+
+class RedisConnectionError(RotabloomError, ConnectionError):
+    """Redis could not be reached, or the connection broke; the filter
+    object connects again on its next call."""
+
+
+class RedisError(RotabloomError):
+    """Any other error reply from Redis, or a reply rotabloom did not
+    expect."""
+
+
+__all__ = [name for name, value in dict(globals()).items() if isinstance(value, type)]

@@ -1,0 +1,29 @@
+"""Fixtures: a private redis-server on a free loopback port (never 6379),
+and a small site served on loopback that counts every fetch."""
+
+import os
+
+import pytest
+
+from redis_server import RedisServer
+from site_server import Site
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server):
+    redis_server.client.flushall()
+    return redis_server.url
+
+
+@pytest.fixture
+def site():
+    s = Site(pages=int(os.environ.get("ROTABLOOM_TEST_PAGES", "300")))
+    yield s
+    s.stop()

@@ -1,0 +1,196 @@
+"""The filter classes against a real redis-server."""
+
+import threading
+
+import pytest
+
+import rotabloom
+from rotabloom import errors
+
+
+def test_check_and_insert_says_new_once(redis_url):
+    f = rotabloom.BloomFilter(redis_url, "basic", capacity=10000, error_rate=0.001)
+    assert f.check_and_insert("a") is True
+    assert f.check_and_insert("a") is False
+    assert f.check_and_insert(b"a") is False, "str is its UTF-8 bytes"
+    assert f.contains("b") is False and "a" in f
+    assert f.add_many(["x", b"y", "x"]) == [True, True, False]
+    assert f.contains_many(iter(["x", "z"])) == [True, False]
+    assert f.check_and_insert_many(["n", "n", "x"]) == [True, False, False]
+    assert f.count() == 4
+
+
+def test_info_has_numbers_as_numbers(redis_url):
+    f = rotabloom.ExpandingFilter(redis_url, "info", capacity=1000, error_rate=0.01)
+    f.add_many(str(i) for i in range(10))
+    info = f.info()
+    assert info["kind"] == "expanding" and info["name"] == "info"
+    assert info["count"] == 10
+    assert isinstance(info["memory_bytes"], int) and info["memory_bytes"] > 0
+    assert 0 <= info["false_positive_rate"] < 0.01
+    assert info["generations"][0]["capacity"] == 1000
+
+
+def test_create_or_open_and_open(redis_url):
+    made = rotabloom.CircularFilter.create_or_open(
+        redis_url, "win", generations=3, capacity=1000, schedule="7d"
+    )
+    assert made.schedule == "7d"
+    opened = rotabloom.open_filter(redis_url, "win")
+    assert isinstance(opened, rotabloom.CircularFilter)
+    assert rotabloom.CircularFilter.open(redis_url, "win").name == "win"
+    with pytest.raises(errors.KindMismatchError):
+        rotabloom.BloomFilter.open(redis_url, "win")
+    with pytest.raises(errors.NotFoundError):
+        rotabloom.open_filter(redis_url, "absent")
+
+
+def test_manual_clock_drives_rotation(redis_url):
+    clock = rotabloom.ManualClock(20000 * 86400 + 60)
+    f = rotabloom.CircularFilter(
+        redis_url, "clocked", generations=2, capacity=1000, schedule="1d", clock=clock
+    )
+    f.add("old")
+    assert f.rotate_if_due()["status"] == "not_due"
+    clock.advance(86400)
+    assert f.rotate_if_due()["rotations"] == 1
+    assert "old" in f, "still inside the window"
+    clock.advance(86400)
+    assert f.rotate_if_due()["rotations"] == 1
+    assert "old" not in f
+    assert f.rotate()["status"] == "rotated"
+
+
+def test_eight_threads_on_one_object_get_each_new_item_once(redis_url):
+    f = rotabloom.BloomFilter(redis_url, "threads", capacity=100000, error_rate=0.0001)
+    items = [f"http://example.com/{i}" for i in range(2000)]
+    new = []
+    lock = threading.Lock()
+    start = threading.Barrier(8)
+
+    def work(offset):
+        mine = []
+        start.wait()
+        # Each thread in another order, so they race on every item.
+        for item in items[offset:] + items[:offset]:
+            if f.check_and_insert(item):
+                mine.append(item)
+        with lock:
+            new.extend(mine)
+
+    threads = [threading.Thread(target=work, args=(k * 250,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(new) == sorted(items)
+
+
+@pytest.mark.parametrize("bad", [3, None, 1.5, ["a"], object()])
+def test_items_other_than_str_or_bytes_raise_type_error(redis_url, bad):
+    f = rotabloom.BloomFilter(redis_url, "types", capacity=1000)
+    with pytest.raises(TypeError):
+        f.add(bad)
+    with pytest.raises(TypeError):
+        f.check_and_insert_many(["fine", bad])
+    assert f.count() == 0, "a bad item in a batch leaves the filter unchanged"
+
+
+def test_a_string_is_not_taken_for_a_batch(redis_url):
+    f = rotabloom.BloomFilter(redis_url, "batch", capacity=1000)
+    with pytest.raises(TypeError):
+        f.add_many("abc")
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"capacity": 0},
+        {"capacity": 1000, "error_rate": 1.5},
+        {"capacity": 1000, "bits": 1024},
+        {"capacity": 1000, "backend": "floppy"},
+    ],
+)
+def test_bad_settings_raise_invalid_parameter(redis_url, kwargs):
+    with pytest.raises(errors.InvalidParameterError) as e:
+        rotabloom.BloomFilter(redis_url, "bad", **kwargs)
+    assert isinstance(e.value, ValueError)
+
+
+def test_bad_names_urls_and_modes(redis_url):
+    with pytest.raises(errors.InvalidParameterError):
+        rotabloom.BloomFilter(redis_url, "a:b", capacity=1000)
+    with pytest.raises(errors.InvalidParameterError):
+        rotabloom.BloomFilter("http://nowhere", "a", capacity=1000)
+    with pytest.raises(errors.InvalidParameterError):
+        rotabloom.CircularFilter(redis_url, "m", generations=2, capacity=10, mode="sideways")
+    with pytest.raises(ValueError):
+        rotabloom.ManualClock(float("nan"))
+
+
+def test_other_settings_on_an_existing_filter_are_a_mismatch(redis_url):
+    rotabloom.BloomFilter(redis_url, "same", capacity=1000)
+    with pytest.raises(errors.ParameterMismatchError):
+        rotabloom.BloomFilter(redis_url, "same", capacity=2000)
+    with pytest.raises(errors.KindMismatchError):
+        rotabloom.ExpandingFilter(redis_url, "same", capacity=1000)
+
+
+def test_a_key_of_another_type_is_wrong_type(redis_server, redis_url):
+    redis_server.client.set("rotabloom:{taken}:meta", "x")
+    with pytest.raises(errors.WrongTypeError):
+        rotabloom.BloomFilter(redis_url, "taken", capacity=1000)
+
+
+def test_an_expanding_filter_at_its_limit_raises_limit_reached(redis_url):
+    f = rotabloom.ExpandingFilter(redis_url, "full", capacity=10, max_generations=1)
+    with pytest.raises(errors.LimitReachedError):
+        for i in range(10000):
+            f.add(str(i))
+
+
+def test_connection_errors_name_no_password(tmp_path):
+    from redis_server import RedisServer
+
+    server = RedisServer(tmp_path, "--requirepass", "hunter2-secret")
+    try:
+        for url in (
+            f"redis://:wrong-secret@127.0.0.1:{server.port}/0",
+            f"redis://:hunter2-secret@127.0.0.1:{server.port}/0",
+        ):
+            if "hunter2" in url:
+                f = rotabloom.BloomFilter(url, "pw", capacity=1000)
+                server.stop()
+                with pytest.raises(errors.RedisConnectionError) as e:
+                    f.add("a")
+            else:
+                with pytest.raises(errors.RotabloomError) as e:
+                    rotabloom.BloomFilter(url, "pw", capacity=1000)
+            assert "secret" not in str(e.value)
+            assert "secret" not in repr(e.value)
+    finally:
+        server.stop()
+    with pytest.raises(errors.RedisConnectionError) as e:
+        rotabloom.BloomFilter(f"redis://:p4ss-word@127.0.0.1:{server.port}/0", "pw", capacity=1000)
+    assert "p4ss" not in str(e.value) and e.value.retryable
+
+
+def test_a_filter_object_reconnects_after_the_server_comes_back(tmp_path):
+    from redis_server import RedisServer
+
+    server = RedisServer(tmp_path)
+    f = rotabloom.BloomFilter(server.url, "re", capacity=1000)
+    assert f.add("a")
+    server.client.client_kill_filter(_type="normal", skipme=True)
+    # The killed connection fails once at most; the object connects again.
+    try:
+        f.add("b")
+    except errors.RedisConnectionError:
+        pass
+    assert "a" in f
+    server.stop()
+
+
+def test_help_is_useful():
+    doc = rotabloom.CircularFilter.__doc__
+    assert "generations" in doc and "schedule" in doc and "lazy" in doc
