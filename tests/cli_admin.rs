@@ -479,14 +479,7 @@ fn metrics_are_valid_prometheus_text() {
     // A name the text format must escape.
     run(
         &url,
-        &[
-            "create",
-            "q\"uote:d",
-            "--kind",
-            "bloom",
-            "--capacity",
-            "10",
-        ],
+        &["create", "q\"uote:d", "--kind", "bloom", "--capacity", "10"],
     )
     .ok();
 

@@ -53,7 +53,7 @@ def test_bad_settings_are_refused_before_connecting(settings):
     [
         {"ROTABLOOM_CAPACITY": 0},
         {"ROTABLOOM_ERROR_RATE": 2},
-        {"ROTABLOOM_KEY": "a:%(spider)s"},
+        {"ROTABLOOM_KEY": "a*%(spider)s"},
         {"ROTABLOOM_RECRAWL_EVERY": "fortnightly"},
         {"ROTABLOOM_RECRAWL_EVERY": "1d", "ROTABLOOM_GENERATIONS": 1},
         {"ROTABLOOM_RECRAWL_EVERY": "1d", "ROTABLOOM_MODE": "sideways"},

@@ -119,7 +119,7 @@ def test_bad_settings_raise_invalid_parameter(redis_url, kwargs):
 
 def test_bad_names_urls_and_modes(redis_url):
     with pytest.raises(errors.InvalidParameterError):
-        rotabloom.BloomFilter(redis_url, "a:b", capacity=1000)
+        rotabloom.BloomFilter(redis_url, "a*b", capacity=1000)
     with pytest.raises(errors.InvalidParameterError):
         rotabloom.BloomFilter("http://nowhere", "a", capacity=1000)
     with pytest.raises(errors.InvalidParameterError):
