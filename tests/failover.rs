@@ -10,7 +10,7 @@ mod harness;
 
 use harness::SentinelSet;
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
@@ -31,17 +31,7 @@ struct Filter {
 
 impl Filter {
     fn start(url: &str, extra: &[&str], name: &str) -> Filter {
-        let mut args = vec!["--redis", url];
-        args.extend_from_slice(extra);
-        args.extend_from_slice(&["filter", name, "--batch", "250"]);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rotabloom"))
-            .args(&args)
-            .env_remove("REDIS_URL")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = bin::spawn_filter(url, extra, name);
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = channel();

@@ -14,7 +14,6 @@ use harness::RedisServer;
 use proxy::Proxy;
 use rotabloom::{BloomFilter, Error, WaitReplicas};
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -203,17 +202,7 @@ fn filter_in_steps(
     chunks: &[Vec<String>],
     mut between: impl FnMut(usize),
 ) -> (Vec<String>, String, i32) {
-    let mut args = vec!["--redis", url];
-    args.extend_from_slice(extra);
-    args.extend_from_slice(&["filter", name, "--batch", "250"]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rotabloom"))
-        .args(&args)
-        .env_remove("REDIS_URL")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = bin::spawn_filter(url, extra, name);
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut out = Vec::new();

@@ -74,6 +74,22 @@ pub fn rotabloom(args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> Run {
     }
 }
 
+/// A running `rotabloom --redis URL EXTRA... filter NAME --batch 250`, its
+/// three streams piped, for tests that feed it and read it as it goes.
+pub fn spawn_filter(url: &str, extra: &[&str], name: &str) -> std::process::Child {
+    let mut args = vec!["--redis", url];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["filter", name, "--batch", "250"]);
+    Command::new(env!("CARGO_BIN_EXE_rotabloom"))
+        .args(&args)
+        .env_remove("REDIS_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rotabloom filter")
+}
+
 /// `rotabloom ARGS` with no extra environment and empty input.
 pub fn rb(args: &[&str]) -> Run {
     rotabloom(args, &[], b"")
