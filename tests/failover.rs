@@ -85,9 +85,9 @@ impl Filter {
     }
 }
 
-/// The port of the primary the Sentinels name.
-fn primary_port(set: &SentinelSet) -> Option<u16> {
-    let mut c = set.sentinels[0].connection();
+/// The port of the primary the Sentinel `s` names.
+fn primary_port(set: &SentinelSet, s: usize) -> Option<u16> {
+    let mut c = set.sentinels[s].connection();
     let addr: Option<Vec<String>> = redis::cmd("SENTINEL")
         .arg("GET-MASTER-ADDR-BY-NAME")
         .arg(&set.name)
@@ -96,12 +96,24 @@ fn primary_port(set: &SentinelSet) -> Option<u16> {
     addr?.get(1)?.parse().ok()
 }
 
-/// Waits until the Sentinels name a primary other than `old`.
+/// Waits until every Sentinel names one primary other than `old`.
+///
+/// Every one, not the first: a Sentinel not yet told of the failover still
+/// names the old address, and the old primary, restarted without its data
+/// (as `unplanned` does), answers there as an empty primary. A client sent
+/// there finds no filter and says so (`filter "..." does not exist`), which
+/// is loud but fails the run; that restart is the hazard Redis documents
+/// for primaries without persistence, not what these tests measure.
 fn promoted(set: &SentinelSet, old: u16) -> u16 {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        if let Some(p) = primary_port(set).filter(|&p| p != old) {
-            return p;
+        let named: Vec<Option<u16>> = (0..set.sentinels.len())
+            .map(|s| primary_port(set, s))
+            .collect();
+        if let Some(Some(p)) = named.first() {
+            if *p != old && named.iter().all(|n| *n == Some(*p)) {
+                return *p;
+            }
         }
         assert!(Instant::now() < deadline, "no failover within 60 s");
         std::thread::sleep(Duration::from_millis(50));
