@@ -138,6 +138,7 @@ impl IdempotentBatch {
         self.core.run(conn, m)
     }
 
+    #[cfg(feature = "async")]
     /// Async [`check_and_insert`](Self::check_and_insert).
     pub async fn check_and_insert_async<C: redis::aio::ConnectionLike + Send>(
         &mut self,
@@ -154,6 +155,7 @@ impl IdempotentBatch {
         self.core.run(conn, m)
     }
 
+    #[cfg(feature = "async")]
     /// Async [`insert`](Self::insert).
     pub async fn insert_async<C: redis::aio::ConnectionLike + Send>(
         &mut self,

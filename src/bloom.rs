@@ -290,6 +290,7 @@ impl BloomBuilder {
         self.spec()?.create_or_open(conn).map(|(f, _)| f)
     }
 
+    #[cfg(feature = "async")]
     /// Async [`create_or_open`](Self::create_or_open).
     pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
         self,
@@ -358,6 +359,7 @@ impl BloomSpec {
         crate::exec::run(conn, self.machine(), self.wait)
     }
 
+    #[cfg(feature = "async")]
     /// Async [`create_or_open`](Self::create_or_open).
     pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
         &self,

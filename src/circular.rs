@@ -175,6 +175,7 @@ impl CircularFilter {
         self.core.run(conn, self.manual())
     }
 
+    #[cfg(feature = "async")]
     /// Async [`rotate`](Self::rotate).
     pub async fn rotate_async<C: redis::aio::ConnectionLike + Send>(
         &self,
@@ -194,6 +195,7 @@ impl CircularFilter {
         self.core.run(conn, self.due(None))
     }
 
+    #[cfg(feature = "async")]
     /// Async [`rotate_if_due`](Self::rotate_if_due).
     pub async fn rotate_if_due_async<C: redis::aio::ConnectionLike + Send>(
         &self,
@@ -211,6 +213,7 @@ impl CircularFilter {
         self.core.run(conn, self.due(Some(now)))
     }
 
+    #[cfg(feature = "async")]
     /// Async [`rotate_if_due_at`](Self::rotate_if_due_at).
     pub async fn rotate_if_due_at_async<C: redis::aio::ConnectionLike + Send>(
         &self,
@@ -432,6 +435,7 @@ impl CircularBuilder {
         self.spec()?.create_or_open(conn).map(|(f, _)| f)
     }
 
+    #[cfg(feature = "async")]
     /// Async [`create_or_open`](Self::create_or_open).
     pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
         self,
@@ -550,6 +554,7 @@ impl CircularSpec {
         crate::exec::run(conn, self.machine(), self.wait)
     }
 
+    #[cfg(feature = "async")]
     /// Async [`create_or_open`](Self::create_or_open).
     pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
         &self,

@@ -31,6 +31,7 @@
 //! [`TlsOptions::ca_file`] when given.
 
 use crate::redact::Secrets;
+#[cfg(feature = "cluster")]
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::sentinel::{SentinelClientBuilder, SentinelServerType};
 use redis::{
@@ -261,6 +262,7 @@ impl Target {
         }
     }
 
+    #[cfg(feature = "cluster")]
     fn cluster_client(&self, nodes: &[ConnectionInfo]) -> RedisResult<ClusterClient> {
         let mut b = ClusterClientBuilder::new(nodes.to_vec())
             .connection_timeout(CONNECT_TIMEOUT)
@@ -337,6 +339,17 @@ impl Target {
         }
     }
 
+    /// The error of a deployment this build was compiled without.
+    #[allow(dead_code)] // Used only when a feature is off.
+    fn unsupported(&self, feature: &str) -> crate::Error {
+        crate::Error::Connect {
+            target: self.shown.clone(),
+            reason: format!(
+                "this build of rotabloom has no support for it: enable the crate's `{feature}` feature"
+            ),
+        }
+    }
+
     /// Opens a blocking connection.
     pub fn connect(&self) -> Result<Connection, crate::Error> {
         let single = |client: Client| -> RedisResult<Connection> {
@@ -347,16 +360,20 @@ impl Target {
         };
         let conn = match &self.deployment {
             Deployment::Standalone(info) => self.client(info.clone()).and_then(single),
+            #[cfg(feature = "cluster")]
             Deployment::Cluster(nodes) => self
                 .cluster_client(nodes)
                 .and_then(|c| c.get_connection())
                 .map(|c| Connection::Cluster(Box::new(c))),
+            #[cfg(not(feature = "cluster"))]
+            Deployment::Cluster(_) => return Err(self.unsupported("cluster")),
             Deployment::Sentinel { .. } => self.primary_client().and_then(single),
         };
         conn.map_err(|e| self.failed(&e))
     }
 
     /// Opens an async (tokio) connection.
+    #[cfg(feature = "async")]
     pub async fn connect_async(&self) -> Result<AsyncConnection, crate::Error> {
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(CONNECT_TIMEOUT))
@@ -369,6 +386,7 @@ impl Target {
                     .map(AsyncConnection::Single),
                 Err(e) => Err(e),
             },
+            #[cfg(feature = "cluster-async")]
             Deployment::Cluster(nodes) => match self.cluster_client(nodes) {
                 Ok(c) => c
                     .get_async_connection()
@@ -376,6 +394,8 @@ impl Target {
                     .map(|c| AsyncConnection::Cluster(Box::new(c))),
                 Err(e) => Err(e),
             },
+            #[cfg(not(feature = "cluster-async"))]
+            Deployment::Cluster(_) => return Err(self.unsupported("cluster-async")),
             Deployment::Sentinel { .. } => {
                 // Asking the Sentinels is a few short blocking round trips.
                 match self.primary_client() {
@@ -575,6 +595,7 @@ pub enum Connection {
     /// One server (standalone, or the primary a Sentinel named).
     Single(redis::Connection),
     /// A cluster.
+    #[cfg(feature = "cluster")]
     Cluster(Box<redis::cluster::ClusterConnection>),
 }
 
@@ -582,6 +603,7 @@ impl fmt::Debug for Connection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Connection::Single(_) => "Connection::Single",
+            #[cfg(feature = "cluster")]
             Connection::Cluster(_) => "Connection::Cluster",
         })
     }
@@ -591,9 +613,11 @@ impl Connection {
     /// Every key matching `pattern` (a `SCAN MATCH` pattern), on every
     /// primary of a cluster: `SCAN` walks one node only.
     pub fn scan_match(&mut self, pattern: &str) -> RedisResult<Vec<Vec<u8>>> {
+        #[cfg(feature = "cluster")]
         use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
-        let nodes = match self {
+        let nodes: Vec<Option<(String, u16)>> = match self {
             Connection::Single(_) => vec![None],
+            #[cfg(feature = "cluster")]
             Connection::Cluster(c) => {
                 let text: String = redis::cmd("CLUSTER").arg("NODES").query(c.as_mut())?;
                 primaries(&text).into_iter().map(Some).collect()
@@ -610,6 +634,7 @@ impl Connection {
                     .arg("COUNT")
                     .arg(1000);
                 let reply = match (&mut *self, &node) {
+                    #[cfg(feature = "cluster")]
                     (Connection::Cluster(c), Some((host, port))) => c.route_command(
                         &cmd,
                         RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
@@ -632,6 +657,7 @@ impl Connection {
 }
 
 /// The addresses of the primaries in `CLUSTER NODES` output.
+#[cfg_attr(not(feature = "cluster"), allow(dead_code))]
 fn primaries(nodes: &str) -> Vec<(String, u16)> {
     nodes
         .lines()
@@ -652,6 +678,7 @@ impl redis::ConnectionLike for Connection {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
         match self {
             Connection::Single(c) => c.req_packed_command(cmd),
+            #[cfg(feature = "cluster")]
             Connection::Cluster(c) => c.req_packed_command(cmd),
         }
     }
@@ -664,6 +691,7 @@ impl redis::ConnectionLike for Connection {
     ) -> RedisResult<Vec<Value>> {
         match self {
             Connection::Single(c) => c.req_packed_commands(cmd, offset, count),
+            #[cfg(feature = "cluster")]
             Connection::Cluster(c) => c.req_packed_commands(cmd, offset, count),
         }
     }
@@ -671,6 +699,7 @@ impl redis::ConnectionLike for Connection {
     fn req_command(&mut self, cmd: &redis::Cmd) -> RedisResult<Value> {
         match self {
             Connection::Single(c) => c.req_command(cmd),
+            #[cfg(feature = "cluster")]
             Connection::Cluster(c) => c.req_command(cmd),
         }
     }
@@ -678,6 +707,7 @@ impl redis::ConnectionLike for Connection {
     fn get_db(&self) -> i64 {
         match self {
             Connection::Single(c) => c.get_db(),
+            #[cfg(feature = "cluster")]
             Connection::Cluster(c) => c.get_db(),
         }
     }
@@ -685,6 +715,7 @@ impl redis::ConnectionLike for Connection {
     fn supports_pipelining(&self) -> bool {
         match self {
             Connection::Single(c) => c.supports_pipelining(),
+            #[cfg(feature = "cluster")]
             Connection::Cluster(c) => c.supports_pipelining(),
         }
     }
@@ -692,6 +723,7 @@ impl redis::ConnectionLike for Connection {
     fn check_connection(&mut self) -> bool {
         match self {
             Connection::Single(c) => c.check_connection(),
+            #[cfg(feature = "cluster")]
             Connection::Cluster(c) => c.check_connection(),
         }
     }
@@ -699,24 +731,29 @@ impl redis::ConnectionLike for Connection {
     fn is_open(&self) -> bool {
         match self {
             Connection::Single(c) => c.is_open(),
+            #[cfg(feature = "cluster")]
             Connection::Cluster(c) => c.is_open(),
         }
     }
 }
 
 /// An async connection to one server or to a cluster; cheap to clone.
+#[cfg(feature = "async")]
 #[derive(Clone)]
 pub enum AsyncConnection {
     /// One server.
     Single(redis::aio::MultiplexedConnection),
     /// A cluster.
+    #[cfg(feature = "cluster-async")]
     Cluster(Box<redis::cluster_async::ClusterConnection>),
 }
 
+#[cfg(feature = "async")]
 impl redis::aio::ConnectionLike for AsyncConnection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a redis::Cmd) -> redis::RedisFuture<'a, Value> {
         match self {
             AsyncConnection::Single(c) => c.req_packed_command(cmd),
+            #[cfg(feature = "cluster-async")]
             AsyncConnection::Cluster(c) => c.req_packed_command(cmd),
         }
     }
@@ -729,6 +766,7 @@ impl redis::aio::ConnectionLike for AsyncConnection {
     ) -> redis::RedisFuture<'a, Vec<Value>> {
         match self {
             AsyncConnection::Single(c) => c.req_packed_commands(cmd, offset, count),
+            #[cfg(feature = "cluster-async")]
             AsyncConnection::Cluster(c) => c.req_packed_commands(cmd, offset, count),
         }
     }
@@ -736,6 +774,7 @@ impl redis::aio::ConnectionLike for AsyncConnection {
     fn get_db(&self) -> i64 {
         match self {
             AsyncConnection::Single(c) => c.get_db(),
+            #[cfg(feature = "cluster-async")]
             AsyncConnection::Cluster(c) => c.get_db(),
         }
     }

@@ -104,6 +104,7 @@ pub fn dump<C: redis::ConnectionLike + ?Sized, W: Write>(
     exec::run(conn, DumpMachine::new(name, out)?, None)
 }
 
+#[cfg(feature = "async")]
 /// Async [`dump`] (the writes to `out` block).
 pub async fn dump_async<C: redis::aio::ConnectionLike + Send, W: Write + Send>(
     conn: &mut C,
@@ -129,6 +130,7 @@ pub fn restore<C: redis::ConnectionLike + ?Sized, R: Read>(
     exec::run(conn, RestoreMachine::new(input, name)?, None)
 }
 
+#[cfg(feature = "async")]
 /// Async [`restore`] (the reads from `input` block).
 pub async fn restore_async<C: redis::aio::ConnectionLike + Send, R: Read + Send>(
     conn: &mut C,
@@ -153,6 +155,7 @@ pub fn copy_string<C: redis::ConnectionLike + ?Sized>(
     exec::run(conn, CopyMachine::new(from, to), None)
 }
 
+#[cfg(feature = "async")]
 /// Async [`copy_string`].
 pub async fn copy_string_async<C: redis::aio::ConnectionLike + Send>(
     conn: &mut C,

@@ -215,6 +215,7 @@ fn send_sync<C: redis::ConnectionLike + ?Sized>(
     verdict.map(|()| replies)
 }
 
+#[cfg(feature = "async")]
 async fn send_async<C: redis::aio::ConnectionLike + Send>(
     conn: &mut C,
     mut req: Request,
@@ -252,6 +253,7 @@ pub(crate) fn run<M: Machine, C: redis::ConnectionLike + ?Sized>(
     }
 }
 
+#[cfg(feature = "async")]
 /// Runs a machine to completion on an async connection (see [`run`]).
 pub(crate) async fn run_async<M: Machine, C: redis::aio::ConnectionLike + Send>(
     conn: &mut C,

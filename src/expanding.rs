@@ -94,6 +94,7 @@ impl ExpandingFilter {
         )
     }
 
+    #[cfg(feature = "async")]
     /// Async [`expand`](Self::expand).
     pub async fn expand_async<C: redis::aio::ConnectionLike + Send>(
         &self,
@@ -246,6 +247,7 @@ impl ExpandingBuilder {
         self.spec()?.create_or_open(conn).map(|(f, _)| f)
     }
 
+    #[cfg(feature = "async")]
     /// Async [`create_or_open`](Self::create_or_open).
     pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
         self,
@@ -285,6 +287,7 @@ impl ExpandingBuilder {
         crate::exec::run(conn, self.adopt_machine(legacy)?, self.wait)
     }
 
+    #[cfg(feature = "async")]
     /// Async [`adopt_legacy`](Self::adopt_legacy).
     pub async fn adopt_legacy_async<C: redis::aio::ConnectionLike + Send>(
         self,
@@ -330,6 +333,7 @@ impl ExpandingBuilder {
         crate::exec::run(conn, self.convert_machine()?, self.wait)
     }
 
+    #[cfg(feature = "async")]
     /// Async [`convert_bloom`](Self::convert_bloom).
     pub async fn convert_bloom_async<C: redis::aio::ConnectionLike + Send>(
         self,
@@ -416,6 +420,7 @@ impl ExpandingSpec {
         crate::exec::run(conn, self.machine(), self.wait)
     }
 
+    #[cfg(feature = "async")]
     /// Async [`create_or_open`](Self::create_or_open).
     pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
         &self,

@@ -65,6 +65,7 @@ macro_rules! impl_filter_ops {
                 $crate::exec::run(conn, $crate::engine::load::open(name, $accept)?, None).map(Self::from_core)
             }
 
+            #[cfg(feature = "async")]
             /// Async [`open`](Self::open).
             pub async fn open_async<C: redis::aio::ConnectionLike + Send>(conn: &mut C, name: &str) -> $crate::Result<Self> {
                 $crate::exec::run_async(conn, $crate::engine::load::open(name, $accept)?, None).await.map(Self::from_core)
@@ -215,21 +216,25 @@ macro_rules! impl_filter_ops {
                 self.core.run(conn, $crate::ops::drop_filter(&self.core))
             }
 
+            #[cfg(feature = "async")]
             /// Async [`insert`](Self::insert).
             pub async fn insert_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C, item: impl AsRef<[u8]>) -> $crate::Result<bool> {
                 self.core.run_async(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::Add, item)).await
             }
 
+            #[cfg(feature = "async")]
             /// Async [`contains`](Self::contains).
             pub async fn contains_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C, item: impl AsRef<[u8]>) -> $crate::Result<bool> {
                 self.core.run_async(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::Has, item)).await
             }
 
+            #[cfg(feature = "async")]
             /// Async [`check_and_insert`](Self::check_and_insert).
             pub async fn check_and_insert_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C, item: impl AsRef<[u8]>) -> $crate::Result<bool> {
                 self.core.run_async(conn, $crate::ops::one(&self.core, $crate::ops::DataOp::CheckAdd, item)).await
             }
 
+            #[cfg(feature = "async")]
             /// Async [`insert_many`](Self::insert_many).
             pub async fn insert_many_async<C, I>(&self, conn: &mut C, items: I) -> $crate::Result<Vec<bool>>
             where
@@ -240,6 +245,7 @@ macro_rules! impl_filter_ops {
                 self.core.run_async(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::Add, items, None)).await
             }
 
+            #[cfg(feature = "async")]
             /// Async [`contains_many`](Self::contains_many).
             pub async fn contains_many_async<C, I>(&self, conn: &mut C, items: I) -> $crate::Result<Vec<bool>>
             where
@@ -250,6 +256,7 @@ macro_rules! impl_filter_ops {
                 self.core.run_async(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::Has, items, None)).await
             }
 
+            #[cfg(feature = "async")]
             /// Async [`check_and_insert_many`](Self::check_and_insert_many).
             pub async fn check_and_insert_many_async<C, I>(&self, conn: &mut C, items: I) -> $crate::Result<Vec<bool>>
             where
@@ -260,21 +267,25 @@ macro_rules! impl_filter_ops {
                 self.core.run_async(conn, $crate::ops::data(&self.core, $crate::ops::DataOp::CheckAdd, items, None)).await
             }
 
+            #[cfg(feature = "async")]
             /// Async [`count`](Self::count).
             pub async fn count_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C) -> $crate::Result<u64> {
                 self.core.run_async(conn, $crate::ops::count(&self.core)).await
             }
 
+            #[cfg(feature = "async")]
             /// Async [`info`](Self::info).
             pub async fn info_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C) -> $crate::Result<$crate::Info> {
                 self.core.run_async(conn, $crate::ops::info(&self.core)).await
             }
 
+            #[cfg(feature = "async")]
             /// Async [`clear`](Self::clear).
             pub async fn clear_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C) -> $crate::Result<()> {
                 self.core.run_async(conn, $crate::ops::clear(&self.core)).await
             }
 
+            #[cfg(feature = "async")]
             /// Async [`drop`](Self::drop).
             pub async fn drop_async<C: redis::aio::ConnectionLike + Send>(&self, conn: &mut C) -> $crate::Result<bool> {
                 self.core.run_async(conn, $crate::ops::drop_filter(&self.core)).await

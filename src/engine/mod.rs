@@ -101,6 +101,7 @@ impl Core {
         crate::exec::run(conn, m, self.wait)
     }
 
+    #[cfg(feature = "async")]
     /// Runs `m` on an async connection with this handle's options.
     pub async fn run_async<M, C>(&self, conn: &mut C, m: M) -> Result<M::Output>
     where

@@ -5,7 +5,7 @@
 
 #[path = "support/bin.rs"]
 mod bin;
-#[path = "support/harness.rs"]
+#[path = "../../tests/support/harness.rs"]
 mod harness;
 #[path = "support/proxy.rs"]
 mod proxy;

@@ -3,7 +3,7 @@
 //! error that names the denied command, and write nothing; the script path
 //! (single items, small batches) needs no `WATCH` and works.
 
-#[path = "support/harness.rs"]
+#[path = "../../tests/support/harness.rs"]
 mod harness;
 
 use harness::RedisServer;

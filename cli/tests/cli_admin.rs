@@ -5,9 +5,9 @@
 
 #[path = "support/bin.rs"]
 mod bin;
-#[path = "support/harness.rs"]
+#[path = "../../tests/support/harness.rs"]
 mod harness;
-#[path = "support/venv.rs"]
+#[path = "../../tests/support/venv.rs"]
 mod venv;
 
 use bin::{rb, rotabloom, Run};

@@ -1,7 +1,7 @@
 //! The `rotabloom` binary, driven as a user would, against private
 //! redis-servers.
 
-#[path = "support/harness.rs"]
+#[path = "../../tests/support/harness.rs"]
 mod harness;
 
 use harness::RedisServer;

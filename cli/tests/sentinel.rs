@@ -3,9 +3,9 @@
 
 #[path = "support/bin.rs"]
 mod bin;
-#[path = "support/harness.rs"]
+#[path = "../../tests/support/harness.rs"]
 mod harness;
-#[path = "support/suite.rs"]
+#[path = "../../tests/support/suite.rs"]
 mod suite;
 
 use bin::rb;

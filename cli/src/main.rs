@@ -4,45 +4,25 @@
 //! This file holds the command line and sends each subcommand to its
 //! module; `connect` and `errors` serve them all.
 
-#[path = "rotabloom/add.rs"]
 mod add;
-#[path = "rotabloom/any.rs"]
 mod any;
-#[path = "rotabloom/check.rs"]
 mod check;
-#[path = "rotabloom/connect.rs"]
 mod connect;
-#[path = "rotabloom/create.rs"]
 mod create;
-#[path = "rotabloom/drop.rs"]
 mod drop;
-#[path = "rotabloom/dump.rs"]
 mod dump;
-#[path = "rotabloom/errors.rs"]
 mod errors;
-#[path = "rotabloom/expanding.rs"]
 mod expanding;
-#[path = "rotabloom/filter.rs"]
 mod filter;
-#[path = "rotabloom/generate.rs"]
 mod generate;
-#[path = "rotabloom/lines.rs"]
 mod lines;
-#[path = "rotabloom/list.rs"]
 mod list;
-#[path = "rotabloom/load.rs"]
 mod load;
-#[path = "rotabloom/metrics.rs"]
 mod metrics;
-#[path = "rotabloom/resilient.rs"]
 mod resilient;
-#[path = "rotabloom/rotate.rs"]
 mod rotate;
-#[path = "rotabloom/show.rs"]
 mod show;
-#[path = "rotabloom/status.rs"]
 mod status;
-#[path = "rotabloom/warnings.rs"]
 mod warnings;
 
 use chrono::{DateTime, Utc};

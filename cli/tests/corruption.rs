@@ -13,7 +13,7 @@
 //! metadata hash (and the fence) as a whole on every load; it prints every
 //! failing case, grouped by rule.
 
-#[path = "support/harness.rs"]
+#[path = "../../tests/support/harness.rs"]
 mod harness;
 
 use chrono::{DateTime, TimeZone, Utc};

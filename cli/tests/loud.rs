@@ -1,7 +1,7 @@
 //! Damaged data is an error, never an answer; a filter is created whole or
 //! not at all; a clear keeps every block allocated. Real servers only.
 
-#[path = "support/harness.rs"]
+#[path = "../../tests/support/harness.rs"]
 mod harness;
 
 use chrono::{Duration, TimeZone, Utc};
