@@ -165,6 +165,7 @@ fn decode(f: &Fields, c: &Common) -> Result<Arc<dyn Policy>> {
 pub(crate) const CODEC: Codec = Codec {
     kind: Kind::Bloom,
     decode,
+    absorb: None,
 };
 
 /// Describes a [`BloomFilter`]; nothing is checked until

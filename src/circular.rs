@@ -768,4 +768,5 @@ fn decode(f: &Fields, c: &Common) -> Result<Arc<dyn Policy>> {
 pub(crate) const CODEC: Codec = Codec {
     kind: Kind::Circular,
     decode,
+    absorb: None,
 };

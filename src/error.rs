@@ -70,7 +70,7 @@ pub enum Error {
     },
 
     /// The filter exists but is of another kind.
-    #[error("filter {name:?} is a {found} filter, not a {expected} filter")]
+    #[error("filter {name:?} is of kind {found}, not {expected}")]
     KindMismatch {
         /// The filter's name.
         name: String,

@@ -23,7 +23,7 @@ use crate::params::{BloomParams, ErrorRate, DEFAULT_MAX_BITS, DEFAULT_MAX_BLOCK_
 use crate::proto::create::{Blueprint, Opened};
 use crate::proto::{load, take_one};
 use crate::scripts;
-use crate::view::{Accept, Codec, Growth, NewGen, Policy, Role, View};
+use crate::view::{Absorb, Accept, Codec, Growth, NewGen, Policy, Role, View};
 use std::sync::Arc;
 
 use crate::legacy::Legacy;
@@ -351,6 +351,7 @@ impl ExpandingBuilder {
             builder: self.clone(),
             state: ConvertState::Load(LoadMachine::new(k.clone(), CONVERTIBLE)),
             stalls: 0,
+            take_any: false,
         }
         .map(move |view| {
             let mut core = Core::new(k, view, Accept::One(CODEC), Vec::new());
@@ -586,7 +587,25 @@ fn decode(f: &Fields, c: &Common) -> Result<Arc<dyn Policy>> {
 pub(crate) const CODEC: Codec = Codec {
     kind: Kind::Expanding,
     decode,
+    absorb: Some(Absorb {
+        from: Kind::Bloom,
+        start: absorb_full,
+    }),
 };
+
+/// The conversion a full base filter undergoes when its handle says
+/// `when_full = expand`: this builder's defaults; an expanding filter found
+/// instead (converted by another writer, whatever its parameters) is taken
+/// as it is.
+fn absorb_full(keys: &Keys) -> Box<dyn Machine<Output = View> + Send> {
+    Box::new(ConvertMachine {
+        keys: keys.clone(),
+        builder: ExpandingFilter::builder(keys.name().as_str()),
+        state: ConvertState::Load(LoadMachine::new(keys.clone(), CONVERTIBLE)),
+        stalls: 0,
+        take_any: true,
+    })
+}
 
 enum ConvertState {
     Load(LoadMachine),
@@ -601,6 +620,9 @@ struct ConvertMachine {
     builder: ExpandingBuilder,
     state: ConvertState,
     stalls: u32,
+    /// An expanding filter found is taken whatever its parameters, rather
+    /// than checked against the builder's.
+    take_any: bool,
 }
 
 impl ConvertMachine {
@@ -608,6 +630,9 @@ impl ConvertMachine {
     /// it already is.
     fn decide(&mut self, view: View) -> Result<Poll<View>> {
         let b = &self.builder;
+        if view.kind == Kind::Expanding && self.take_any {
+            return Ok(Poll::Ready(view));
+        }
         if view.kind == Kind::Expanding {
             // Already converted (by this or another process): the
             // parameters this builder controls must agree.

@@ -6,6 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::generation::{Generation, Layout};
+use crate::keys::Keys;
 use crate::metadata::{field, Common, Fields, Kind};
 use chrono::{DateTime, Utc};
 use std::any::Any;
@@ -127,6 +128,18 @@ pub(crate) trait Policy: fmt::Debug + Send + Sync + 'static {
 pub(crate) struct Codec {
     pub kind: Kind,
     pub decode: fn(&Fields, &Common) -> Result<Arc<dyn Policy>>,
+    /// How this kind takes over a full filter of another kind, in place
+    /// (`when_full = expand`), if it can.
+    pub absorb: Option<Absorb>,
+}
+
+/// A kind's in-place takeover of a full filter of kind `from`: `start`
+/// gives the machine that converts it (or finds it converted) and returns
+/// the new view.
+#[derive(Clone, Copy)]
+pub(crate) struct Absorb {
+    pub from: Kind,
+    pub start: fn(&Keys) -> Box<dyn crate::exec::Machine<Output = View> + Send>,
 }
 
 impl fmt::Debug for Codec {
@@ -143,6 +156,14 @@ pub(crate) enum Accept {
 }
 
 impl Accept {
+    /// The codecs accepted.
+    pub fn codecs(&self) -> &[Codec] {
+        match self {
+            Accept::One(c) => std::slice::from_ref(c),
+            Accept::Any(all) => all,
+        }
+    }
+
     fn codec(&self, name: &str, kind: Kind) -> Result<Codec> {
         let found = match self {
             Accept::One(c) => (c.kind == kind).then_some(*c),

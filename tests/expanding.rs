@@ -6,7 +6,8 @@ mod harness;
 mod suite;
 
 use harness::RedisServer;
-use rotabloom::{Error, ExpandingFilter};
+use rotabloom::{AnyFilter, BloomFilter, Error, ExpandingFilter, Kind, WhenFull};
+use std::collections::HashSet;
 use std::sync::{Arc, Barrier};
 
 #[test]
@@ -454,5 +455,92 @@ fn expanding_into_a_huge_generation_does_not_stall_redis() {
         "control: one-shot allocation of {} MB took {:?} us; expansion: none over 50 ms",
         newest.bits / 8 / 1_000_000,
         entries
+    );
+}
+
+/// `when_full = expand`: eight writers hit a full base filter together; it
+/// is converted once, grows, and no item is answered new twice; the whole
+/// filter stays near its bound (twice the base filter's rate).
+#[test]
+fn when_full_expand_converts_a_full_base_filter_once_under_concurrent_writers() {
+    let server = RedisServer::start();
+    let mut conn = server.connection();
+    let (cap, writers, distinct) = (20_000u64, 8usize, 160_000usize);
+    BloomFilter::builder("wf")
+        .capacity(cap)
+        .error_rate(0.001)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let barrier = Arc::new(Barrier::new(writers));
+    let threads: Vec<_> = (0..writers)
+        .map(|w| {
+            let client = server.client();
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                let mut c = client.get_connection().unwrap();
+                let f = AnyFilter::open(&mut c, "wf")
+                    .unwrap()
+                    .with_when_full(WhenFull::Expand);
+                // Every item is offered by two writers.
+                let mine: Vec<String> = (0..distinct)
+                    .filter(|i| i % writers == w || i % writers == (w + 1) % writers)
+                    .map(|i| format!("https://example.com/wf/{i}"))
+                    .collect();
+                barrier.wait();
+                let mut new = Vec::new();
+                for chunk in mine.chunks(100) {
+                    let answers = f.check_and_insert_many(&mut c, chunk).unwrap();
+                    new.extend(
+                        chunk
+                            .iter()
+                            .zip(answers)
+                            .filter(|(_, a)| *a)
+                            .map(|(s, _)| s.clone()),
+                    );
+                }
+                new
+            })
+        })
+        .collect();
+    let all: Vec<String> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    let once: HashSet<&String> = all.iter().collect();
+    assert_eq!(once.len(), all.len(), "an item was answered new twice");
+    // Taken as seen although new: false positives at insertion. The bound
+    // is 0.2%; the base filter, overfilled eightfold, would take most.
+    let missed = distinct - all.len();
+    assert!(
+        missed <= distinct / 250,
+        "{missed} of {distinct} new items taken as seen"
+    );
+    let f = AnyFilter::open(&mut conn, "wf").unwrap();
+    assert_eq!(f.kind(), Kind::Expanding);
+    let gens = f.info(&mut conn).unwrap().generations.len();
+    assert!(gens >= 3);
+    eprintln!("when_full = expand, 8 writers: {distinct} new items, {missed} taken as seen, {gens} generations");
+    assert!(matches!(
+        BloomFilter::open(&mut conn, "wf"),
+        Err(Error::KindMismatch { .. })
+    ));
+
+    // A typed base-filter handle cannot follow the change: it refuses, as
+    // with `error`, and leaves the filter a base filter.
+    let b = BloomFilter::builder("wf-typed")
+        .capacity(100)
+        .error_rate(0.001)
+        .create_or_open(&mut conn)
+        .unwrap()
+        .with_when_full(WhenFull::Expand);
+    let hundred: Vec<String> = (0..100).map(|i| format!("t{i}")).collect();
+    b.insert_many(&mut conn, &hundred).unwrap();
+    assert!(matches!(
+        b.insert(&mut conn, "more"),
+        Err(Error::Full { .. })
+    ));
+    assert_eq!(
+        AnyFilter::open(&mut conn, "wf-typed").unwrap().kind(),
+        Kind::Bloom
     );
 }

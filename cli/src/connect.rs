@@ -128,9 +128,20 @@ impl Ctx {
     /// wait for the replicas asked for.
     pub fn open_for_write(&self, conn: &mut Connection, name: &str) -> anyhow::Result<AnyFilter> {
         let f = match self.def(name) {
-            Some(def) => any::create_or_open(conn, def, self.wait)
-                .map(|(f, _)| f)
-                .map_err(|e| self.create_error(name, e))?,
+            Some(def) => match any::create_or_open(conn, def, self.wait) {
+                Ok((f, _)) => f,
+                // With `when_full = expand`, a base filter of the
+                // configuration becomes an expanding one when it is full:
+                // that is the filter the configuration made, grown.
+                Err(rotabloom::Error::KindMismatch {
+                    expected: "bloom",
+                    found,
+                    ..
+                }) if found == "expanding" && self.when_full == rotabloom::WhenFull::Expand => {
+                    open(conn, name)?
+                }
+                Err(e) => return Err(self.create_error(name, e)),
+            },
             None => open(conn, name)?,
         };
         Ok(self.writer(f))

@@ -109,7 +109,8 @@ struct Cli {
     wait_timeout_ms: Option<u64>,
 
     /// What writes do once a filter's generation holds its capacity: error
-    /// (refuse, exit 3; the default) or warn (write on, warn once).
+    /// (refuse, exit 3; the default), warn (write on, warn once) or expand
+    /// (a base filter becomes an expanding one, warns once, and goes on).
     /// Overrides the configuration's when_full.
     #[arg(
         long,

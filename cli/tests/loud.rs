@@ -431,3 +431,42 @@ fn an_over_full_filter_refuses_or_warns_as_chosen() {
     // seen now, and the rising false-positive rate drops many more).
     assert!(out.lines().count() > 10_000);
 }
+
+#[test]
+fn a_full_base_filter_becomes_an_expanding_one_when_asked() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut conn = server.connection();
+    let create = [
+        "create",
+        "grows",
+        "--kind",
+        "bloom",
+        "--capacity",
+        "10000",
+        "--error-rate",
+        "0.001",
+    ];
+    assert_eq!(cli(&url, &create, "").0, 0);
+    let lines = items("grows", 50_000).join("\n");
+    let (code, out, err) = cli(&url, &["--when-full", "expand", "filter", "grows"], &lines);
+    assert_eq!(code, 0, "{err}");
+    let warnings: Vec<&str> = err.lines().collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].starts_with("rotabloom: warning: ")
+            && warnings[0].contains("becomes an expanding filter"),
+        "{err}"
+    );
+    // The bound of the converted filter is twice the base filter's rate
+    // (0.2%): of 50,000 new lines, about 100 may be taken as seen; without
+    // the conversion, the over-full base filter would drop thousands.
+    let printed = out.lines().count();
+    assert!(printed >= 49_700, "{printed} of 50,000 printed");
+    let f = rotabloom::AnyFilter::open(&mut conn, "grows").unwrap();
+    assert_eq!(f.kind(), rotabloom::Kind::Expanding);
+    assert!(f.info(&mut conn).unwrap().generations.len() >= 3);
+    // A second run finds it expanding and simply goes on: all seen.
+    let (code, out, err) = cli(&url, &["--when-full", "expand", "filter", "grows"], &lines);
+    assert_eq!((code, out.as_str(), err.as_str()), (0, "", ""));
+}

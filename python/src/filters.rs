@@ -130,7 +130,7 @@ impl Filter {
                 py,
                 "KindMismatchError",
                 format!(
-                    "filter {:?} is a {kind} filter, not a {wanted}",
+                    "filter {:?} is of kind {kind}, not a {wanted}",
                     obj.getattr("name")?.to_string()
                 ),
                 false,

@@ -49,6 +49,8 @@ enum State {
     Reload,
     Lazy(Box<RollMachine<DueRotation>>),
     Grow(Box<RollMachine<Grow>>),
+    /// A full filter becoming one that grows (`when_full = expand`).
+    Outgrow(Box<dyn Machine<Output = View> + Send>),
 }
 
 /// Per-item answers, and the generation to allocate ahead of need with the
@@ -414,6 +416,25 @@ impl DataMachine {
         Err(e)
     }
 
+    /// Steps the conversion; once done, goes on with the filter it made.
+    fn step_outgrow(
+        &mut self,
+        mut m: Box<dyn Machine<Output = View> + Send>,
+        replies: Option<Replies>,
+    ) -> Result<Poll<DataOutput>> {
+        match m.step(replies)? {
+            Poll::Send(req) => {
+                self.state = State::Outgrow(m);
+                Ok(Poll::Send(req))
+            }
+            Poll::Ready(view) => {
+                self.view = self.core.publish(view)?;
+                self.pace.progress = true;
+                self.after_reload()
+            }
+        }
+    }
+
     /// Steps a nested roll machine; when it is done, goes on with its view.
     fn step_roll<D: super::roll::Decide>(
         &mut self,
@@ -458,10 +479,20 @@ impl Machine for DataMachine {
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<DataOutput>> {
         match std::mem::replace(&mut self.state, State::Start) {
             State::Start => {
-                // A full generation refuses before anything is sent.
+                // A full generation refuses before anything is sent, or
+                // the filter becomes one that grows.
                 if let Some((seq, cap, count)) = self.uncapped_decider() {
                     if let Some(e) = self.core.refuse_full(seq, cap, count) {
-                        return Err(e);
+                        return match self.core.outgrow(self.view.kind) {
+                            Some(m) => {
+                                log::warn!(
+                                    "filter {:?} reached its capacity ({count} items of {cap}): it becomes an expanding filter (when_full = expand), so its next items go to a new, bigger generation",
+                                    self.core.name()
+                                );
+                                self.step_outgrow(m, None)
+                            }
+                            None => Err(e),
+                        };
                     }
                 }
                 self.next_round()
@@ -498,6 +529,7 @@ impl Machine for DataMachine {
             }
             State::Lazy(m) => self.step_roll(m, replies, State::Lazy),
             State::Grow(m) => self.step_roll(m, replies, State::Grow),
+            State::Outgrow(m) => self.step_outgrow(m, replies),
         }
     }
 }

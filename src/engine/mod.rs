@@ -158,13 +158,31 @@ impl Core {
             true => count.max(self.full_count.load(Ordering::Relaxed)),
             false => count,
         };
-        (count >= capacity && self.when_full == crate::full::WhenFull::Error).then(|| {
+        (count >= capacity && self.when_full != crate::full::WhenFull::Warn).then(|| {
             crate::Error::Full {
                 name: self.name().to_string(),
                 capacity,
                 count,
             }
         })
+    }
+
+    /// The machine that turns this full filter of kind `kind` into one that
+    /// grows, when the handle asks for that (`when_full = expand`) and one
+    /// of the kinds it accepts can take it over.
+    pub fn outgrow(
+        &self,
+        kind: crate::metadata::Kind,
+    ) -> Option<Box<dyn crate::exec::Machine<Output = View> + Send>> {
+        if self.when_full != crate::full::WhenFull::Expand {
+            return None;
+        }
+        self.accept
+            .codecs()
+            .iter()
+            .filter_map(|c| c.absorb)
+            .find(|a| a.from == kind)
+            .map(|a| (a.start)(&self.keys))
     }
 
     /// Notes that the deciding generation `seq` holds `count` of its
