@@ -68,6 +68,23 @@ fn cli(url: &str, args: &[&str], stdin: &str) -> (i32, String, String) {
     )
 }
 
+/// Creates base filter `name` for `capacity` items at 0.1%.
+fn create_base(url: &str, name: &str, capacity: u64) {
+    let capacity = capacity.to_string();
+    let args = [
+        "create",
+        name,
+        "--kind",
+        "bloom",
+        "--capacity",
+        &capacity,
+        "--error-rate",
+        "0.001",
+    ];
+    let (code, _, err) = cli(url, &args, "");
+    assert_eq!(code, 0, "{err}");
+}
+
 fn assert_missing<T: std::fmt::Debug>(r: rotabloom::Result<T>, key: &str, what: &str) {
     match r {
         Err(Error::MissingData { keys, .. }) => {
@@ -400,17 +417,7 @@ fn an_over_full_filter_refuses_or_warns_as_chosen() {
     assert!(c.insert(&mut conn, "c-more").unwrap());
 
     // The command line: 50,000 new lines into a filter for 10,000.
-    let create = [
-        "create",
-        "small",
-        "--kind",
-        "bloom",
-        "--capacity",
-        "10000",
-        "--error-rate",
-        "0.001",
-    ];
-    assert_eq!(cli(&url, &create, "").0, 0);
+    create_base(&url, "small", 10_000);
     let lines = items("full", 50_000).join("\n");
     let (code, out, err) = cli(&url, &["filter", "small"], &lines);
     assert_eq!(code, 3, "{err}");
@@ -437,17 +444,7 @@ fn a_full_base_filter_becomes_an_expanding_one_when_asked() {
     let server = RedisServer::start();
     let url = server.url();
     let mut conn = server.connection();
-    let create = [
-        "create",
-        "grows",
-        "--kind",
-        "bloom",
-        "--capacity",
-        "10000",
-        "--error-rate",
-        "0.001",
-    ];
-    assert_eq!(cli(&url, &create, "").0, 0);
+    create_base(&url, "grows", 10_000);
     let lines = items("grows", 50_000).join("\n");
     let (code, out, err) = cli(&url, &["--when-full", "expand", "filter", "grows"], &lines);
     assert_eq!(code, 0, "{err}");
