@@ -1,7 +1,8 @@
 //! How long rotabloom's work on a large filter holds the Redis server
 //! (issue 11, point 5): while a filter of 512 MiB or more is created,
-//! inspected (`info`, as `status` does), cleared, dumped, restored and
-//! dropped, a probe client sends `PING` on its own connection every
+//! inspected (`info`, as `status` does), loaded and filtered in batches of
+//! 10,000 items (as `rotabloom load` and `filter` send them), cleared,
+//! dumped, restored and dropped, a probe client sends `PING` on its own connection every
 //! millisecond; each phase reports the probe's worst and 99th-percentile
 //! round trip, and, from the server's own clock, the slowest single
 //! command it ran (`SLOWLOG`, every command over 1 ms).
@@ -14,12 +15,28 @@
 mod harness;
 
 use harness::RedisServer;
-use rotabloom::BloomFilter;
+use rotabloom::{BloomFilter, CircularFilter};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const PHASES: [&str; 6] = ["create", "info", "clear", "dump", "restore", "drop"];
+const PHASES: [&str; 9] = [
+    "create", "info", "load", "filter", "clear", "dump", "restore", "drop", "rotate",
+];
+
+/// Items per batch in the load and filter phases, and batches per phase.
+const BATCH: usize = 10_000;
+const BATCHES: usize = 10;
+
+fn batches(tag: &str) -> Vec<Vec<String>> {
+    (0..BATCHES)
+        .map(|b| {
+            (0..BATCH)
+                .map(|i| format!("https://{tag}.example/{b}/{i}"))
+                .collect()
+        })
+        .collect()
+}
 
 /// PING round trips, in microseconds, per phase.
 type Samples = Arc<Mutex<Vec<Vec<u64>>>>;
@@ -147,6 +164,18 @@ fn main() {
                     info.memory_bytes
                 );
             }
+            "load" => {
+                let f = BloomFilter::open(&mut conn, "big").expect("open");
+                for b in batches("load") {
+                    f.insert_many(&mut conn, &b).expect("load");
+                }
+            }
+            "filter" => {
+                let f = BloomFilter::open(&mut conn, "big").expect("open");
+                for b in batches("filter") {
+                    f.check_and_insert_many(&mut conn, &b).expect("filter");
+                }
+            }
             "clear" => BloomFilter::open(&mut conn, "big")
                 .expect("open")
                 .clear(&mut conn)
@@ -158,6 +187,28 @@ fn main() {
             "restore" => {
                 let input = std::io::BufReader::new(std::fs::File::open(&file).expect("file"));
                 rotabloom::dump::restore(&mut conn, input, Some("copy")).expect("restore");
+            }
+            "rotate" => {
+                // Three generations of a quarter of the size each; each
+                // rotation drops (deletes) the oldest and makes a new one.
+                phase.store(usize::MAX, Ordering::Relaxed);
+                let c = CircularFilter::builder("ring")
+                    .generations(3)
+                    .capacity(capacity / 4)
+                    .error_rate(0.01)
+                    .create_or_open(&mut conn)
+                    .expect("create ring");
+                std::thread::sleep(Duration::from_millis(20));
+                slowest(&mut admin);
+                phase.store(i, Ordering::Relaxed);
+                let t = Instant::now();
+                for _ in 0..3 {
+                    c.rotate(&mut conn).expect("rotate");
+                }
+                took.push(t.elapsed());
+                std::thread::sleep(Duration::from_millis(20));
+                slow.push(slowest(&mut admin));
+                continue;
             }
             _ => {
                 for n in ["big", "copy"] {

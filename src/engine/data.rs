@@ -171,11 +171,17 @@ impl DataMachine {
             return Ok(Poll::Ready((std::mem::take(&mut self.out), prealloc)));
         }
         let view = Arc::clone(&self.view);
-        let round = self.pace.round(&self.pending);
+        let mut round = self.pace.round(&self.pending);
         let cache = self.core.cache.as_deref();
         let mirrored = plan::mirrored(&view, cache);
         let now = self.now();
-        match plan::path(&view, self.op, self.tx_ok, round.len(), &mirrored) {
+        let path = plan::path(&view, self.op, self.tx_ok, round.len(), &mirrored);
+        if matches!(path, Path::Tx { .. }) {
+            // The script cuts its rounds into short calls itself; a
+            // transaction is one atomic step, so its round is kept short.
+            round.truncate(plan::MAX_ITEMS_PER_TX);
+        }
+        match path {
             Path::Script => {
                 let (req, chunks) = script::request(
                     &self.core.keys,
@@ -640,6 +646,33 @@ mod tests {
             Poll::Ready((out, _)) => assert_eq!(out, vec![true; 20]),
             Poll::Send(_) => panic!("expected the answers"),
         }
+    }
+
+    #[test]
+    fn a_big_batch_goes_in_transactions_of_bounded_size() {
+        // Each transaction runs whole on the server: 2,500 items go in
+        // three of at most MAX_ITEMS_PER_TX items each.
+        let c = core(view_of("bloom", 1));
+        let k = c.view().gens[0].layout.hashes as usize;
+        let mut m = machine(&c, DataOp::Has, 2_500);
+        let mut step = m.step(None).unwrap();
+        let mut sizes = Vec::new();
+        loop {
+            match step {
+                Poll::Send(req) => {
+                    let bits: usize = (0..req.len())
+                        .map(|i| req.args(i).iter().filter(|a| *a == "u1").count())
+                        .sum();
+                    sizes.push(bits / k);
+                    step = m.step(Some(tx_replies(&req, 1))).unwrap();
+                }
+                Poll::Ready((out, _)) => {
+                    assert_eq!(out, vec![true; 2_500]);
+                    break;
+                }
+            }
+        }
+        assert_eq!(sizes, vec![1_000, 1_000, 500]);
     }
 
     #[test]
