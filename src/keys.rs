@@ -156,6 +156,23 @@ impl Keys {
         format!("{KEY_PREFIX}:{{{}}}:gen:{uid}-{seq}:{block}", self.name)
     }
 
+    /// The list of block keys of dropped generations still to delete: a
+    /// rotation moves them here in its atomic step, and deleting them
+    /// follows, one block per command, so that freeing a big generation
+    /// never holds the server for long.
+    pub fn trash(&self) -> String {
+        format!("{KEY_PREFIX}:{{{}}}:trash", self.name)
+    }
+
+    /// Whether `key` is a block key of this filter (of any instance and
+    /// generation): the only keys the trash may name.
+    pub fn is_block(&self, key: &str) -> bool {
+        key.strip_prefix(KEY_PREFIX)
+            .and_then(|k| k.strip_prefix(":{"))
+            .and_then(|k| k.strip_prefix(self.name.as_str()))
+            .is_some_and(|k| k.starts_with("}:gen:"))
+    }
+
     /// The record of one idempotent batch's answers (`token`: 16 hex
     /// digits), kept for a short while so that a retry after a lost reply
     /// gets the original answers. In the filter's slot, like every key.

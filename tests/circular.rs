@@ -637,3 +637,71 @@ fn bad_input_and_mismatches_are_typed_errors() {
     );
     drop(f);
 }
+
+/// A rotation frees the dropped generation one block per command after its
+/// atomic step; blocks a crashed client left in the trash list are freed
+/// by the next rotation or by drop, and nothing of the filter remains.
+#[test]
+fn dropped_blocks_are_freed_after_the_rotation_and_leftovers_by_the_next() {
+    let server = RedisServer::start();
+    let mut conn = server.connection();
+    let c = CircularFilter::builder("trash")
+        .generations(2)
+        .capacity(200_000)
+        .error_rate(0.01)
+        .max_block_bits(1 << 16)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let blocks = |conn: &mut redis::Connection| -> Vec<String> {
+        suite::keys_of(conn, "trash")
+            .into_iter()
+            .filter(|k| k.contains(":gen:"))
+            .collect()
+    };
+    let listed = |conn: &mut redis::Connection, c: &CircularFilter| -> usize {
+        let info = c.info(conn).unwrap();
+        info.generations.iter().map(|g| g.blocks as usize).sum()
+    };
+    let before = blocks(&mut conn).len();
+    assert!(before > 4, "{before} blocks: the test needs several");
+    c.rotate(&mut conn).unwrap();
+    // Only the listed generations' blocks (and at most one generation
+    // allocated ahead of need) are left; the trash list is gone.
+    let after = blocks(&mut conn);
+    assert!(after.len() <= before, "{after:?}");
+    assert!(after.len() >= listed(&mut conn, &c));
+    let trash = "rotabloom:{trash}:trash";
+    let exists: bool = redis::cmd("EXISTS").arg(trash).query(&mut conn).unwrap();
+    assert!(!exists);
+
+    // A client that died after its rotation left two blocks in the trash.
+    let orphans = [
+        "rotabloom:{trash}:gen:0000000000000000-90:0",
+        "rotabloom:{trash}:gen:0000000000000000-90:1",
+    ];
+    for o in orphans {
+        let _: () = redis::cmd("SET").arg(o).arg("x").query(&mut conn).unwrap();
+        let _: () = redis::cmd("RPUSH")
+            .arg(trash)
+            .arg(o)
+            .query(&mut conn)
+            .unwrap();
+    }
+    c.rotate(&mut conn).unwrap();
+    let left = blocks(&mut conn);
+    assert!(
+        orphans.iter().all(|o| !left.contains(&o.to_string())),
+        "{left:?}"
+    );
+    // And a drop frees what a crashed rotation left too.
+    for o in orphans {
+        let _: () = redis::cmd("SET").arg(o).arg("x").query(&mut conn).unwrap();
+        let _: () = redis::cmd("RPUSH")
+            .arg(trash)
+            .arg(o)
+            .query(&mut conn)
+            .unwrap();
+    }
+    assert!(c.drop(&mut conn).unwrap());
+    assert_eq!(suite::keys_of(&mut conn, "trash"), Vec::<String>::new());
+}

@@ -727,7 +727,7 @@ mod tests {
         );
         let args = roll.args(0);
         assert_eq!(
-            &args[5..11],
+            &args[6..12],
             ["0123456789abcdef", "0", "0", "1", "0,1", "2"]
         );
     }

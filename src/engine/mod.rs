@@ -14,6 +14,7 @@ pub(crate) mod operation;
 pub(crate) mod plan;
 pub(crate) mod probe;
 pub(crate) mod roll;
+pub(crate) mod trash;
 pub(crate) mod whole;
 
 use crate::cache::FrozenCache;

@@ -4,6 +4,7 @@
 //! rotation differ only in their [`Decide`].
 
 use super::alloc::PreallocMachine;
+use super::trash::TrashMachine;
 use super::Core;
 use crate::error::{Error, Result};
 use crate::exec::{Machine, Poll, Replies, Request};
@@ -67,6 +68,8 @@ enum State {
     /// Allocating the new generations (and their bytes) before the roll.
     Alloc(Box<(PreallocMachine, Request, u64)>),
     Sent,
+    /// Deleting the dropped generations' blocks, after the roll.
+    Drain(Box<TrashMachine>),
     Reload(bool),
 }
 
@@ -106,6 +109,24 @@ impl<D: Decide> RollMachine<D> {
     /// The view the machine ended with (its snapshot after the last reload).
     pub fn view(&self) -> Arc<View> {
         Arc::clone(&self.view)
+    }
+
+    /// Steps the deletion of dropped blocks; then reloads.
+    fn drain(
+        &mut self,
+        mut m: Box<TrashMachine>,
+        replies: Option<Replies>,
+    ) -> Result<Poll<D::Output>> {
+        match m.step(replies)? {
+            Poll::Send(req) => {
+                self.state = State::Drain(m);
+                Ok(Poll::Send(req))
+            }
+            Poll::Ready(()) => {
+                self.state = State::Reload(true);
+                Ok(Poll::Send(load::request(&self.core.keys)))
+            }
+        }
     }
 
     fn decide(&mut self) -> Result<Poll<D::Output>> {
@@ -176,9 +197,14 @@ impl<D: Decide> Machine for RollMachine<D> {
             },
             State::Sent => {
                 let rolled = roll::decode(self.core.name(), take_one(replies)?)?;
-                self.state = State::Reload(rolled);
+                if rolled {
+                    // The dropped generations' blocks are in the trash now.
+                    return self.drain(Box::new(TrashMachine::new(self.core.keys.clone())), None);
+                }
+                self.state = State::Reload(false);
                 Ok(Poll::Send(load::request(&self.core.keys)))
             }
+            State::Drain(m) => self.drain(m, replies),
             State::Reload(rolled) => {
                 let view = load::decode(&self.core.keys, self.core.accept, take_one(replies)?)?;
                 self.view = self.core.publish(view)?;

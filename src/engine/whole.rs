@@ -1,6 +1,7 @@
 //! Clear and drop: a step per block, then a script over the filter's
 //! keys, retried on a reloaded view when the filter changed meanwhile.
 
+use super::trash::TrashMachine;
 use super::Core;
 use crate::error::{Error, Result};
 use crate::exec::{Machine, Poll, Replies};
@@ -17,6 +18,8 @@ pub(crate) enum Which {
 
 enum State {
     Start,
+    /// A drop first deletes what rotations left in the trash.
+    Trash(Box<TrashMachine>),
     /// Blocks emptied (clear) or deleted (drop) so far.
     Zero(usize),
     Sent,
@@ -69,6 +72,16 @@ impl WholeMachine {
         }))
     }
 
+    fn trash(&mut self, mut m: Box<TrashMachine>, replies: Option<Replies>) -> Result<Poll<bool>> {
+        match m.step(replies)? {
+            Poll::Send(req) => {
+                self.state = State::Trash(m);
+                Ok(Poll::Send(req))
+            }
+            Poll::Ready(()) => self.send(0),
+        }
+    }
+
     fn stale(&mut self) -> Result<Poll<bool>> {
         self.stalls += 1;
         if self.stalls > self.core.max_retries {
@@ -85,7 +98,11 @@ impl Machine for WholeMachine {
 
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<bool>> {
         match std::mem::replace(&mut self.state, State::Start) {
+            State::Start if self.which == Which::Drop => {
+                self.trash(Box::new(TrashMachine::new(self.core.keys.clone())), None)
+            }
             State::Start => self.send(0),
+            State::Trash(m) => self.trash(m, replies),
             State::Zero(done) if self.which == Which::Drop => {
                 // UNLINK's count: a block already gone is no matter.
                 take_one(replies)??;
@@ -136,6 +153,12 @@ mod tests {
         let mut m = WholeMachine::new(core.clone(), Which::Drop);
         let mut replies = None;
         let mut unlinked = Vec::new();
+        // First the trash: empty here.
+        let Poll::Send(peek) = m.step(None).unwrap() else {
+            panic!("a request first")
+        };
+        assert_eq!(names(&peek), ["LINDEX"]);
+        replies = Some(vec![Ok(Value::Nil)]);
         loop {
             match m.step(replies.take()).unwrap() {
                 Poll::Send(req) => {

@@ -1,6 +1,7 @@
 -- rotabloom drop, protocol 1: removes the filter and all its keys.
 -- KEYS[1]: metadata hash; KEYS[2]: fence; KEYS[3..]: every block key of
--- every generation, and of the next one if it was allocated ahead of need.
+-- every generation, and of the next one if it was allocated ahead of need,
+-- and the trash list (emptied before).
 -- ARGV: uid, epoch, cleared. Returns 'OK', 'GONE' or 'STALE'.
 local meta = KEYS[1]
 if redis.call('EXISTS', meta) == 0 then return 'GONE' end

@@ -3,8 +3,10 @@
 -- the caller's view is current (compare-and-set on uid, epoch and clear
 -- count, and on the expected fields). Expansion is d = 0, a = 1; a rotation
 -- of k is d = a = k, with the schedule's state in the fields set.
--- KEYS[1]: metadata hash; KEYS[2]: fence; KEYS[3..]: every block key of the
--- dropped generations.
+-- KEYS[1]: metadata hash; KEYS[2]: fence; KEYS[3]: trash list; KEYS[4..]:
+-- every block key of the dropped generations, which go to the trash list
+-- (the client deletes them afterwards, one per command: freeing a big
+-- generation here would hold the server for long).
 -- ARGV: uid, epoch, cleared, new epoch, new gens list, new next_seq,
 --   e, then e pairs (field, expected value),
 --   d, then d seqs to drop,
@@ -29,7 +31,7 @@ for _ = 1, tonumber(ARGV[a]) do
 end
 a = a + 1
 if #gone > 0 then redis.call('HDEL', meta, unpack(gone)) end
-for i = 3, #KEYS do redis.call('UNLINK', KEYS[i]) end
+for i = 4, #KEYS do redis.call('RPUSH', KEYS[3], KEYS[i]) end
 local now = string.format('%d', now_ms())
 local set = {}
 for _ = 1, tonumber(ARGV[a]) do

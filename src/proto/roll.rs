@@ -49,7 +49,7 @@ pub(crate) fn request(keys: &Keys, view: &View, roll: &Roll) -> Result<Request> 
     if gens.is_empty() {
         return Err(Error::Internal("a roll would leave no generation".into()));
     }
-    let mut key_list = vec![keys.meta().to_string(), keys.fence()];
+    let mut key_list = vec![keys.meta().to_string(), keys.fence(), keys.trash()];
     for g in dropped {
         key_list.extend((0..g.layout.blocks).map(|b| keys.block(&view.uid, g.seq, b)));
     }
@@ -122,17 +122,19 @@ mod tests {
             allocate: 1,
         };
         let args = request(&keys("t"), &view, &roll).unwrap().args(0);
-        // EVALSHA sha 2 meta fence, then uid epoch cleared new-epoch gens next_seq.
-        assert_eq!(args[2], "2");
+        // EVALSHA sha 3 meta fence trash, then uid epoch cleared new-epoch
+        // gens next_seq.
+        assert_eq!(args[2], "3");
+        assert_eq!(args[5], "rotabloom:{t}:trash");
         assert_eq!(
-            &args[5..11],
+            &args[6..12],
             ["0123456789abcdef", "0", "0", "1", "0,1,2", "3"]
         );
         // No expectations, nothing dropped, one new generation, nothing set.
-        assert_eq!(&args[11..14], ["0", "0", "1"]);
-        assert_eq!(&args[14..20], ["2", "1000", "3", "1", "100", "md5-edh"]);
-        assert_eq!(args[20], "0");
-        assert_eq!(args.len(), 21);
+        assert_eq!(&args[12..15], ["0", "0", "1"]);
+        assert_eq!(&args[15..21], ["2", "1000", "3", "1", "100", "md5-edh"]);
+        assert_eq!(args[21], "0");
+        assert_eq!(args.len(), 22);
     }
 
     #[test]
@@ -146,22 +148,23 @@ mod tests {
             allocate: 1,
         };
         let args = request(&keys("t"), &view, &roll).unwrap().args(0);
-        // Two block keys of the dropped generations follow meta and fence.
-        assert_eq!(args[2], "4");
+        // Two block keys of the dropped generations follow meta, fence and
+        // trash.
+        assert_eq!(args[2], "5");
         assert_eq!(
-            &args[5..7],
+            &args[6..8],
             [
                 "rotabloom:{t}:gen:0123456789abcdef-0:0",
                 "rotabloom:{t}:gen:0123456789abcdef-1:0"
             ]
         );
         assert_eq!(
-            &args[7..13],
+            &args[8..14],
             ["0123456789abcdef", "0", "0", "2", "2,3,4", "5"]
         );
-        assert_eq!(&args[13..16], ["1", "period", "7"]);
-        assert_eq!(&args[16..19], ["2", "0", "1"]);
-        assert_eq!(args[19], "2");
+        assert_eq!(&args[14..17], ["1", "period", "7"]);
+        assert_eq!(&args[17..20], ["2", "0", "1"]);
+        assert_eq!(args[20], "2");
         assert_eq!(
             &args[args.len() - 5..],
             ["2", "period", "9", "due_at", "100"]

@@ -101,6 +101,8 @@ pub(crate) fn unlink_request(block: &str) -> Request {
 pub(crate) fn drop_request(keys: &Keys, view: &View) -> Request {
     let mut key_list = vec![keys.meta().to_string(), keys.fence()];
     key_list.extend(drop_targets(keys, view));
+    // Emptied by the machine before this script; the list itself goes too.
+    key_list.push(keys.trash());
     let mut cmd = scripts::DROP.invoke(&key_list);
     cmd.arg(&view.uid).arg(view.epoch).arg(view.cleared);
     let mut req = Request::new();
