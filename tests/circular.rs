@@ -638,6 +638,14 @@ fn bad_input_and_mismatches_are_typed_errors() {
     drop(f);
 }
 
+/// What a client that died after its roll leaves: blocks named in the trash.
+fn leave_in_trash(conn: &mut redis::Connection, trash: &str, orphans: &[&str]) {
+    for o in orphans {
+        let _: () = redis::cmd("SET").arg(o).arg("x").query(conn).unwrap();
+        let _: () = redis::cmd("RPUSH").arg(trash).arg(o).query(conn).unwrap();
+    }
+}
+
 /// A rotation frees the dropped generation one block per command after its
 /// atomic step; blocks a crashed client left in the trash list are freed
 /// by the next rotation or by drop, and nothing of the filter remains.
@@ -679,14 +687,7 @@ fn dropped_blocks_are_freed_after_the_rotation_and_leftovers_by_the_next() {
         "rotabloom:{trash}:gen:0000000000000000-90:0",
         "rotabloom:{trash}:gen:0000000000000000-90:1",
     ];
-    for o in orphans {
-        let _: () = redis::cmd("SET").arg(o).arg("x").query(&mut conn).unwrap();
-        let _: () = redis::cmd("RPUSH")
-            .arg(trash)
-            .arg(o)
-            .query(&mut conn)
-            .unwrap();
-    }
+    leave_in_trash(&mut conn, trash, &orphans);
     c.rotate(&mut conn).unwrap();
     let left = blocks(&mut conn);
     assert!(
@@ -694,14 +695,7 @@ fn dropped_blocks_are_freed_after_the_rotation_and_leftovers_by_the_next() {
         "{left:?}"
     );
     // And a drop frees what a crashed rotation left too.
-    for o in orphans {
-        let _: () = redis::cmd("SET").arg(o).arg("x").query(&mut conn).unwrap();
-        let _: () = redis::cmd("RPUSH")
-            .arg(trash)
-            .arg(o)
-            .query(&mut conn)
-            .unwrap();
-    }
+    leave_in_trash(&mut conn, trash, &orphans);
     assert!(c.drop(&mut conn).unwrap());
     assert_eq!(suite::keys_of(&mut conn, "trash"), Vec::<String>::new());
 }
