@@ -159,9 +159,12 @@ pub enum Error {
     },
 
     /// Block keys of listed generations are gone (evicted, deleted): the
-    /// filter would answer "absent" for what it holds, so it answers
-    /// nothing. Every block is allocated when its generation is made, so a
-    /// missing one is always lost data.
+    /// filter would answer "absent" for what it holds, so a call that reads
+    /// or writes such a block answers nothing (a batch of 16 items or more
+    /// checks every block of the generations it uses; a smaller call, the
+    /// blocks its items use). Every block is allocated when its generation
+    /// is made, so a missing one is always lost data; `info` reports it as
+    /// a `missing_block` warning.
     #[error("filter {name:?} has lost data: {} of its block keys are missing ({}): evicted or deleted? No answer is given; restore the filter or drop and re-create it", keys.len(), keys.iter().take(3).cloned().collect::<Vec<_>>().join(", "))]
     MissingData {
         /// The filter's name.

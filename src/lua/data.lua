@@ -1,8 +1,8 @@
 -- rotabloom data script, protocol 1: add / has / cai (check-and-insert).
 --
--- KEYS[1] is the metadata hash, KEYS[2] the fence; KEYS[3..] are the block
--- keys of the generations named in ARGV, in order, then, for a call with a
--- record, the record key last. The client computes every
+-- KEYS[1] is the metadata hash, KEYS[2] the fence; KEYS[3..] are, for
+-- each generation named in ARGV in order, the block keys the call's items
+-- touch (ascending), then, for a call with a record, the record key last. The client computes every
 -- bit position and every key name; this script checks that the client's
 -- view of the filter is current and then applies the bits, all in one
 -- atomic step. Structure never changes here: a full generation is reported
@@ -11,10 +11,12 @@
 -- ARGV: op, uid, epoch, cleared, n, due, now, ngroups, first, ttl, then
 -- per group:
 --   role ('q' query only, 'd' decides and is written, 'w' written only;
---   upper case for a RedisBloom generation), seq, k, nblocks, capacity (0:
+--   upper case for a RedisBloom generation), seq, k, nblocks (the block
+--   keys passed for the group), capacity (0:
 --   no limit), must ('1': every block key must exist, '0': an adopted
 --   legacy bitmap, whose never-written blocks may be absent), then
---   n * (block, k positions), or for a RedisBloom generation n * (item).
+--   n * (block, k positions), block being the index of the item's block
+--   among the keys passed, or for a RedisBloom generation n * (item).
 -- A capacity above 0 on the deciding group means writes stop there: the
 -- group never holds more than it was sized for.
 -- due is the view's lazy-rotation deadline in ms, or '' (the fence check

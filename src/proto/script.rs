@@ -69,6 +69,15 @@ pub(crate) struct Record {
     pub ttl_ms: u64,
 }
 
+/// One generation's share of a call: where its items go, and the blocks
+/// they touch (ascending), whose keys the call passes.
+struct Part<'a> {
+    gen: &'a crate::generation::Generation,
+    role: Role,
+    located: Vec<(u32, crate::generation::ItemPositions)>,
+    touched: Vec<u32>,
+}
+
 /// `round` cut into calls: runs of consecutive items (a call names its
 /// items by the first one's index, for the record), each of at most
 /// `per_call` items.
@@ -112,15 +121,6 @@ pub(crate) fn request(
         })
         .sum();
     let per_call = (MAX_ARGS_PER_CALL / per_item.max(1)).clamp(1, MAX_ITEMS_PER_CALL);
-    let mut block_keys = vec![keys.meta().to_string(), keys.fence()];
-    for (g, _) in &groups {
-        if let Some(gen) = view.gens.get(*g) {
-            block_keys.extend((0..gen.layout.blocks).map(|b| keys.block(&view.uid, gen.seq, b)));
-        }
-    }
-    if let Some(r) = record {
-        block_keys.push(r.key.clone());
-    }
     let ttl = record.map(|r| r.ttl_ms.to_string()).unwrap_or_default();
     let due = view
         .policy
@@ -133,7 +133,48 @@ pub(crate) fn request(
     };
     let mut chunks = Vec::new();
     for chunk in calls(round, per_call) {
-        let mut cmd = scripts::DATA.invoke(&block_keys);
+        // Each call names only the blocks its items touch: a single item
+        // of a filter of 22 blocks then costs one EXISTS and one key, not
+        // 22 of each.
+        let parts: Vec<Part> = groups
+            .iter()
+            .filter_map(|&(g, role)| view.gens.get(g).map(|gen| (gen, role)))
+            .map(|(gen, role)| {
+                let located: Vec<_> = match gen.layout.scheme.is_module() {
+                    true => Vec::new(),
+                    false => chunk
+                        .iter()
+                        .filter_map(|&i| {
+                            batch
+                                .hashes
+                                .get(i)
+                                .map(|h| gen.layout.locate(h, batch.item(i)))
+                        })
+                        .collect(),
+                };
+                let mut touched: Vec<u32> = located.iter().map(|(b, _)| *b).collect();
+                touched.sort_unstable();
+                touched.dedup();
+                if gen.layout.scheme.is_module() {
+                    touched.push(0);
+                }
+                Part {
+                    gen,
+                    role,
+                    located,
+                    touched,
+                }
+            })
+            .collect();
+        let mut key_list = vec![keys.meta().to_string(), keys.fence()];
+        for part in &parts {
+            let (uid, seq) = (&view.uid, part.gen.seq);
+            key_list.extend(part.touched.iter().map(|&b| keys.block(uid, seq, b)));
+        }
+        if let Some(r) = record {
+            key_list.push(r.key.clone());
+        }
+        let mut cmd = scripts::DATA.invoke(&key_list);
         cmd.arg(op.code())
             .arg(&view.uid)
             .arg(view.epoch)
@@ -141,20 +182,18 @@ pub(crate) fn request(
             .arg(chunk.len())
             .arg(&due)
             .arg(now)
-            .arg(groups.len())
+            .arg(parts.len())
             .arg(chunk.first().copied().unwrap_or(0))
             .arg(&ttl);
-        for (g, role) in &groups {
-            let Some(gen) = view.gens.get(*g) else {
-                continue;
-            };
-            let cap = match (role, op, view.growth.is_capped()) {
+        for part in parts {
+            let gen = part.gen;
+            let cap = match (part.role, op, view.growth.is_capped()) {
                 (Role::Decide, DataOp::Add | DataOp::CheckAdd, true) => gen.capacity,
                 _ => 0,
             };
             if gen.layout.scheme.is_module() {
                 // A RedisBloom generation takes the items themselves.
-                cmd.arg(role_code(*role).to_uppercase())
+                cmd.arg(role_code(part.role).to_uppercase())
                     .arg(gen.seq)
                     .arg(0)
                     .arg(1)
@@ -165,22 +204,19 @@ pub(crate) fn request(
                 }
                 continue;
             }
-            cmd.arg(role_code(*role))
+            cmd.arg(role_code(part.role))
                 .arg(gen.seq)
                 .arg(gen.layout.hashes)
-                .arg(gen.layout.blocks)
+                .arg(part.touched.len())
                 .arg(cap)
                 .arg(if gen.layout.scheme.always_allocated() {
                     "1"
                 } else {
                     "0"
                 });
-            for &i in &chunk {
-                let Some(h) = batch.hashes.get(i) else {
-                    continue;
-                };
-                let (block, positions) = gen.layout.locate(h, batch.item(i));
-                cmd.arg(block);
+            for (block, positions) in part.located {
+                // The item's block, as its index among the keys passed.
+                cmd.arg(part.touched.binary_search(&block).unwrap_or_default());
                 for p in positions {
                     cmd.arg(p);
                 }
