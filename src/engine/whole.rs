@@ -151,14 +151,13 @@ mod tests {
     fn drop_frees_one_block_per_step_then_runs_its_script() {
         let core = core("circular", 3);
         let mut m = WholeMachine::new(core.clone(), Which::Drop);
-        let mut replies = None;
         let mut unlinked = Vec::new();
         // First the trash: empty here.
         let Poll::Send(peek) = m.step(None).unwrap() else {
             panic!("a request first")
         };
         assert_eq!(names(&peek), ["LINDEX"]);
-        replies = Some(vec![Ok(Value::Nil)]);
+        let mut replies = Some(vec![Ok(Value::Nil)]);
         loop {
             match m.step(replies.take()).unwrap() {
                 Poll::Send(req) => {
