@@ -172,6 +172,7 @@ impl DataMachine {
         }
         let view = Arc::clone(&self.view);
         let mut round = self.pace.round(&self.pending);
+        round.truncate(plan::max_round_items(&view));
         let cache = self.core.cache.as_deref();
         let mirrored = plan::mirrored(&view, cache);
         let now = self.now();
@@ -673,6 +674,21 @@ mod tests {
             }
         }
         assert_eq!(sizes, vec![1_000, 1_000, 500]);
+    }
+
+    #[test]
+    fn a_round_holds_a_bounded_number_of_arguments() {
+        // 40,000 items of a three-generation filter through the script (a
+        // record forces it): about 500,000 arguments uncapped.
+        let c = core(view_of("circular", 3));
+        let record = Record {
+            key: "rotabloom:{t}:done:0123456789abcdef".into(),
+            ttl_ms: 1000,
+        };
+        let mut m = machine(&c, DataOp::CheckAdd, 40_000).with_record(record);
+        let req = send(m.step(None).unwrap());
+        let args: usize = (0..req.len()).map(|i| req.args(i).len()).sum();
+        assert!(args <= 210_000, "{args} arguments in one round trip");
     }
 
     #[test]

@@ -10,6 +10,26 @@ use crate::view::{NewGen, Role, View};
 /// Items per round trip, so a huge input does not build a huge request.
 pub(crate) const MAX_ITEMS_PER_ROUND: usize = 100_000;
 
+/// Arguments (bit positions, mostly) per round trip, so that what the
+/// client holds at once stays small however many generations a filter has:
+/// a query-all circular filter of 64 generations puts 704 arguments per
+/// item, and `rotabloom filter` on it peaked at 50 MB with rounds of 10,000
+/// items; with this bound, 15 MB (a base filter: 8 MB).
+const MAX_ARGS_PER_ROUND: usize = 200_000;
+
+/// The items of one round of `view`: as many as `MAX_ARGS_PER_ROUND` allows.
+pub(crate) fn max_round_items(view: &View) -> usize {
+    let per_item: usize = view
+        .gens
+        .iter()
+        .map(|g| match g.layout.scheme.is_module() {
+            true => 1,
+            false => 1 + g.layout.hashes as usize,
+        })
+        .sum();
+    (MAX_ARGS_PER_ROUND / per_item.max(1)).clamp(1, MAX_ITEMS_PER_ROUND)
+}
+
 /// Items per guarded transaction. A transaction runs whole, and on a
 /// filter far bigger than the CPU caches each item costs about 6.5 us of
 /// server time (its bits are cache misses: 59 to 75 ms for 10,000 items on
