@@ -144,16 +144,24 @@ end
 
 local function apply(grp, items, set)
   if grp.bf then return apply_bf(grp, items, set) end
-  local k = grp.k
+  local k, stride, base = grp.k, grp.stride, grp.base
   local per = math.max(1, math.floor(MAXARGS / (4 * k)))
   local full = {}
-  local byblock, order = {}, {}
-  for _, i in ipairs(items) do
-    local b = tonumber(ARGV[grp.base + i * grp.stride])
-    local l = byblock[b]
-    if not l then l = {}; byblock[b] = l; order[#order + 1] = b end
-    l[#l + 1] = i
+  -- Items by block; a generation of one block (the common case) needs no
+  -- grouping.
+  local byblock, order
+  if grp.nb == 1 then
+    byblock, order = {[0] = items}, {0}
+  else
+    byblock, order = {}, {}
+    for _, i in ipairs(items) do
+      local b = tonumber(ARGV[base + i * stride])
+      local l = byblock[b]
+      if not l then l = {}; byblock[b] = l; order[#order + 1] = b end
+      l[#l + 1] = i
+    end
   end
+  local verb = set and 'SET' or 'GET'
   for _, b in ipairs(order) do
     local list = byblock[b]
     local key = KEYS[grp.key0 + b]
@@ -162,13 +170,10 @@ local function apply(grp, items, set)
       local e = math.min(#list, s + per - 1)
       local cmd, c = {}, 0
       for t = s, e do
-        local p = grp.base + list[t] * grp.stride + 1
-        for q = 0, k - 1 do
-          if set then
-            cmd[c + 1] = 'SET'; cmd[c + 2] = 'u1'; cmd[c + 3] = ARGV[p + q]; cmd[c + 4] = '1'; c = c + 4
-          else
-            cmd[c + 1] = 'GET'; cmd[c + 2] = 'u1'; cmd[c + 3] = ARGV[p + q]; c = c + 3
-          end
+        local p = base + list[t] * stride + 1
+        for q = p, p + k - 1 do
+          cmd[c + 1] = verb; cmd[c + 2] = 'u1'; cmd[c + 3] = ARGV[q]
+          if set then cmd[c + 4] = '1'; c = c + 4 else c = c + 3 end
         end
       end
       local r
@@ -180,8 +185,8 @@ local function apply(grp, items, set)
       local o = 0
       for t = s, e do
         local all = true
-        for q = 1, k do
-          if r[o + q] == 0 then all = false; break end
+        for q = o + 1, o + k do
+          if r[q] == 0 then all = false; break end
         end
         full[list[t]] = all
         o = o + k
@@ -192,6 +197,15 @@ local function apply(grp, items, set)
   return full
 end
 
+-- The items of `items` not marked in `found`.
+local function without(items, found)
+  local out = {}
+  for _, i in ipairs(items) do
+    if not found[i] then out[#out + 1] = i end
+  end
+  return out
+end
+
 local yes = {}
 local processed = n
 local status = 'OK'
@@ -200,13 +214,15 @@ local fill = -1
 local count = -1
 
 if op == 'has' then
+  -- An item found in one generation is not looked up in the others.
   local items = {}
   for i = 0, n - 1 do items[#items + 1] = i end
   for _, grp in ipairs(groups) do
-    if grp.role ~= 'w' then
+    if grp.role ~= 'w' and #items > 0 then
       for i, f in pairs(apply(grp, items, false)) do
         if f then yes[i] = true end
       end
+      items = without(items, yes)
     end
   end
 else
@@ -217,10 +233,11 @@ else
     local items = {}
     for i = 0, n - 1 do items[#items + 1] = i end
     for _, grp in ipairs(groups) do
-      if grp.role == 'q' then
+      if grp.role == 'q' and #items > 0 then
         for i, f in pairs(apply(grp, items, false)) do
           if f then present[i] = true end
         end
+        items = without(items, present)
       end
     end
   end
