@@ -62,6 +62,27 @@ fn a_cached_query_all_check_costs_one_server_operation() {
         rw_before + 1,
         "one BITFIELD on the newest generation"
     );
+    // The script path too (single items, idempotent batches): the frozen
+    // generations are answered here, only the newest is read there.
+    let ro_before = calls(&mut conn, "bitfield_ro");
+    let rw_before = calls(&mut conn, "bitfield");
+    assert!(!cached.check_and_insert(&mut conn, "g5-9").unwrap());
+    assert!(cached.contains(&mut conn, "g9-11").unwrap());
+    assert!(cached.check_and_insert(&mut conn, "newer-1").unwrap());
+    let mut once = cached.idempotent_batch((0..20).map(|i| format!("g{}-{i}", i % 11)));
+    assert!(once
+        .check_and_insert(&mut conn)
+        .unwrap()
+        .iter()
+        .all(|&b| !b));
+    assert_eq!(
+        calls(&mut conn, "bitfield_ro"),
+        ro_before,
+        "the script read no frozen generation"
+    );
+    // The first call found "g5-9" in the mirror: nothing to write. The
+    // second is a query; the third writes; the batch's items are all seen.
+    assert_eq!(calls(&mut conn, "bitfield"), rw_before + 1);
     // Without the mirror the frozen generations are read on the server.
     let plain = CircularFilter::open(&mut conn, "c").unwrap();
     plain

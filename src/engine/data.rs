@@ -184,6 +184,19 @@ impl DataMachine {
         }
         match path {
             Path::Script => {
+                // Mirrored generations are looked up here; the script
+                // confirms the findings with its view check.
+                let mut local = script::Local::default();
+                if !mirrored.is_empty() && self.op != DataOp::Add {
+                    let found = plan::local_present(&view, cache, &mirrored, &round, self.batch());
+                    local.present = round
+                        .iter()
+                        .zip(found)
+                        .filter(|(_, f)| *f)
+                        .map(|(&i, _)| i)
+                        .collect();
+                }
+                local.mirrored = mirrored;
                 let (req, chunks) = script::request(
                     &self.core.keys,
                     &view,
@@ -192,6 +205,7 @@ impl DataMachine {
                     self.batch(),
                     &now,
                     self.record.as_ref(),
+                    &local,
                 );
                 self.state = State::Script(ScriptRound { chunks });
                 Ok(Poll::Send(req))

@@ -11,7 +11,8 @@
 -- ARGV: op, uid, epoch, cleared, n, due, now, ngroups, first, ttl, then
 -- per group:
 --   role ('q' query only, 'd' decides and is written, 'w' written only;
---   upper case for a RedisBloom generation), seq, k, nblocks (the block
+--   upper case for a RedisBloom generation; 'l' the client's findings in
+--   the generations it mirrors: k 0, no keys, one '1'/'0' per item), seq, k, nblocks (the block
 --   keys passed for the group), capacity (0:
 --   no limit), must ('1': every block key must exist, '0': an adopted
 --   legacy bitmap, whose never-written blocks may be absent), then
@@ -109,7 +110,7 @@ end
 -- script is not rolled back when it fails halfway.
 if op ~= 'has' then
   for _, grp in ipairs(groups) do
-    if grp.role ~= 'q' then count_of(meta, 'gen.' .. grp.seq .. '.count') end
+    if grp.role == 'd' or grp.role == 'w' then count_of(meta, 'gen.' .. grp.seq .. '.count') end
   end
 end
 
@@ -144,6 +145,11 @@ end
 
 local function apply(grp, items, set)
   if grp.bf then return apply_bf(grp, items, set) end
+  if grp.role == 'l' then
+    local full = {}
+    for _, i in ipairs(items) do full[i] = ARGV[grp.base + i] == '1' end
+    return full
+  end
   local k, stride, base = grp.k, grp.stride, grp.base
   local per = math.max(1, math.floor(MAXARGS / (4 * k)))
   local full = {}
@@ -233,7 +239,7 @@ else
     local items = {}
     for i = 0, n - 1 do items[#items + 1] = i end
     for _, grp in ipairs(groups) do
-      if grp.role == 'q' and #items > 0 then
+      if (grp.role == 'q' or grp.role == 'l') and #items > 0 then
         for i, f in pairs(apply(grp, items, false)) do
           if f then present[i] = true end
         end

@@ -126,6 +126,7 @@ mod tests {
                     "q",
                     "d",
                     "w",
+                    "l",
                 ];
                 if !is_name || not_a_field.contains(&quoted) {
                     continue;

@@ -61,6 +61,16 @@ fn role_code(role: Role) -> &'static str {
     }
 }
 
+/// Frozen generations the client mirrors (`mirrored`, indexes into the
+/// view's list) and the items found in them (`present`, batch indexes):
+/// the call leaves those generations out and passes the findings instead,
+/// so the script confirms them with its view check.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Local {
+    pub mirrored: Vec<usize>,
+    pub present: std::collections::HashSet<usize>,
+}
+
 /// Where a write keeps its answers so that a retry after a lost reply gets
 /// them back (`lua/data.lua`): the record key, and for how long.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,15 +113,20 @@ pub(crate) fn request(
     batch: Batch<'_>,
     now: &str,
     record: Option<&Record>,
+    local: &Local,
 ) -> (Request, Vec<Vec<usize>>) {
-    // Reads leave write-only generations alone: they answer nothing.
+    // Reads leave write-only generations alone: they answer nothing; and
+    // mirrored generations are answered by the client.
     let groups: Vec<(usize, Role)> = view
         .roles
         .iter()
         .copied()
         .enumerate()
         .filter(|(_, r)| op != DataOp::Has || *r != Role::Write)
+        .filter(|(g, _)| !local.mirrored.contains(g))
         .collect();
+    // Inserts read no query generation, so they need no findings.
+    let findings = !local.mirrored.is_empty() && op != DataOp::Add;
     let per_item: usize = groups
         .iter()
         .filter_map(|(g, _)| view.gens.get(*g))
@@ -119,7 +134,8 @@ pub(crate) fn request(
             true => 1,
             false => 1 + g.layout.hashes as usize,
         })
-        .sum();
+        .sum::<usize>()
+        + usize::from(findings);
     let per_call = (MAX_ARGS_PER_CALL / per_item.max(1)).clamp(1, MAX_ITEMS_PER_CALL);
     let ttl = record.map(|r| r.ttl_ms.to_string()).unwrap_or_default();
     let due = view
@@ -182,9 +198,16 @@ pub(crate) fn request(
             .arg(chunk.len())
             .arg(&due)
             .arg(now)
-            .arg(parts.len())
+            .arg(parts.len() + usize::from(findings))
             .arg(chunk.first().copied().unwrap_or(0))
             .arg(&ttl);
+        if findings {
+            // Role l: the client's findings, one flag per item; no keys.
+            cmd.arg("l").arg(0).arg(0).arg(0).arg(0).arg("0");
+            for i in &chunk {
+                cmd.arg(if local.present.contains(i) { "1" } else { "0" });
+            }
+        }
         for part in parts {
             let gen = part.gen;
             let cap = match (part.role, op, view.growth.is_capped()) {
@@ -329,7 +352,16 @@ mod tests {
             hashes: &hashes,
             items: &[],
         };
-        let (req, chunks) = request(&keys, &view, DataOp::CheckAdd, &[1, 2], batch, "", None);
+        let (req, chunks) = request(
+            &keys,
+            &view,
+            DataOp::CheckAdd,
+            &[1, 2],
+            batch,
+            "",
+            None,
+            &Local::default(),
+        );
         assert_eq!(chunks, vec![vec![1, 2]]);
         assert!(req.writes());
         let args = req.args(0);
@@ -380,6 +412,7 @@ mod tests {
             batch,
             "",
             Some(&record),
+            &Local::default(),
         );
         assert_eq!(chunks, vec![vec![0, 1], vec![3, 4, 5]]);
         for (i, (numkeys, first)) in [("4", "0"), ("4", "3")].into_iter().enumerate() {
@@ -388,7 +421,16 @@ mod tests {
             assert_eq!(args[6], "rotabloom:{t}:done:ab");
             assert_eq!(&args[15..17], [first, "300000"]);
         }
-        let (read, _) = request(&keys, &view, DataOp::Has, &[0], batch, "", None);
+        let (read, _) = request(
+            &keys,
+            &view,
+            DataOp::Has,
+            &[0],
+            batch,
+            "",
+            None,
+            &Local::default(),
+        );
         assert!(!read.writes());
         assert_eq!(
             calls(&[0, 1, 2, 3, 4], 2),
@@ -440,5 +482,55 @@ mod tests {
             decode("t", 3, Err(corrupt)),
             Err(Error::CorruptMetadata { ref field, .. }) if field == "gen.0.count"
         ));
+    }
+
+    #[test]
+    fn mirrored_generations_are_left_out_and_their_findings_passed() {
+        // Query-all over three generations; the client mirrors 0 and 1 and
+        // found item 1 there.
+        let view = view_of("circular", 3);
+        let keys = crate::testkit::keys("t");
+        let hashes: Vec<ItemHash> = ["a", "b", "c"].iter().map(ItemHash::of).collect();
+        let batch = Batch {
+            hashes: &hashes,
+            items: &[],
+        };
+        let local = Local {
+            mirrored: vec![0, 1],
+            present: [1].into_iter().collect(),
+        };
+        let (req, _) = request(
+            &keys,
+            &view,
+            DataOp::CheckAdd,
+            &[0, 1, 2],
+            batch,
+            "",
+            None,
+            &local,
+        );
+        let args = req.args(0);
+        // No block key of generations 0 and 1.
+        assert!(!args.iter().any(|a| a.contains("-0:") || a.contains("-1:")));
+        let g = args
+            .iter()
+            .position(|a| a == "l")
+            .expect("the findings group");
+        assert_eq!(
+            &args[g..g + 9],
+            ["l", "0", "0", "0", "0", "0", "0", "1", "0"]
+        );
+        // Inserts read no query generation: no findings.
+        let (add, _) = request(
+            &keys,
+            &view,
+            DataOp::Add,
+            &[0, 1, 2],
+            batch,
+            "",
+            None,
+            &local,
+        );
+        assert!(!add.args(0).iter().any(|a| a == "l"));
     }
 }
