@@ -197,16 +197,13 @@ impl DataMachine {
                         .collect();
                 }
                 local.mirrored = mirrored;
-                let (req, chunks) = script::request(
-                    &self.core.keys,
-                    &view,
-                    self.op,
-                    &round,
-                    self.batch(),
-                    &now,
-                    self.record.as_ref(),
-                    &local,
-                );
+                let r = RoundOf {
+                    keys: &self.core.keys,
+                    view: &view,
+                    round: &round,
+                    batch: self.batch(),
+                };
+                let (req, chunks) = script::request(r, self.op, &now, self.record.as_ref(), &local);
                 self.state = State::Script(ScriptRound { chunks });
                 Ok(Poll::Send(req))
             }

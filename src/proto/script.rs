@@ -61,6 +61,16 @@ fn role_code(role: Role) -> &'static str {
     }
 }
 
+/// What every request of a round is built from: the filter's keys, the
+/// snapshot, the round (indexes into the batch) and the batch.
+#[derive(Clone, Copy)]
+pub(crate) struct RoundOf<'a> {
+    pub keys: &'a Keys,
+    pub view: &'a View,
+    pub round: &'a [usize],
+    pub batch: Batch<'a>,
+}
+
 /// Frozen generations the client mirrors (`mirrored`, indexes into the
 /// view's list) and the items found in them (`present`, batch indexes):
 /// the call leaves those generations out and passes the findings instead,
@@ -106,15 +116,18 @@ fn calls(round: &[usize], per_call: usize) -> Vec<Vec<usize>> {
 /// request and each chunk's items. With a `record`, each call keeps its
 /// answers there.
 pub(crate) fn request(
-    keys: &Keys,
-    view: &View,
+    r: RoundOf<'_>,
     op: DataOp,
-    round: &[usize],
-    batch: Batch<'_>,
     now: &str,
     record: Option<&Record>,
     local: &Local,
 ) -> (Request, Vec<Vec<usize>>) {
+    let RoundOf {
+        keys,
+        view,
+        round,
+        batch,
+    } = r;
     // Reads leave write-only generations alone: they answer nothing; and
     // mirrored generations are answered by the client.
     let groups: Vec<(usize, Role)> = view
@@ -353,11 +366,13 @@ mod tests {
             items: &[],
         };
         let (req, chunks) = request(
-            &keys,
-            &view,
+            RoundOf {
+                keys: &keys,
+                view: &view,
+                round: &[1, 2],
+                batch,
+            },
             DataOp::CheckAdd,
-            &[1, 2],
-            batch,
             "",
             None,
             &Local::default(),
@@ -405,11 +420,13 @@ mod tests {
             ttl_ms: 300_000,
         };
         let (req, chunks) = request(
-            &keys,
-            &view,
+            RoundOf {
+                keys: &keys,
+                view: &view,
+                round: &[0, 1, 3, 4, 5],
+                batch,
+            },
             DataOp::Add,
-            &[0, 1, 3, 4, 5],
-            batch,
             "",
             Some(&record),
             &Local::default(),
@@ -422,11 +439,13 @@ mod tests {
             assert_eq!(&args[15..17], [first, "300000"]);
         }
         let (read, _) = request(
-            &keys,
-            &view,
+            RoundOf {
+                keys: &keys,
+                view: &view,
+                round: &[0],
+                batch,
+            },
             DataOp::Has,
-            &[0],
-            batch,
             "",
             None,
             &Local::default(),
@@ -500,11 +519,13 @@ mod tests {
             present: [1].into_iter().collect(),
         };
         let (req, _) = request(
-            &keys,
-            &view,
+            RoundOf {
+                keys: &keys,
+                view: &view,
+                round: &[0, 1, 2],
+                batch,
+            },
             DataOp::CheckAdd,
-            &[0, 1, 2],
-            batch,
             "",
             None,
             &local,
@@ -522,11 +543,13 @@ mod tests {
         );
         // Inserts read no query generation: no findings.
         let (add, _) = request(
-            &keys,
-            &view,
+            RoundOf {
+                keys: &keys,
+                view: &view,
+                round: &[0, 1, 2],
+                batch,
+            },
             DataOp::Add,
-            &[0, 1, 2],
-            batch,
             "",
             None,
             &local,

@@ -11,7 +11,7 @@
 //! refused `WATCH` or `MULTI` is the call's error, never a transaction run
 //! unguarded.
 
-use super::script::{Batch, DataOp};
+use super::script::DataOp;
 use crate::error::{Error, Result};
 use crate::exec::{Replies, Request};
 use crate::keys::Keys;
@@ -89,15 +89,7 @@ pub(crate) fn verdict(name: &str, reply: &redis::RedisResult<Value>) -> Result<V
     }
 }
 
-/// What every request of a round is built from: the filter's keys, the
-/// snapshot, the round (indexes into the batch) and the batch.
-#[derive(Clone, Copy)]
-pub(crate) struct RoundOf<'a> {
-    pub keys: &'a Keys,
-    pub view: &'a View,
-    pub round: &'a [usize],
-    pub batch: Batch<'a>,
-}
+pub(crate) use super::script::RoundOf;
 
 /// Appends the commands for generation `gen` over the round positions
 /// `positions`, grouped by block.
@@ -492,6 +484,7 @@ pub(crate) fn decode_commit(added: &[(u64, u64)], reply: Value) -> Result<Vec<(u
 mod tests {
     use super::*;
     use crate::hashing::ItemHash;
+    use crate::proto::script::Batch;
     use crate::testkit::{keys, server_error, view_of};
     use redis::Value;
 
