@@ -78,6 +78,7 @@ impl ExpandingFilter {
             max_bytes: 0,
             max_bits: DEFAULT_MAX_BITS,
             max_block_bits: DEFAULT_MAX_BLOCK_BITS,
+            backend: Backend::Bitmap,
             wait: None,
         }
     }
@@ -122,6 +123,7 @@ pub struct ExpandingBuilder {
     max_bytes: u64,
     max_bits: u64,
     max_block_bits: u64,
+    backend: Backend,
     wait: Option<crate::WaitReplicas>,
 }
 
@@ -177,6 +179,15 @@ impl ExpandingBuilder {
         self.max_block_bits = bits;
         self
     }
+    /// Where the generations are kept (default
+    /// [`Backend::Bitmap`](crate::Backend::Bitmap)); with
+    /// [`Backend::RedisBloom`](crate::Backend::RedisBloom) each generation
+    /// is one non-scaling RedisBloom filter, reserved at its own capacity
+    /// and rate, and the filter grows as with bitmaps.
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
 
     /// Validates the description.
     pub fn spec(&self) -> Result<ExpandingSpec> {
@@ -207,7 +218,7 @@ impl ExpandingBuilder {
             p * (1.0 - self.tightening),
             self.max_bits,
         )?;
-        let layout = Layout::split(first, self.max_block_bits);
+        let layout = self.backend.layout(first, self.max_block_bits);
         if self.max_bytes > 0 && layout.bytes() > self.max_bytes {
             return invalid(
                 "max_bytes",
@@ -228,6 +239,7 @@ impl ExpandingBuilder {
             max_bits: self.max_bits,
             max_block_bits: self.max_block_bits.clamp(8, crate::MAX_BLOCK_BITS),
             legacy_gens: 0,
+            backend: self.backend,
         };
         Ok(ExpandingSpec {
             name,
@@ -443,6 +455,9 @@ pub(crate) struct ExpandingPolicy {
     max_bits: u64,
     max_block_bits: u64,
     legacy_gens: u32,
+    /// Where new generations go. A base filter on RedisBloom converted to
+    /// an expanding one keeps its backend.
+    backend: Backend,
 }
 
 impl ExpandingPolicy {
@@ -476,7 +491,7 @@ impl ExpandingPolicy {
                     self.limit(c)
                 )
             })?;
-        let layout = Layout::split(params, self.max_block_bits);
+        let layout = self.backend.layout(params, self.max_block_bits);
         let used: u64 = c
             .gens
             .iter()
@@ -512,6 +527,9 @@ impl Policy for ExpandingPolicy {
         if self.legacy_gens > 0 {
             p.push((field::LEGACY_GENS, self.legacy_gens.to_string()));
         }
+        // Stored absent (filters made before expanding filters had a
+        // backend) means bitmap; compared on open either way.
+        p.push((field::BACKEND, self.backend.as_str().to_string()));
         p
     }
 
@@ -552,7 +570,10 @@ fn decode(f: &Fields, c: &Common) -> Result<Arc<dyn Policy>> {
             ),
         ));
     }
-    // A converted RedisBloom base filter keeps its module generation 0.
+    // RedisBloom generations only with that backend (an expanding filter
+    // made so, or a converted RedisBloom base filter); bitmap ones always
+    // (a converted one grew on bitmaps before expanding filters had a
+    // backend).
     let module = matches!(f.opt_str(field::BACKEND)?, Some("redisbloom"));
     View::check_schemes(f, c, |i, g| {
         match (i < legacy_gens as usize, g.layout.scheme) {
@@ -562,14 +583,15 @@ fn decode(f: &Fields, c: &Common) -> Result<Arc<dyn Policy>> {
             (false, _) => false,
         }
     })?;
-    if let Some(b) = f.opt_str(field::BACKEND)? {
-        b.parse::<Backend>().map_err(|_| {
+    let backend = match f.opt_str(field::BACKEND)? {
+        None => Backend::Bitmap,
+        Some(b) => b.parse::<Backend>().map_err(|_| {
             f.corrupt(
                 field::BACKEND,
                 format!("{b:.40?} is not bitmap or redisbloom"),
             )
-        })?;
-    }
+        })?,
+    };
     Ok(Arc::new(ExpandingPolicy {
         n0: f.u64_in(field::CAPACITY, 1, u64::MAX)?,
         p: f.rate(field::ERROR_RATE)?,
@@ -580,6 +602,7 @@ fn decode(f: &Fields, c: &Common) -> Result<Arc<dyn Policy>> {
         max_bits: f.u64_in(field::MAX_BITS, crate::MIN_BITS, u64::MAX)?,
         max_block_bits: f.u64_in(field::MAX_BLOCK_BITS, 8, crate::MAX_BLOCK_BITS)?,
         legacy_gens: legacy_gens as u32,
+        backend,
     }))
 }
 

@@ -324,14 +324,19 @@ fn byte_sizes() {
 }
 
 #[test]
-fn backend_is_a_setting_of_bloom_and_circular_filters() {
+fn backend_is_a_setting_of_every_kind() {
     let c = Config::parse(
         "[filter.b]\nkind = \"bloom\"\ncapacity = 1000\nbackend = \"redisbloom\"\n\n\
          [filter.c]\nkind = \"circular\"\ngenerations = 3\ncapacity = 100\nbackend = \"bitmap\"\n\n\
-         [filter.d]\nkind = \"bloom\"\ncapacity = 1000\n",
+         [filter.d]\nkind = \"bloom\"\ncapacity = 1000\n\n\
+         [filter.e]\nkind = \"expanding\"\ncapacity = 1000\nbackend = \"redisbloom\"\n",
         "x",
     )
     .unwrap();
+    assert_eq!(
+        c.filter("e").unwrap().params().backend,
+        Some(Backend::RedisBloom)
+    );
     assert_eq!(
         c.filter("b").unwrap().params().backend,
         Some(Backend::RedisBloom)
@@ -348,8 +353,8 @@ fn backend_is_a_setting_of_bloom_and_circular_filters() {
             "conf/test.toml:4:1: filter.a.backend: \"bloomy\" is not bitmap or redisbloom",
         ),
         (
-            "[filter.a]\nkind = \"expanding\"\ncapacity = 5\nbackend = \"bitmap\"\n",
-            "conf/test.toml:4:1: filter.a.backend: not a setting of an expanding filter (its settings: capacity, error_rate, growth, kind, max_bits, max_block_bits, max_bytes, max_generations, tightening)",
+            "[filter.a]\nkind = \"expanding\"\ncapacity = 5\nschedule = \"daily\"\n",
+            "conf/test.toml:4:1: filter.a.schedule: not a setting of an expanding filter (its settings: backend, capacity, error_rate, growth, kind, max_bits, max_block_bits, max_bytes, max_generations, tightening)",
         ),
         (
             "[filter.a]\nkind = \"bloom\"\ncapacity = 5\nbackend = 1\n",

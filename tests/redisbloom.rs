@@ -10,7 +10,7 @@ mod suite;
 mod venv;
 
 use harness::RedisServer;
-use rotabloom::{Backend, BloomFilter, CircularFilter, Error, Mode};
+use rotabloom::{Backend, BloomFilter, CircularFilter, Error, ExpandingFilter, Mode};
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Barrier};
@@ -309,4 +309,104 @@ fn false_positive_rate_on_redisbloom_at_capacity() {
     let rate = fp as f64 / 1e6;
     eprintln!("redisbloom backend: measured false-positive rate at capacity {rate} (target 0.01)");
     assert!(rate <= 0.011, "{rate}");
+}
+
+/// An expanding filter on RedisBloom: every generation one non-scaling
+/// RedisBloom key, reserved at its own capacity and rate; it grows past
+/// three expansions, answers every inserted item, stays under its bound,
+/// is exactly once under concurrent writers, and its backend is a parameter
+/// compared on open.
+#[test]
+fn expanding_filters_grow_on_redisbloom() {
+    let server = server();
+    let mut conn = server.connection();
+    let f = ExpandingFilter::builder("erb")
+        .capacity(2_000)
+        .error_rate(0.01)
+        .backend(Backend::RedisBloom)
+        .create_or_open(&mut conn)
+        .unwrap();
+    // Eight writers, every item offered by two of them.
+    let distinct = 30_000usize;
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
+    let threads: Vec<_> = (0..8usize)
+        .map(|w| {
+            let client = server.client();
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                let mut c = client.get_connection().unwrap();
+                let f = ExpandingFilter::open(&mut c, "erb").unwrap();
+                let mine: Vec<String> = (0..distinct)
+                    .filter(|i| i % 8 == w || i % 8 == (w + 1) % 8)
+                    .map(|i| format!("e{i}"))
+                    .collect();
+                barrier.wait();
+                let mut new = Vec::new();
+                for chunk in mine.chunks(250) {
+                    let answers = f.check_and_insert_many(&mut c, chunk).unwrap();
+                    new.extend(
+                        chunk
+                            .iter()
+                            .zip(answers)
+                            .filter(|(_, a)| *a)
+                            .map(|(s, _)| s.clone()),
+                    );
+                }
+                new
+            })
+        })
+        .collect();
+    let all: Vec<String> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    let once: std::collections::HashSet<&String> = all.iter().collect();
+    assert_eq!(once.len(), all.len(), "an item was answered new twice");
+    assert!(
+        all.len() >= distinct * 99 / 100,
+        "{} of {distinct} new",
+        all.len()
+    );
+    let info = f.info(&mut conn).unwrap();
+    assert!(
+        info.generations.len() >= 4,
+        "{} generations",
+        info.generations.len()
+    );
+    let uid = info.fields["uid"].clone();
+    for g in &info.generations {
+        let ty: String = redis::cmd("TYPE")
+            .arg(format!("rotabloom:{{erb}}:gen:{uid}-{}:0", g.seq))
+            .query(&mut conn)
+            .unwrap();
+        assert_eq!(ty, "MBbloom--", "generation {}", g.seq);
+    }
+    let items: Vec<String> = (0..distinct).map(|i| format!("e{i}")).collect();
+    assert!(f
+        .contains_many(&mut conn, &items)
+        .unwrap()
+        .iter()
+        .all(|&b| b));
+    let probes: Vec<String> = (0..50_000).map(|i| format!("absent-{i}")).collect();
+    let fp = f
+        .contains_many(&mut conn, &probes)
+        .unwrap()
+        .iter()
+        .filter(|&&b| b)
+        .count();
+    let rate = fp as f64 / probes.len() as f64;
+    assert!(
+        rate < 0.015,
+        "false-positive rate {rate} over the bound 0.01"
+    );
+    eprintln!(
+        "expanding on redisbloom: {} generations, false-positive rate {rate} (bound 0.01)",
+        info.generations.len()
+    );
+    let e = ExpandingFilter::builder("erb")
+        .capacity(2_000)
+        .error_rate(0.01)
+        .create_or_open(&mut conn)
+        .unwrap_err();
+    assert!(matches!(&e, Error::ParameterMismatch { .. }), "{e:?}");
 }

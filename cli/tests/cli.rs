@@ -1004,7 +1004,7 @@ fn create_has_a_flag_for_every_setting() {
     }
     assert!(
         out.stdout
-            .contains("--backend <BACKEND>    Bloom, circular: "),
+            .contains("--backend <BACKEND>    Where generations are kept"),
         "{out:?}"
     );
 }
@@ -1037,23 +1037,21 @@ fn backend_from_flags_and_configuration() {
         rb(&url, &[&["create", "x"], &bloom[..], &["--backend", "disk"]].concat()),
         "rotabloom: invalid value 'disk' for '--backend <BACKEND>': \"disk\" is not bitmap or redisbloom",
     );
+    // Expanding filters have a backend too.
+    let expanding = ["--kind", "expanding", "--capacity", "5"];
+    create(
+        &url,
+        "e",
+        &[&expanding[..], &["--backend", "bitmap"]].concat(),
+    );
     usage_error(
         rb(
             &url,
-            &[
-                "create",
-                "x",
-                "--kind",
-                "expanding",
-                "--capacity",
-                "5",
-                "--backend",
-                "bitmap",
-            ],
+            &[&["create", "x"], &circular[..], &["--growth", "2"]].concat(),
         ),
-        "rotabloom: create x: --backend: not a setting of an expanding filter (its settings: ",
+        "rotabloom: create x: --growth: not a setting of a circular filter (its settings: ",
     );
-    assert_eq!(json(&url, &[])["filters"].as_array().unwrap().len(), 2);
+    assert_eq!(json(&url, &[])["filters"].as_array().unwrap().len(), 3);
 }
 
 #[test]

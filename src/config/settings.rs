@@ -61,7 +61,7 @@ pub struct FilterParams {
     pub schedule: Option<Schedule>,
     /// `lazy` (circular).
     pub lazy: Option<bool>,
-    /// `backend` (bloom, circular): where generations are kept.
+    /// `backend`: where generations are kept.
     pub backend: Option<Backend>,
     /// `max_bits`: the largest generation allowed, in bits.
     pub max_bits: Option<u64>,
@@ -180,7 +180,7 @@ static SETTINGS: &[Setting] = &[
     Setting {
         key: "backend",
         flag: "backend",
-        kinds: &[Kind::Bloom, Kind::Circular],
+        kinds: ALL,
         value_name: "BACKEND",
         help: "Where generations are kept: bitmap (Redis strings, default) or redisbloom (the RedisBloom module)",
         slot: |p| Slot::Word(&mut p.backend),

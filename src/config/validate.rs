@@ -149,6 +149,7 @@ impl FilterParams {
                     max_bytes,
                     max_bits,
                     max_block_bits,
+                    backend,
                 );
                 FilterSpec::Expanding(b.spec().map_err(from_lib)?)
             }
