@@ -7,7 +7,6 @@ mod suite;
 
 use harness::RedisServer;
 use rotabloom::{AnyFilter, BloomFilter, Error, ExpandingFilter, Kind, WhenFull};
-use std::collections::HashSet;
 use std::sync::{Arc, Barrier};
 
 #[test]
@@ -471,43 +470,15 @@ fn when_full_expand_converts_a_full_base_filter_once_under_concurrent_writers() 
         .error_rate(0.001)
         .create_or_open(&mut conn)
         .unwrap();
-    let barrier = Arc::new(Barrier::new(writers));
-    let threads: Vec<_> = (0..writers)
-        .map(|w| {
-            let client = server.client();
-            let barrier = Arc::clone(&barrier);
-            std::thread::spawn(move || {
-                let mut c = client.get_connection().unwrap();
-                let f = AnyFilter::open(&mut c, "wf")
-                    .unwrap()
-                    .with_when_full(WhenFull::Expand);
-                // Every item is offered by two writers.
-                let mine: Vec<String> = (0..distinct)
-                    .filter(|i| i % writers == w || i % writers == (w + 1) % writers)
-                    .map(|i| format!("https://example.com/wf/{i}"))
-                    .collect();
-                barrier.wait();
-                let mut new = Vec::new();
-                for chunk in mine.chunks(100) {
-                    let answers = f.check_and_insert_many(&mut c, chunk).unwrap();
-                    new.extend(
-                        chunk
-                            .iter()
-                            .zip(answers)
-                            .filter(|(_, a)| *a)
-                            .map(|(s, _)| s.clone()),
-                    );
-                }
-                new
-            })
-        })
+    let items: Vec<String> = (0..distinct)
+        .map(|i| format!("https://example.com/wf/{i}"))
         .collect();
-    let all: Vec<String> = threads
-        .into_iter()
-        .flat_map(|t| t.join().unwrap())
-        .collect();
-    let once: HashSet<&String> = all.iter().collect();
-    assert_eq!(once.len(), all.len(), "an item was answered new twice");
+    let all = suite::offered_twice(&server.client(), writers, &items, 100, |c| {
+        let f = AnyFilter::open(c, "wf")
+            .unwrap()
+            .with_when_full(WhenFull::Expand);
+        Box::new(move |c, part| f.check_and_insert_many(c, part).unwrap())
+    });
     // Taken as seen although new: false positives at insertion. The bound
     // is 0.2%; the base filter, overfilled eightfold, would take most.
     let missed = distinct - all.len();

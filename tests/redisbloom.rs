@@ -328,40 +328,11 @@ fn expanding_filters_grow_on_redisbloom() {
         .unwrap();
     // Eight writers, every item offered by two of them.
     let distinct = 30_000usize;
-    let barrier = std::sync::Arc::new(std::sync::Barrier::new(8));
-    let threads: Vec<_> = (0..8usize)
-        .map(|w| {
-            let client = server.client();
-            let barrier = barrier.clone();
-            std::thread::spawn(move || {
-                let mut c = client.get_connection().unwrap();
-                let f = ExpandingFilter::open(&mut c, "erb").unwrap();
-                let mine: Vec<String> = (0..distinct)
-                    .filter(|i| i % 8 == w || i % 8 == (w + 1) % 8)
-                    .map(|i| format!("e{i}"))
-                    .collect();
-                barrier.wait();
-                let mut new = Vec::new();
-                for chunk in mine.chunks(250) {
-                    let answers = f.check_and_insert_many(&mut c, chunk).unwrap();
-                    new.extend(
-                        chunk
-                            .iter()
-                            .zip(answers)
-                            .filter(|(_, a)| *a)
-                            .map(|(s, _)| s.clone()),
-                    );
-                }
-                new
-            })
-        })
-        .collect();
-    let all: Vec<String> = threads
-        .into_iter()
-        .flat_map(|t| t.join().unwrap())
-        .collect();
-    let once: std::collections::HashSet<&String> = all.iter().collect();
-    assert_eq!(once.len(), all.len(), "an item was answered new twice");
+    let items: Vec<String> = (0..distinct).map(|i| format!("e{i}")).collect();
+    let all = suite::offered_twice(&server.client(), 8, &items, 250, |c| {
+        let f = ExpandingFilter::open(c, "erb").unwrap();
+        Box::new(move |c, part| f.check_and_insert_many(c, part).unwrap())
+    });
     assert!(
         all.len() >= distinct * 99 / 100,
         "{} of {distinct} new",
@@ -381,7 +352,6 @@ fn expanding_filters_grow_on_redisbloom() {
             .unwrap();
         assert_eq!(ty, "MBbloom--", "generation {}", g.seq);
     }
-    let items: Vec<String> = (0..distinct).map(|i| format!("e{i}")).collect();
     assert!(f
         .contains_many(&mut conn, &items)
         .unwrap()

@@ -303,3 +303,56 @@ pub async fn circular_suite_async<C: redis::aio::ConnectionLike + Send>(
         assert!(f.drop_async(conn).await.unwrap());
     }
 }
+
+/// A writer's check-and-insert of one chunk: the answers, true for new.
+pub type CheckInsert = Box<dyn FnMut(&mut redis::Connection, &[String]) -> Vec<bool>>;
+
+/// `writers` threads with their own connections, started together; every
+/// item of `items` is offered by two of them (item `i` by writers
+/// `i % writers` and the next), in chunks of `chunk`, through the
+/// check-and-insert `open` gives each. Returns every item some writer was
+/// told is new, after asserting that none was told so twice.
+pub fn offered_twice(
+    client: &redis::Client,
+    writers: usize,
+    items: &[String],
+    chunk: usize,
+    open: impl Fn(&mut redis::Connection) -> CheckInsert + Send + Sync + 'static,
+) -> Vec<String> {
+    let open = std::sync::Arc::new(open);
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(writers));
+    let threads: Vec<_> = (0..writers)
+        .map(|w| {
+            let (client, barrier, open) = (client.clone(), barrier.clone(), open.clone());
+            let mine: Vec<String> = items
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| i % writers == w || i % writers == (w + 1) % writers)
+                .map(|(_, s)| s.clone())
+                .collect();
+            std::thread::spawn(move || {
+                let mut c = client.get_connection().unwrap();
+                let mut check_insert = open(&mut c);
+                barrier.wait();
+                let mut new = Vec::new();
+                for part in mine.chunks(chunk) {
+                    let answers = check_insert(&mut c, part);
+                    new.extend(
+                        part.iter()
+                            .zip(answers)
+                            .filter(|(_, a)| *a)
+                            .map(|(s, _)| s.clone()),
+                    );
+                }
+                new
+            })
+        })
+        .collect();
+    let all: Vec<String> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    let once: std::collections::HashSet<&String> = all.iter().collect();
+    assert_eq!(once.len(), all.len(), "an item was answered new twice");
+    all
+}
