@@ -8,7 +8,7 @@ use std::io;
 
 pub fn run(ctx: &Ctx, name: &str, items: Vec<OsString>, absent: bool) -> anyhow::Result<u8> {
     let mut conn = ctx.connect()?;
-    let f = connect::open(&mut conn, name)?;
+    let f = ctx.reader(connect::open(&mut conn, name)?);
     let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
     let mut printed = 0;
     for_each_batch(&mut Source::new(items), 1000, "items", |batch, _| {

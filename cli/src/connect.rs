@@ -24,6 +24,8 @@ pub struct Ctx {
     pub retries: u32,
     /// What writes do once a generation is full.
     when_full: rotabloom::WhenFull,
+    /// The budget of the mirror of frozen generations (0: none).
+    mirror_bytes: u64,
 }
 
 /// The flags about surviving failures: replicas to wait for, reconnections.
@@ -76,7 +78,22 @@ impl Ctx {
             when_full,
             wait,
             retries: durability.retries,
+            mirror_bytes: 0,
         })
+    }
+
+    /// Mirrors frozen generations up to `mib` MiB in the handles it gives.
+    pub fn with_mirror(mut self, mib: u64) -> Ctx {
+        self.mirror_bytes = mib.saturating_mul(1 << 20);
+        self
+    }
+
+    /// `f`, checking the frozen generations it mirrors here.
+    pub fn reader(&self, f: AnyFilter) -> AnyFilter {
+        match self.mirror_bytes {
+            0 => f,
+            bytes => f.with_frozen_cache(bytes),
+        }
     }
 
     /// The secrets to scrub from every message.
@@ -154,7 +171,8 @@ impl Ctx {
 
     /// `f`, its writes waiting for the replicas asked for.
     pub fn writer(&self, f: AnyFilter) -> AnyFilter {
-        f.with_wait_replicas(self.wait)
+        self.reader(f)
+            .with_wait_replicas(self.wait)
             .with_when_full(self.when_full)
     }
 

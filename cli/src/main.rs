@@ -132,6 +132,20 @@ struct Cli {
     )]
     retries: u32,
 
+    /// filter, check, add, load: copy the frozen generations of expanding
+    /// and query-all circular filters into this process, up to this many
+    /// MiB, and check them here (the server then reads only the newest); 0
+    /// turns it off. The copies are made once per run, 4 MiB per round
+    /// trip.
+    #[arg(
+        long,
+        global = true,
+        value_name = "MIB",
+        default_value_t = 64,
+        env = "ROTABLOOM_MIRROR_MIB"
+    )]
+    mirror_mib: u64,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -399,7 +413,7 @@ fn main() -> ExitCode {
         when_full: cli.when_full,
     };
     let ctx = match Ctx::new(cli.config.as_deref(), url, tls, durability) {
-        Ok(ctx) => ctx,
+        Ok(ctx) => ctx.with_mirror(cli.mirror_mib),
         Err(e) => return errors::exit(&e, &Secrets::default()),
     };
     errors::install_panic_hook(ctx.secrets().clone());
