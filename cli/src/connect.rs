@@ -26,6 +26,8 @@ pub struct Ctx {
     when_full: rotabloom::WhenFull,
     /// The budget of the mirror of frozen generations (0: none).
     mirror_bytes: u64,
+    /// Batches in flight at once (`filter`, `add`, `load`).
+    pub in_flight: usize,
 }
 
 /// The flags about surviving failures: replicas to wait for, reconnections.
@@ -79,7 +81,14 @@ impl Ctx {
             wait,
             retries: durability.retries,
             mirror_bytes: 0,
+            in_flight: 1,
         })
+    }
+
+    /// Keeps `n` batches in flight (at least 1).
+    pub fn with_in_flight(mut self, n: u32) -> Ctx {
+        self.in_flight = (n as usize).max(1);
+        self
     }
 
     /// Mirrors frozen generations up to `mib` MiB in the handles it gives.

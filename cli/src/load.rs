@@ -2,8 +2,8 @@
 
 use crate::connect::Ctx;
 use crate::errors::file_error;
-use crate::lines::{for_each_batch, Batches};
-use crate::resilient::Resilient;
+use crate::lines::Batches;
+use crate::pipeline;
 use crate::Output;
 use indicatif::{HumanCount, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
@@ -19,7 +19,7 @@ pub fn run(
     progress_every: u64,
     output: Output,
 ) -> anyhow::Result<u8> {
-    let reader: Box<dyn Read> = if file.as_os_str() == "-" {
+    let reader: Box<dyn Read + Send> = if file.as_os_str() == "-" {
         Box::new(io::stdin())
     } else {
         let cannot = |why: String| file_error(format!("cannot read {}: {why}", file.display()));
@@ -38,19 +38,22 @@ pub fn run(
         .ok()
         .filter(|m| m.is_file())
         .map(|m| m.len());
-    let mut redis = Resilient::connect(ctx, "lines")?;
-    let f = ctx.open_for_write(redis.conn(), name)?;
     let mut progress = Progress::new(size, progress_every, !output.quiet);
     let mut total = 0u64;
     let what = file.display().to_string();
-    let result = for_each_batch(
-        &mut Batches::new(reader),
+    let result = pipeline::ordered(
+        ctx,
+        Batches::new(reader),
         batch_size,
         &what,
-        |batch, bytes| {
-            let mut once = f.idempotent_batch(batch.iter());
-            redis.run(batch.len(), |c| once.insert(c))?;
-            total += batch.len() as u64;
+        "lines",
+        |conn| ctx.open_for_write(conn, name),
+        |f, redis, job| {
+            let mut once = f.idempotent_batch(job.sent());
+            redis.run(job.first, job.lines.len(), |c| once.insert(c))
+        },
+        |lines, _, bytes| {
+            total += lines.len() as u64;
             progress.update(total, bytes);
             Ok(())
         },

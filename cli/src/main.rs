@@ -19,6 +19,7 @@ mod lines;
 mod list;
 mod load;
 mod metrics;
+mod pipeline;
 mod resilient;
 mod rotate;
 mod show;
@@ -145,6 +146,19 @@ struct Cli {
         env = "ROTABLOOM_MIRROR_MIB"
     )]
     mirror_mib: u64,
+
+    /// filter, add, load: batches in flight at once, each on its own
+    /// connection, so that the server and this process work at the same
+    /// time; output stays in input order.
+    #[arg(
+        long,
+        global = true,
+        value_name = "N",
+        default_value_t = 2,
+        value_parser = clap::value_parser!(u32).range(1..=16),
+        env = "ROTABLOOM_IN_FLIGHT"
+    )]
+    in_flight: u32,
 
     #[command(subcommand)]
     command: Command,
@@ -413,7 +427,9 @@ fn main() -> ExitCode {
         when_full: cli.when_full,
     };
     let ctx = match Ctx::new(cli.config.as_deref(), url, tls, durability) {
-        Ok(ctx) => ctx.with_mirror(cli.mirror_mib),
+        Ok(ctx) => ctx
+            .with_mirror(cli.mirror_mib)
+            .with_in_flight(cli.in_flight),
         Err(e) => return errors::exit(&e, &Secrets::default()),
     };
     errors::install_panic_hook(ctx.secrets().clone());

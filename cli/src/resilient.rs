@@ -14,13 +14,10 @@ use std::time::Duration;
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
-/// A connection that is replaced when it fails, and the count of lines
-/// done through it.
+/// A connection that is replaced when it fails.
 pub struct Resilient<'a> {
     ctx: &'a Ctx,
     conn: Connection,
-    /// Lines whose batch was confirmed.
-    pub done: u64,
     /// What the lines are called in messages ("lines", "items").
     unit: &'static str,
 }
@@ -32,40 +29,63 @@ impl<'a> Resilient<'a> {
         Ok(Resilient {
             ctx,
             conn: ctx.connect()?,
-            done: 0,
             unit,
         })
     }
 
-    pub fn conn(&mut self) -> &mut Connection {
-        &mut self.conn
-    }
-
-    /// Runs one batch of `len` lines until it succeeds: after a retryable
-    /// error it reconnects, with backoff, up to the `--retries` limit, and
-    /// runs it again (the batch must be idempotent: run twice, it answers as
-    /// once).
+    /// Runs one batch of `len` lines, the `first` lines of the input
+    /// before it, until it succeeds: after a retryable error it reconnects,
+    /// with backoff, up to the `--retries` limit, and runs it again (the
+    /// batch must be idempotent: run twice, it answers as once).
     pub fn run<T>(
         &mut self,
+        first: u64,
         len: usize,
         mut batch: impl FnMut(&mut Connection) -> rotabloom::Result<T>,
     ) -> anyhow::Result<T> {
+        let what = format!(
+            "the {len} {} from {} {}",
+            self.unit,
+            self.unit.trim_end_matches('s'),
+            first + 1
+        );
+        let given_up = format!(
+            "{first} {} were done, the next {len} are not confirmed (run again from {} {})",
+            self.unit,
+            self.unit.trim_end_matches('s'),
+            first + 1
+        );
+        self.retrying(&what, &given_up, |c| batch(c).map_err(anyhow::Error::from))
+    }
+
+    /// Opens what the run works on (a filter handle) with the same
+    /// retries: reading a filter's metadata is a request like any other.
+    pub fn open<H>(
+        &mut self,
+        mut open: impl FnMut(&mut Connection) -> anyhow::Result<H>,
+    ) -> anyhow::Result<H> {
+        self.retrying("opening the filter", "nothing was done", |c| open(c))
+    }
+
+    fn retrying<T>(
+        &mut self,
+        what: &str,
+        given_up: &str,
+        mut step: impl FnMut(&mut Connection) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
         let mut wait = FIRST_BACKOFF;
         let mut attempt = 0;
-        let mut last = match batch(&mut self.conn) {
-            Ok(v) => return self.confirmed(len, v),
-            Err(e) if e.is_retryable() => why(&e),
-            Err(e) => return Err(e.into()),
+        let mut last = match step(&mut self.conn) {
+            Ok(v) => return Ok(v),
+            Err(e) => retryable(e)?,
         };
         while attempt < self.ctx.retries {
             attempt += 1;
             eprintln!(
-                "rotabloom: warning: {}: {last}; retrying in {:.1} s ({attempt} of {}), {} {} done so far",
+                "rotabloom: warning: {}: {last}; retrying in {:.1} s ({attempt} of {}) {what}",
                 self.ctx.describe(),
                 wait.as_secs_f64(),
                 self.ctx.retries,
-                self.done,
-                self.unit,
             );
             std::thread::sleep(wait);
             wait = (wait * 2).min(MAX_BACKOFF);
@@ -76,29 +96,27 @@ impl<'a> Resilient<'a> {
                     continue;
                 }
             }
-            match batch(&mut self.conn) {
-                Ok(v) => return self.confirmed(len, v),
-                Err(e) if e.is_retryable() => last = why(&e),
-                Err(e) => return Err(e.into()),
+            match step(&mut self.conn) {
+                Ok(v) => return Ok(v),
+                Err(e) => last = retryable(e)?,
             }
         }
         Err(anyhow::Error::new(Fail {
             code: 3,
             message: format!(
-                "{}: gave up after {} reconnection attempts: {last}; {} {} were done, the next {len} are not confirmed (run again from {} {})",
+                "{}: gave up after {} reconnection attempts: {last}; {given_up}",
                 self.ctx.describe(),
                 self.ctx.retries,
-                self.done,
-                self.unit,
-                self.unit.trim_end_matches('s'),
-                self.done + 1,
             ),
         }))
     }
+}
 
-    fn confirmed<T>(&mut self, len: usize, v: T) -> anyhow::Result<T> {
-        self.done += len as u64;
-        Ok(v)
+/// The warning's reason for a retryable error; any other error as it is.
+fn retryable(e: anyhow::Error) -> anyhow::Result<String> {
+    match e.downcast_ref::<rotabloom::Error>() {
+        Some(r) if r.is_retryable() => Ok(why(r)),
+        _ => Err(e),
     }
 }
 

@@ -1510,3 +1510,55 @@ fn the_mirror_answers_frozen_generations_in_the_process() {
     );
     eprintln!("check of 1,500 lines and of 2 arguments, 4 generations: {plain_reads} BITFIELD_RO on the server without the mirror, {mirrored_reads} with");
 }
+
+#[test]
+fn batches_in_flight_print_first_occurrences_in_input_order() {
+    let server = RedisServer::start();
+    let url = server.url();
+    create(
+        &url,
+        "fl",
+        &[
+            "--kind",
+            "bloom",
+            "--capacity",
+            "1M",
+            "--error-rate",
+            "0.000001",
+        ],
+    );
+    // 20,000 lines over 3,000 distinct values, repeats spread across many
+    // batches of 100, four of them in flight at once.
+    let mut x = 88_172_645_463_325_252u64;
+    let lines: Vec<String> = (0..20_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            format!("https://fl.example/{}", x % 3_000)
+        })
+        .collect();
+    let mut seen = HashSet::new();
+    let expected: Vec<&str> = lines
+        .iter()
+        .filter(|l| seen.insert(l.as_str()))
+        .map(String::as_str)
+        .collect();
+    let out = ok(rb_in(
+        &url,
+        &["--in-flight", "4", "filter", "fl", "--batch", "100"],
+        lines.join("\n").as_bytes(),
+    ));
+    let printed: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(printed.len(), expected.len(), "missing or doubled lines");
+    assert!(
+        printed == expected,
+        "not the first occurrences in input order"
+    );
+    for bad in ["0", "17"] {
+        usage_error(
+            rb(&url, &["--in-flight", bad, "filter", "fl"]),
+            "rotabloom: invalid value",
+        );
+    }
+}

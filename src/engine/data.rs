@@ -503,10 +503,18 @@ impl Machine for DataMachine {
                     if let Some(e) = self.core.refuse_full(seq, cap, count) {
                         return match self.core.outgrow(self.view.kind) {
                             Some(m) => {
-                                log::warn!(
-                                    "filter {:?} reached its capacity ({count} items of {cap}): it becomes an expanding filter (when_full = expand), so its next items go to a new, bigger generation",
-                                    self.core.name()
-                                );
+                                let held = match &e {
+                                    Error::Full { count, .. } => *count,
+                                    _ => count,
+                                };
+                                // Once per handle and its clones, however
+                                // many of their calls meet it full.
+                                if self.core.first_warning(seq) {
+                                    log::warn!(
+                                        "filter {:?} reached its capacity ({held} items of {cap}): it becomes an expanding filter (when_full = expand), so its next items go to a new, bigger generation",
+                                        self.core.name()
+                                    );
+                                }
                                 self.step_outgrow(m, None)
                             }
                             None => Err(e),

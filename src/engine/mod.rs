@@ -186,6 +186,13 @@ impl Core {
             .map(|a| (a.start)(&self.keys))
     }
 
+    /// Whether this handle (and its clones) has not warned about
+    /// generation `seq` being full yet; from now on it has.
+    pub fn first_warning(&self, seq: u64) -> bool {
+        let mark = seq.saturating_add(1);
+        self.warned.swap(mark, Ordering::Relaxed) != mark
+    }
+
     /// Notes that the deciding generation `seq` holds `count` of its
     /// `capacity` after a write; warns once per generation when it is full
     /// and the handle writes on.
@@ -196,9 +203,7 @@ impl Core {
         let mark = seq.saturating_add(1);
         self.full_count.store(count, Ordering::Relaxed);
         self.full.store(mark, Ordering::Relaxed);
-        if self.when_full == crate::full::WhenFull::Warn
-            && self.warned.swap(mark, Ordering::Relaxed) != mark
-        {
+        if self.when_full == crate::full::WhenFull::Warn && self.first_warning(seq) {
             log::warn!(
                 "filter {:?} is over its capacity: its generation holds {count} items of the {capacity} it was made for, so its false-positive rate is above its target (rotate it, convert it to an expanding filter or make a bigger one)",
                 self.name()
