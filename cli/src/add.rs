@@ -10,22 +10,14 @@ use std::ffi::OsString;
 use std::io;
 
 pub fn run(ctx: &Ctx, name: &str, items: Vec<OsString>, output: Output) -> anyhow::Result<u8> {
-    let mut total = 0u64;
-    pipeline::ordered(
+    let total = pipeline::insert_all(
         ctx,
+        name,
         Source::new(items),
         1000,
         "items",
         "items",
-        |conn| ctx.open_for_write(conn, name),
-        |f, redis, job| {
-            let mut once = f.idempotent_batch(job.sent());
-            redis.run(job.first, job.lines.len(), |c| once.insert(c))
-        },
-        |lines, _, _| {
-            total += lines.len() as u64;
-            Ok(())
-        },
+        |_, _| {},
     )?;
     output.print(
         &mut io::stdout(),

@@ -39,27 +39,18 @@ pub fn run(
         .filter(|m| m.is_file())
         .map(|m| m.len());
     let mut progress = Progress::new(size, progress_every, !output.quiet);
-    let mut total = 0u64;
     let what = file.display().to_string();
-    let result = pipeline::ordered(
+    let result = pipeline::insert_all(
         ctx,
+        name,
         Batches::new(reader),
         batch_size,
         &what,
         "lines",
-        |conn| ctx.open_for_write(conn, name),
-        |f, redis, job| {
-            let mut once = f.idempotent_batch(job.sent());
-            redis.run(job.first, job.lines.len(), |c| once.insert(c))
-        },
-        |lines, _, bytes| {
-            total += lines.len() as u64;
-            progress.update(total, bytes);
-            Ok(())
-        },
+        |total, bytes| progress.update(total, bytes),
     );
     progress.finish();
-    result?;
+    let total = result?;
     let secs = progress.start.elapsed().as_secs_f64();
     let rate = progress.rate(total);
     output.print(

@@ -170,6 +170,39 @@ where
 /// How often a waiting worker looks at the stop flag.
 const POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
+/// Inserts every item of `items` into filter `name` (`add`, `load`), in
+/// idempotent batches; `done` gets the count inserted so far and the bytes
+/// read, batch by batch.
+pub fn insert_all(
+    ctx: &crate::connect::Ctx,
+    name: &str,
+    items: impl Items + Send + 'static,
+    batch: usize,
+    what: &str,
+    unit: &'static str,
+    mut done: impl FnMut(u64, u64),
+) -> anyhow::Result<u64> {
+    let mut total = 0u64;
+    ordered(
+        ctx,
+        items,
+        batch,
+        what,
+        unit,
+        |conn| ctx.open_for_write(conn, name),
+        |f, redis, job| {
+            let mut once = f.idempotent_batch(job.sent());
+            redis.run(job.first, job.lines.len(), |c| once.insert(c))
+        },
+        |lines, _, bytes| {
+            total += lines.len() as u64;
+            done(total, bytes);
+            Ok(())
+        },
+    )?;
+    Ok(total)
+}
+
 /// The next batch for a worker; `None` once the input is done or the run
 /// stopped.
 fn next(jobs: &Mutex<Receiver<Job>>, stop: &AtomicBool) -> Option<Job> {
