@@ -113,24 +113,6 @@ impl Items for Source {
     }
 }
 
-/// Calls `each` with every batch of up to `max` items of `items` and the
-/// bytes read so far; `what` names the input in a read error.
-pub fn for_each_batch(
-    items: &mut impl Items,
-    max: usize,
-    what: &str,
-    mut each: impl FnMut(&[Vec<u8>], u64) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    let mut batch = Vec::with_capacity(max.min(1 << 16));
-    while items
-        .next_batch(&mut batch, max)
-        .map_err(|e| crate::errors::file_error(format!("reading {what}: {e}")))?
-    {
-        each(&batch, items.bytes_read())?;
-    }
-    Ok(())
-}
-
 /// Writes the items of `batch` whose `keep` is true, one per line, and
 /// flushes, so that a pipeline sees each batch as soon as it is answered.
 /// Returns how many were written.

@@ -121,7 +121,7 @@ struct Cli {
     )]
     when_full: Option<rotabloom::WhenFull>,
 
-    /// filter, load, add: reconnections to try, with backoff (0.1 s
+    /// filter, check, load, add: reconnections to try, with backoff (0.1 s
     /// doubling to 5 s), after a lost connection or a failover before
     /// giving up (exit 3).
     #[arg(
@@ -147,7 +147,7 @@ struct Cli {
     )]
     mirror_mib: u64,
 
-    /// filter, add, load: batches in flight at once, each on its own
+    /// filter, check, add, load: batches in flight at once, each on its own
     /// connection, so that the server and this process work at the same
     /// time; output stays in input order.
     #[arg(
