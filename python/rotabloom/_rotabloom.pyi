@@ -13,7 +13,15 @@ class ManualClock:
 
 class Filter:
     @classmethod
-    def open(cls: Type[_F], url: str, name: str) -> _F: ...
+    def open(
+        cls: Type[_F],
+        url: str,
+        name: str,
+        *,
+        when_full: Optional[str] = ...,
+        wait_replicas: Optional[int] = ...,
+        wait_timeout_ms: Optional[int] = ...,
+    ) -> _F: ...
     @classmethod
     def create_or_open(cls: Type[_F], *args: Any, **kwargs: Any) -> _F: ...
     @property
@@ -47,6 +55,9 @@ class BloomFilter(Filter):
         max_bits: Optional[int] = ...,
         max_block_bits: Optional[int] = ...,
         backend: Optional[str] = ...,
+        when_full: Optional[str] = ...,
+        wait_replicas: Optional[int] = ...,
+        wait_timeout_ms: Optional[int] = ...,
     ) -> None: ...
 
 class ExpandingFilter(Filter):
@@ -63,6 +74,9 @@ class ExpandingFilter(Filter):
         max_bytes: Optional[int] = ...,
         max_bits: Optional[int] = ...,
         max_block_bits: Optional[int] = ...,
+        when_full: Optional[str] = ...,
+        wait_replicas: Optional[int] = ...,
+        wait_timeout_ms: Optional[int] = ...,
     ) -> None: ...
     @staticmethod
     def adopt_legacy(
@@ -95,6 +109,9 @@ class CircularFilter(Filter):
         max_bits: Optional[int] = ...,
         max_block_bits: Optional[int] = ...,
         backend: Optional[str] = ...,
+        when_full: Optional[str] = ...,
+        wait_replicas: Optional[int] = ...,
+        wait_timeout_ms: Optional[int] = ...,
     ) -> None: ...
     def rotate(self) -> Dict[str, Any]: ...
     def rotate_if_due(self) -> Dict[str, Any]: ...

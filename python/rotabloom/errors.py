@@ -58,15 +58,14 @@ class LimitReachedError(RotabloomError):
 
 class FullError(LimitReachedError):
     """A base or circular filter's generation holds its capacity and the
-    filter refuses further writes (the library's ``when_full = error``, the
-    default): rotate it, convert it to an expanding filter (``rotabloom
-    convert``) or make a bigger one. Nothing of the refused write was
-    applied."""
+    filter refuses further writes (``when_full="error"``, the default):
+    rotate it, convert it to an expanding filter, make a bigger one, or
+    pass ``when_full="warn"``. Nothing of the refused write was applied."""
 
 
 class ReplicasTimeoutError(RotabloomError):
-    """Fewer replicas than asked for (the library's ``wait_replicas``)
-    acknowledged a write in time; the write is on the primary. Retryable."""
+    """Fewer replicas than ``wait_replicas`` acknowledged a write in time;
+    the write is on the primary. Retryable."""
 
     retryable = True
 

@@ -52,6 +52,13 @@ Settings (all optional):
     ``scrapy`` (default: ``crawler.request_fingerprinter``, 20 bytes) or
     ``scrapy-redis`` (the 40-hex-digit fingerprint of scrapy-redis, which
     an adopted bitmap holds).
+``ROTABLOOM_WHEN_FULL``
+    ``error`` (default: a full base or circular filter raises
+    ``FullError``), ``warn`` (write on, warn once) or ``expand`` (an
+    expanding filter grows anyway).
+``ROTABLOOM_WAIT_REPLICAS``, ``ROTABLOOM_WAIT_TIMEOUT_MS``
+    Every write waits until that many replicas have it (``WAIT``), else
+    raises the retryable ``ReplicasTimeoutError``.
 ``DUPEFILTER_DEBUG``
     Log every filtered request, not only the first.
 """
@@ -142,6 +149,12 @@ class FilterSettings:
         self.legacy_bit = settings.getint("BLOOMFILTER_BIT", 30)
         self.legacy_hashes = settings.getint("BLOOMFILTER_HASH_NUMBER", 6)
         self.debug = settings.getbool("DUPEFILTER_DEBUG")
+        # Checked by the filter classes, with the library's own parsers.
+        self.writes = {
+            "when_full": settings.get("ROTABLOOM_WHEN_FULL"),
+            "wait_replicas": _number(settings, "ROTABLOOM_WAIT_REPLICAS", int, None),
+            "wait_timeout_ms": _number(settings, "ROTABLOOM_WAIT_TIMEOUT_MS", int, None),
+        }
 
     def name(self, spider_name):
         try:
@@ -164,9 +177,9 @@ class FilterSettings:
                 **sizing,
             )
         if self.kind == "bloom":
-            return BloomFilter(self.url, name, **sizing)
+            return BloomFilter(self.url, name, **sizing, **self.writes)
         if self.kind == "expanding":
-            return ExpandingFilter(self.url, name, **sizing)
+            return ExpandingFilter(self.url, name, **sizing, **self.writes)
         f = CircularFilter(
             self.url,
             name,
@@ -176,6 +189,7 @@ class FilterSettings:
             lazy=True,
             clock=self.clock,
             **sizing,
+            **self.writes,
         )
         f.rotate_if_due()
         return f

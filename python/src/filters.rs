@@ -21,6 +21,65 @@ pub enum Handle {
     Circular(RCircular),
 }
 
+/// What a handle's writes do beyond writing: past a full generation
+/// (`when_full`), and which replicas they wait for.
+#[derive(Clone, Copy, Default)]
+pub struct Writes {
+    when_full: rotabloom::WhenFull,
+    wait: Option<rotabloom::WaitReplicas>,
+}
+
+impl Writes {
+    /// The keyword arguments, validated by the library's own parsers.
+    fn parse(
+        when_full: Option<&str>,
+        wait_replicas: Option<u32>,
+        wait_timeout_ms: Option<u64>,
+    ) -> PyResult<Writes> {
+        let when_full = when_full
+            .map(str::parse::<rotabloom::WhenFull>)
+            .transpose()
+            .map_err(|e| to_py(e, None))?
+            .unwrap_or_default();
+        let timeout = std::time::Duration::from_millis(
+            wait_timeout_ms.unwrap_or(rotabloom::DEFAULT_WAIT_TIMEOUT.as_millis() as u64),
+        );
+        let wait = match (wait_replicas, wait_timeout_ms) {
+            (Some(n), _) => {
+                Some(rotabloom::WaitReplicas::new(n, timeout).map_err(|e| to_py(e, None))?)
+            }
+            (None, Some(_)) => {
+                return Err(to_py(
+                    rotabloom::Error::InvalidParameter {
+                        name: "wait_timeout_ms",
+                        reason: "goes with wait_replicas".into(),
+                    },
+                    None,
+                ))
+            }
+            (None, None) => None,
+        };
+        Ok(Writes { when_full, wait })
+    }
+}
+
+impl Handle {
+    /// The handle with `w` applied.
+    fn configured(self, w: Writes) -> Handle {
+        match self {
+            Handle::Bloom(f) => {
+                Handle::Bloom(f.with_when_full(w.when_full).with_wait_replicas(w.wait))
+            }
+            Handle::Expanding(f) => {
+                Handle::Expanding(f.with_when_full(w.when_full).with_wait_replicas(w.wait))
+            }
+            Handle::Circular(f) => {
+                Handle::Circular(f.with_when_full(w.when_full).with_wait_replicas(w.wait))
+            }
+        }
+    }
+}
+
 /// Runs `$body` with `$f` bound to the typed handle, whatever its kind.
 macro_rules! each {
     ($handle:expr, $f:ident => $body:expr) => {
@@ -61,12 +120,14 @@ impl Filter {
     fn establish(
         py: Python<'_>,
         url: &str,
+        writes: Writes,
         make: impl FnOnce(&mut Connection) -> rotabloom::Result<Handle> + Send,
     ) -> PyResult<Filter> {
         let link = link(py, url)?;
         let handle = py
             .detach(|| link.run(make))
-            .map_err(|e| to_py(e, Some(&link)))?;
+            .map_err(|e| to_py(e, Some(&link)))?
+            .configured(writes);
         Ok(Filter { link, handle })
     }
 
@@ -111,10 +172,19 @@ impl Filter {
     /// kinds) raise ``KindMismatchError`` for another kind and
     /// ``NotFoundError`` when there is no such filter.
     #[classmethod]
-    fn open<'py>(cls: &Bound<'py, PyType>, url: &str, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (url, name, *, when_full=None, wait_replicas=None, wait_timeout_ms=None))]
+    fn open<'py>(
+        cls: &Bound<'py, PyType>,
+        url: &str,
+        name: &str,
+        when_full: Option<&str>,
+        wait_replicas: Option<u32>,
+        wait_timeout_ms: Option<u64>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let py = cls.py();
         let name = name.to_string();
-        let f = Filter::establish(py, url, move |conn| {
+        let writes = Writes::parse(when_full, wait_replicas, wait_timeout_ms)?;
+        let f = Filter::establish(py, url, writes, move |conn| {
             let any = AnyFilter::open(conn, &name)?;
             any.circular()
                 .map(Handle::Circular)
@@ -305,7 +375,7 @@ pub struct BloomFilter {}
 #[pymethods]
 impl BloomFilter {
     #[new]
-    #[pyo3(signature = (url, name, *, capacity=None, error_rate=None, bits=None, hashes=None, max_bits=None, max_block_bits=None, backend=None))]
+    #[pyo3(signature = (url, name, *, capacity=None, error_rate=None, bits=None, hashes=None, max_bits=None, max_block_bits=None, backend=None, when_full=None, wait_replicas=None, wait_timeout_ms=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -318,7 +388,11 @@ impl BloomFilter {
         max_bits: Option<u64>,
         max_block_bits: Option<u64>,
         backend: Option<&str>,
+        when_full: Option<&str>,
+        wait_replicas: Option<u32>,
+        wait_timeout_ms: Option<u64>,
     ) -> PyResult<PyClassInitializer<Self>> {
+        let writes = Writes::parse(when_full, wait_replicas, wait_timeout_ms)?;
         let mut b = RBloom::builder(name);
         let backend = self::backend(backend)?;
         settings!(b, capacity, error_rate, max_bits, max_block_bits, backend);
@@ -327,7 +401,9 @@ impl BloomFilter {
             (None, None) => {}
             _ => return Err(invalid(py, "bits and hashes go together".into())),
         }
-        let f = Filter::establish(py, url, move |c| b.create_or_open(c).map(Handle::Bloom))?;
+        let f = Filter::establish(py, url, writes, move |c| {
+            b.create_or_open(c).map(Handle::Bloom)
+        })?;
         Ok(PyClassInitializer::from(f).add_subclass(BloomFilter {}))
     }
 }
@@ -347,7 +423,7 @@ pub struct ExpandingFilter {}
 #[pymethods]
 impl ExpandingFilter {
     #[new]
-    #[pyo3(signature = (url, name, *, capacity=None, error_rate=None, growth=None, tightening=None, max_generations=None, max_bytes=None, max_bits=None, max_block_bits=None))]
+    #[pyo3(signature = (url, name, *, capacity=None, error_rate=None, growth=None, tightening=None, max_generations=None, max_bytes=None, max_bits=None, max_block_bits=None, when_full=None, wait_replicas=None, wait_timeout_ms=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -361,7 +437,11 @@ impl ExpandingFilter {
         max_bytes: Option<u64>,
         max_bits: Option<u64>,
         max_block_bits: Option<u64>,
+        when_full: Option<&str>,
+        wait_replicas: Option<u32>,
+        wait_timeout_ms: Option<u64>,
     ) -> PyResult<PyClassInitializer<Self>> {
+        let writes = Writes::parse(when_full, wait_replicas, wait_timeout_ms)?;
         let mut b = RExpanding::builder(name);
         settings!(
             b,
@@ -374,7 +454,9 @@ impl ExpandingFilter {
             max_bits,
             max_block_bits
         );
-        let f = Filter::establish(py, url, move |c| b.create_or_open(c).map(Handle::Expanding))?;
+        let f = Filter::establish(py, url, writes, move |c| {
+            b.create_or_open(c).map(Handle::Expanding)
+        })?;
         Ok(PyClassInitializer::from(f).add_subclass(ExpandingFilter {}))
     }
 
@@ -407,7 +489,7 @@ impl ExpandingFilter {
             bit,
             hashes,
         };
-        let f = Filter::establish(py, url, move |c| {
+        let f = Filter::establish(py, url, Writes::default(), move |c| {
             b.adopt_legacy(c, legacy).map(Handle::Expanding)
         })?;
         f.into_object(py)
@@ -451,7 +533,7 @@ pub struct CircularFilter {}
 #[pymethods]
 impl CircularFilter {
     #[new]
-    #[pyo3(signature = (url, name, *, generations=None, capacity=None, error_rate=None, schedule=None, mode=None, lazy=None, clock=None, max_bits=None, max_block_bits=None, backend=None))]
+    #[pyo3(signature = (url, name, *, generations=None, capacity=None, error_rate=None, schedule=None, mode=None, lazy=None, clock=None, max_bits=None, max_block_bits=None, backend=None, when_full=None, wait_replicas=None, wait_timeout_ms=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -467,7 +549,11 @@ impl CircularFilter {
         max_bits: Option<u64>,
         max_block_bits: Option<u64>,
         backend: Option<&str>,
+        when_full: Option<&str>,
+        wait_replicas: Option<u32>,
+        wait_timeout_ms: Option<u64>,
     ) -> PyResult<PyClassInitializer<Self>> {
+        let writes = Writes::parse(when_full, wait_replicas, wait_timeout_ms)?;
         let mut b = RCircular::builder(name);
         let mode = mode
             .map(|m| m.parse::<Mode>())
@@ -491,7 +577,9 @@ impl CircularFilter {
         if let Some(clock) = clock {
             b = b.clock(clock);
         }
-        let f = Filter::establish(py, url, move |c| b.create_or_open(c).map(Handle::Circular))?;
+        let f = Filter::establish(py, url, writes, move |c| {
+            b.create_or_open(c).map(Handle::Circular)
+        })?;
         Ok(PyClassInitializer::from(f).add_subclass(CircularFilter {}))
     }
 

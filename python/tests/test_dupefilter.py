@@ -58,6 +58,9 @@ def test_bad_settings_are_refused_before_connecting(settings):
         {"ROTABLOOM_RECRAWL_EVERY": "1d", "ROTABLOOM_GENERATIONS": 1},
         {"ROTABLOOM_RECRAWL_EVERY": "1d", "ROTABLOOM_MODE": "sideways"},
         {"ROTABLOOM_URL": "ftp://example.com"},
+        {"ROTABLOOM_WHEN_FULL": "grow"},
+        {"ROTABLOOM_WAIT_REPLICAS": 0},
+        {"ROTABLOOM_WAIT_TIMEOUT_MS": 50},
     ],
 )
 def test_bad_values_raise_invalid_parameter(redis_url, settings):
@@ -78,3 +81,12 @@ def test_default_url_follows_scrapy_redis_settings():
     s = FilterSettings(Settings({"REDIS_HOST": "10.1.2.3", "REDIS_PORT": 7000}))
     assert s.url == "redis://10.1.2.3:7000"
     assert FilterSettings(Settings({"REDIS_URL": "redis://h:1/2"})).url == "redis://h:1/2"
+
+
+def test_writes_wait_for_replicas_when_asked(redis_url):
+    # The private server has no replica: a request that waits for one
+    # raises the retryable ReplicasTimeoutError instead of being counted.
+    df = dupefilter(redis_url, ROTABLOOM_KIND="bloom", ROTABLOOM_WAIT_REPLICAS=1,
+                    ROTABLOOM_WAIT_TIMEOUT_MS=50)
+    with pytest.raises(errors.ReplicasTimeoutError):
+        df.request_seen(Request("http://example.com/w"))

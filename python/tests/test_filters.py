@@ -149,6 +149,32 @@ def test_an_expanding_filter_at_its_limit_raises_limit_reached(redis_url):
             f.add(str(i))
 
 
+def test_when_full_refuses_by_default_and_writes_on_with_warn(redis_url):
+    full = rotabloom.BloomFilter(redis_url, "wf", capacity=100, error_rate=0.001)
+    full.add_many([f"a{i}" for i in range(100)])
+    with pytest.raises(errors.FullError):
+        full.add("one more")
+    assert not full.contains("one more")
+    warn = rotabloom.BloomFilter.open(redis_url, "wf", when_full="warn")
+    assert warn.check_and_insert("one more")
+    with pytest.raises(errors.InvalidParameterError):
+        rotabloom.BloomFilter.open(redis_url, "wf", when_full="grow")
+
+
+def test_writes_that_wait_for_a_missing_replica_raise_replicas_timeout(redis_url):
+    # The private server has no replica: a write that waits for one times
+    # out (retryable), the write itself is on the server; reads never wait.
+    f = rotabloom.BloomFilter(
+        redis_url, "wr", capacity=1000, wait_replicas=1, wait_timeout_ms=50
+    )
+    with pytest.raises(errors.ReplicasTimeoutError) as e:
+        f.add("x")
+    assert e.value.retryable
+    assert f.contains("x")
+    with pytest.raises(errors.InvalidParameterError):
+        rotabloom.BloomFilter(redis_url, "wr", capacity=1000, wait_timeout_ms=50)
+
+
 def test_connection_errors_name_no_password(tmp_path):
     from redis_server import RedisServer
 
