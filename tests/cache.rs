@@ -11,16 +11,6 @@ use rotabloom::{CircularFilter, ExpandingFilter, Mode};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-fn calls(conn: &mut redis::Connection, cmd: &str) -> u64 {
-    let info: String = redis::cmd("INFO").arg("commandstats").query(conn).unwrap();
-    info.lines()
-        .find(|l| l.starts_with(&format!("cmdstat_{cmd}:")))
-        .and_then(|l| l.split("calls=").nth(1))
-        .and_then(|r| r.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
-
 #[test]
 fn a_cached_query_all_check_costs_one_server_operation() {
     let server = RedisServer::start();
@@ -40,8 +30,8 @@ fn a_cached_query_all_check_costs_one_server_operation() {
         .with_frozen_cache(64 << 20);
     // First use copies the 11 frozen generations.
     assert!(!cached.check_and_insert(&mut conn, "g3-7").unwrap());
-    let ro_before = calls(&mut conn, "bitfield_ro");
-    let rw_before = calls(&mut conn, "bitfield");
+    let ro_before = harness::command_calls(&mut conn, "bitfield_ro");
+    let rw_before = harness::command_calls(&mut conn, "bitfield");
     let items: Vec<String> = (0..1_000)
         .map(|i| format!("g{}-{i}", i % 11))
         .chain((0..1_000).map(|i| format!("new-{i}")))
@@ -53,19 +43,19 @@ fn a_cached_query_all_check_costs_one_server_operation() {
     );
     assert!(new[1_000..].iter().filter(|&&b| b).count() >= 990);
     assert_eq!(
-        calls(&mut conn, "bitfield_ro"),
+        harness::command_calls(&mut conn, "bitfield_ro"),
         ro_before,
         "no frozen generation was read on the server"
     );
     assert_eq!(
-        calls(&mut conn, "bitfield"),
+        harness::command_calls(&mut conn, "bitfield"),
         rw_before + 1,
         "one BITFIELD on the newest generation"
     );
     // The script path too (single items, idempotent batches): the frozen
     // generations are answered here, only the newest is read there.
-    let ro_before = calls(&mut conn, "bitfield_ro");
-    let rw_before = calls(&mut conn, "bitfield");
+    let ro_before = harness::command_calls(&mut conn, "bitfield_ro");
+    let rw_before = harness::command_calls(&mut conn, "bitfield");
     assert!(!cached.check_and_insert(&mut conn, "g5-9").unwrap());
     assert!(cached.contains(&mut conn, "g9-11").unwrap());
     assert!(cached.check_and_insert(&mut conn, "newer-1").unwrap());
@@ -76,19 +66,19 @@ fn a_cached_query_all_check_costs_one_server_operation() {
         .iter()
         .all(|&b| !b));
     assert_eq!(
-        calls(&mut conn, "bitfield_ro"),
+        harness::command_calls(&mut conn, "bitfield_ro"),
         ro_before,
         "the script read no frozen generation"
     );
     // The first call found "g5-9" in the mirror: nothing to write. The
     // second is a query; the third writes; the batch's items are all seen.
-    assert_eq!(calls(&mut conn, "bitfield"), rw_before + 1);
+    assert_eq!(harness::command_calls(&mut conn, "bitfield"), rw_before + 1);
     // Without the mirror the frozen generations are read on the server.
     let plain = CircularFilter::open(&mut conn, "c").unwrap();
     plain
         .check_and_insert_many(&mut conn, (0..100).map(|i| format!("more-{i}")))
         .unwrap();
-    assert!(calls(&mut conn, "bitfield_ro") > ro_before);
+    assert!(harness::command_calls(&mut conn, "bitfield_ro") > ro_before);
 }
 
 #[test]

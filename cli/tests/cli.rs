@@ -1438,16 +1438,7 @@ fn names_may_hold_colons_but_not_glob_characters() {
 /// The server's count of calls of `cmd` so far.
 fn calls(url: &str, cmd: &str) -> u64 {
     let mut conn = redis::Client::open(url).unwrap().get_connection().unwrap();
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut conn)
-        .unwrap();
-    info.lines()
-        .find(|l| l.starts_with(&format!("cmdstat_{cmd}:")))
-        .and_then(|l| l.split("calls=").nth(1))
-        .and_then(|r| r.split(',').next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
+    harness::command_calls(&mut conn, cmd)
 }
 
 #[test]

@@ -133,22 +133,6 @@ fn absent(url: &str, name: &str, lines: &[String]) -> usize {
     run.stdout.lines().count()
 }
 
-fn create(url: &str, name: &str) {
-    bin::rb(&[
-        "--redis",
-        url,
-        "create",
-        name,
-        "--kind",
-        "bloom",
-        "--capacity",
-        "1M",
-        "--error-rate",
-        "0.000001",
-    ])
-    .ok();
-}
-
 /// Five chunks printed; the replica frozen; a sixth chunk of `lag` lines
 /// fed (and, when `acknowledged_before_kill`, printed: acknowledged by the
 /// primary only; more than the socket buffers between them hold, so the
@@ -165,7 +149,7 @@ fn unplanned(
 ) -> (Vec<String>, Vec<String>, String, i32, SentinelSet) {
     let mut set = SentinelSet::start_with(tag, 1000, &[]);
     let url = set.url();
-    create(&url, tag);
+    bin::create_roomy(&url, tag);
     let chunks: Vec<Vec<String>> = (0..7)
         .map(|c| urls(&format!("{tag}{c}"), if c == 5 { lag } else { 1000 }))
         .collect();
@@ -261,7 +245,7 @@ fn unplanned_failover_without_waiting_figure() {
 fn planned_failover_goes_on_without_loss_or_readonly() {
     let set = SentinelSet::start_with("foplan", 1000, &[]);
     let url = set.url();
-    create(&url, "foplan");
+    bin::create_roomy(&url, "foplan");
     let chunks: Vec<Vec<String>> = (0..7).map(|c| urls(&format!("foplan{c}"), 1000)).collect();
     let extra = ["--wait-replicas", "1", "--retries", "14"];
     let mut f = Filter::start(&url, &extra, "foplan");

@@ -149,19 +149,7 @@ fn filter_prints_every_new_line_once_across_20_lost_replies() {
     let server = RedisServer::start();
     let proxy = Proxy::start(server.port());
     let url = server.url();
-    bin::rb(&[
-        "--redis",
-        &url,
-        "create",
-        "cut",
-        "--kind",
-        "bloom",
-        "--capacity",
-        "1M",
-        "--error-rate",
-        "0.000001",
-    ])
-    .ok();
+    bin::create_roomy(&url, "cut");
     let (input, expected) = lines_with_repeats("cut", 20_000);
     proxy.cut_every(4, 20);
     let run = bin::rotabloom(

@@ -526,6 +526,21 @@ impl Drop for RedisServer {
     }
 }
 
+/// How many times the server behind `conn` ran `cmd` (lower case, as
+/// `INFO commandstats` names it), scripts' inner calls included.
+pub fn command_calls(conn: &mut redis::Connection, cmd: &str) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(conn)
+        .expect("INFO commandstats");
+    info.lines()
+        .find(|l| l.starts_with(&format!("cmdstat_{cmd}:")))
+        .and_then(|l| l.split("calls=").nth(1))
+        .and_then(|r| r.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
 /// The value of `field` in `INFO` output (`field:value` lines).
 fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
     info.lines().find_map(|line| {

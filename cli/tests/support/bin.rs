@@ -166,3 +166,21 @@ pub fn every_subcommand(base: &[&str], dir: &std::path::Path) {
     let json: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(json["filters"].as_array().map(Vec::len), Some(7), "{json}");
 }
+
+/// Creates base filter `name` for a million items at 1e-6 behind `url`:
+/// room enough that a test's lines are never taken for one another.
+pub fn create_roomy(url: &str, name: &str) {
+    rb(&[
+        "--redis",
+        url,
+        "create",
+        name,
+        "--kind",
+        "bloom",
+        "--capacity",
+        "1M",
+        "--error-rate",
+        "0.000001",
+    ])
+    .ok();
+}
