@@ -11,23 +11,47 @@
 
 use crate::generation::Generation;
 use crate::hashing::ItemHash;
+use crate::rbchain::Chain;
 use crate::view::View;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// One cached generation: its blocks' bytes, as Redis holds them.
+/// The bits of a cached generation, as Redis holds them.
+#[derive(Debug)]
+pub(crate) enum Bits {
+    /// A bitmap generation's blocks.
+    Blocks(Vec<Vec<u8>>),
+    /// A RedisBloom generation, as `BF.SCANDUMP` gave it.
+    Module(Chain),
+}
+
+impl Bits {
+    fn bytes(&self) -> u64 {
+        match self {
+            Bits::Blocks(b) => b.iter().map(|b| b.len() as u64).sum(),
+            Bits::Module(c) => c.bytes(),
+        }
+    }
+}
+
+/// One cached generation.
 #[derive(Debug)]
 pub(crate) struct Frozen {
     gen: Generation,
-    blocks: Vec<Vec<u8>>,
+    bits: Bits,
 }
 
 impl Frozen {
-    /// Whether all of the item's bits are set (Redis bit order: offset `o`
-    /// is bit `7 - o % 8` of byte `o / 8`; bytes past the end read 0).
+    /// Whether the generation holds the item: all of its bits are set
+    /// (bitmaps: Redis bit order, offset `o` is bit `7 - o % 8` of byte
+    /// `o / 8`, bytes past the end read 0; RedisBloom: the module's test).
     pub fn contains(&self, h: &ItemHash, item: Option<&[u8]>) -> bool {
+        let blocks = match &self.bits {
+            Bits::Blocks(b) => b,
+            Bits::Module(chain) => return chain.contains(item.unwrap_or_default()),
+        };
         let (b, positions) = self.gen.layout.locate(h, item);
-        let Some(block) = self.blocks.get(b as usize) else {
+        let Some(block) = blocks.get(b as usize) else {
             return false;
         };
         positions.into_iter().all(|o| {
@@ -78,7 +102,7 @@ impl FrozenCache {
             inner.bytes = inner
                 .gens
                 .values()
-                .map(|(_, f)| f.blocks.iter().map(|b| b.len() as u64).sum::<u64>())
+                .map(|(_, f)| f.bits.bytes())
                 .sum();
         }
     }
@@ -98,8 +122,8 @@ impl FrozenCache {
         self.lock().bytes.saturating_add(bytes) <= self.max_bytes
     }
 
-    pub fn insert(&self, view: &View, gen: Generation, blocks: Vec<Vec<u8>>) {
-        let size: u64 = blocks.iter().map(|b| b.len() as u64).sum();
+    pub fn insert(&self, view: &View, gen: Generation, bits: Bits) {
+        let size = bits.bytes();
         let mut inner = self.lock();
         if inner.bytes.saturating_add(size) > self.max_bytes {
             return;
@@ -108,7 +132,7 @@ impl FrozenCache {
         let seq = gen.seq;
         inner.gens.insert(
             (view.uid.clone(), seq),
-            (view.cleared, Arc::new(Frozen { gen, blocks })),
+            (view.cleared, Arc::new(Frozen { gen, bits })),
         );
     }
 }

@@ -25,6 +25,7 @@ mod metadata;
 mod ops;
 mod params;
 mod proto;
+mod rbchain;
 mod redact;
 mod schedule;
 mod scripts;

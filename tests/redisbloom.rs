@@ -380,3 +380,91 @@ fn expanding_filters_grow_on_redisbloom() {
         .unwrap_err();
     assert!(matches!(&e, Error::ParameterMismatch { .. }), "{e:?}");
 }
+
+/// Frozen RedisBloom generations are copied with `BF.SCANDUMP` and checked
+/// in the client with the module's own hashing: the same answers as the
+/// module (false positives included, bit for bit), and a batch reads only
+/// the newest generation on the server.
+#[test]
+fn frozen_redisbloom_generations_are_mirrored_with_the_modules_answers() {
+    let server = server();
+    let mut conn = server.connection();
+    // A loose rate, so that there are false positives to agree on.
+    let f = CircularFilter::builder("rbm")
+        .generations(12)
+        .capacity(1_000)
+        .error_rate(0.2)
+        .backend(Backend::RedisBloom)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let mut inserted = Vec::new();
+    for g in 0..11 {
+        let batch: Vec<String> = (0..800).map(|i| format!("g{g}-{i}")).collect();
+        f.insert_many(&mut conn, &batch).unwrap();
+        f.rotate(&mut conn).unwrap();
+        inserted.extend(batch);
+    }
+    let cached = CircularFilter::open(&mut conn, "rbm")
+        .unwrap()
+        .with_frozen_cache(64 << 20);
+    let dumps = harness::command_calls(&mut conn, "bf.scandump");
+    assert!(cached.contains(&mut conn, "warm-up").is_ok());
+    let dumped = harness::command_calls(&mut conn, "bf.scandump") - dumps;
+    // 11 frozen generations: a header, a chunk and the end each.
+    assert!(dumped >= 33, "{dumped} BF.SCANDUMP calls");
+
+    let probes: Vec<String> = (0..20_000).map(|i| format!("never-{i}")).collect();
+    let exists = harness::command_calls(&mut conn, "bf.mexists");
+    let mirrored = cached.contains_many(&mut conn, &probes).unwrap();
+    let reads = harness::command_calls(&mut conn, "bf.mexists") - exists;
+    assert!(reads <= 20, "{reads} BF.MEXISTS: only the newest generation");
+    let served = f.contains_many(&mut conn, &probes).unwrap();
+    let fp = served.iter().filter(|&&b| b).count();
+    assert!(fp > 100, "{fp} false positives to compare");
+    assert_eq!(mirrored, served, "the mirror answers as the module does");
+    assert!(cached
+        .contains_many(&mut conn, &inserted)
+        .unwrap()
+        .iter()
+        .all(|&b| b));
+
+    // Check-and-insert: seen items are seen, new ones go to the newest
+    // generation alone.
+    let mixed: Vec<String> = inserted
+        .iter()
+        .step_by(40)
+        .cloned()
+        .chain((0..200).map(|i| format!("fresh-{i}")))
+        .collect();
+    let expect = f.contains_many(&mut conn, &mixed).unwrap();
+    let exists = harness::command_calls(&mut conn, "bf.mexists");
+    let new = cached.check_and_insert_many(&mut conn, &mixed).unwrap();
+    assert_eq!(
+        harness::command_calls(&mut conn, "bf.mexists"),
+        exists,
+        "no frozen generation read on the server"
+    );
+    for (i, (n, e)) in new.iter().zip(&expect).enumerate() {
+        if *e {
+            assert!(!n, "item {i} was present, answered new");
+        }
+    }
+    assert!(new.iter().filter(|&&b| b).count() >= 150);
+
+    // A rotation freezes one more generation: the mirror takes it, and
+    // forgets the one that left the window.
+    f.rotate(&mut conn).unwrap();
+    let after = cached.contains_many(&mut conn, &probes).unwrap();
+    assert_eq!(after, f.contains_many(&mut conn, &probes).unwrap());
+
+    // A cap below one generation mirrors nothing: same answers, served.
+    let tiny = CircularFilter::open(&mut conn, "rbm")
+        .unwrap()
+        .with_frozen_cache(64);
+    let exists = harness::command_calls(&mut conn, "bf.mexists");
+    assert_eq!(
+        tiny.contains_many(&mut conn, &probes).unwrap(),
+        f.contains_many(&mut conn, &probes).unwrap()
+    );
+    assert!(harness::command_calls(&mut conn, "bf.mexists") - exists > 40);
+}

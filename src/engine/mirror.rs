@@ -1,26 +1,49 @@
-//! Filling the mirror of frozen generations: one GETRANGE per round trip.
+//! Filling the mirror of frozen generations: one GETRANGE (bitmaps) or
+//! BF.SCANDUMP (RedisBloom) per round trip.
 
 use super::Core;
+use crate::cache::Bits;
 use crate::error::{Error, Result};
 use crate::exec::{Machine, Poll, Replies, Request};
 use crate::generation::Generation;
 use crate::proto::take_one;
+use crate::rbchain::Chain;
 use crate::view::{Role, View};
+use redis::Value;
 use std::sync::Arc;
 
 /// Bytes per GETRANGE when mirroring a block: copies stay short for the
-/// server even for a legacy 256 MiB block.
+/// server even for a legacy 256 MiB block. (BF.SCANDUMP's chunks are the
+/// module's choice: at most 10 MiB in RedisBloom 2.x.)
 const CHUNK: u64 = 4 << 20;
 
+/// The copy under way.
+enum Copy {
+    /// A bitmap generation: its finished blocks, the current one's bytes.
+    Bitmap {
+        gen: Generation,
+        done: Vec<Vec<u8>>,
+        bytes: Vec<u8>,
+    },
+    /// A RedisBloom generation: the chain once its header came, and the
+    /// iterator BF.SCANDUMP returned last (0 before the header).
+    Module {
+        gen: Generation,
+        chain: Option<Chain>,
+        iter: i64,
+    },
+}
+
 /// Copies the query-only generations that are not mirrored yet and fit the
-/// budget. Sends nothing when the mirror is complete or disabled.
+/// budget. Sends nothing when the mirror is complete or disabled. A
+/// generation whose data is not all there (a block or key gone, as after a
+/// rotation that dropped it under this view) is left unmirrored: the
+/// server then answers for it, and its checks say whether data was lost.
 pub(crate) struct FillMachine {
     core: Core,
     view: Arc<View>,
     todo: Vec<Generation>,
-    /// The generation being copied, its finished blocks, and the current
-    /// block's bytes so far.
-    current: Option<(Generation, Vec<Vec<u8>>, Vec<u8>)>,
+    current: Option<Copy>,
 }
 
 impl FillMachine {
@@ -33,8 +56,9 @@ impl FillMachine {
                 let Some(gen) = view.gens.get(g) else {
                     continue;
                 };
-                // A RedisBloom generation's bits are the module's business.
-                if !gen.layout.scheme.is_module() && cache.get(&view, gen.seq).is_none() {
+                if cache.get(&view, gen.seq).is_none() {
+                    // A RedisBloom key rounds its bits up to 64: the
+                    // header says exactly, and `insert` enforces the cap.
                     budget = budget.saturating_add(gen.layout.bytes());
                     if cache.fits(budget) {
                         todo.push(gen.clone());
@@ -50,33 +74,134 @@ impl FillMachine {
         }
     }
 
-    fn next_request(&mut self) -> Option<Request> {
-        loop {
-            let (gen, done, bytes) = match self.current.take() {
-                Some(c) => c,
-                None => (self.todo.pop()?, Vec::new(), Vec::new()),
-            };
-            let block = done.len() as u32;
-            if block >= gen.layout.blocks {
-                if let Some(cache) = &self.core.cache {
-                    cache.insert(&self.view, gen, done);
-                }
-                continue;
-            }
-            let size = gen.layout.block_bits().div_ceil(8);
-            let start = bytes.len() as u64;
-            let key = self.core.keys.block(&self.view.uid, gen.seq, block);
-            let req = Request::new().read_only().cmd(
-                redis::cmd("GETRANGE")
-                    .arg(key)
-                    .arg(start)
-                    .arg(start.saturating_add(CHUNK).min(size).saturating_sub(1))
-                    .clone(),
-            );
-            self.current = Some((gen, done, bytes));
-            return Some(req);
+    fn finish(&self, gen: Generation, bits: Bits) {
+        if let Some(cache) = &self.core.cache {
+            cache.insert(&self.view, gen, bits);
         }
     }
+
+    fn next_request(&mut self) -> Option<Request> {
+        loop {
+            let copy = match self.current.take() {
+                Some(c) => c,
+                None => {
+                    let gen = self.todo.pop()?;
+                    match gen.layout.scheme.is_module() {
+                        true => Copy::Module {
+                            gen,
+                            chain: None,
+                            iter: 0,
+                        },
+                        false => Copy::Bitmap {
+                            gen,
+                            done: Vec::new(),
+                            bytes: Vec::new(),
+                        },
+                    }
+                }
+            };
+            match copy {
+                Copy::Bitmap { gen, done, bytes } => {
+                    let block = done.len() as u32;
+                    if block >= gen.layout.blocks {
+                        self.finish(gen, Bits::Blocks(done));
+                        continue;
+                    }
+                    let size = gen.layout.block_bits().div_ceil(8);
+                    let start = bytes.len() as u64;
+                    let key = self.core.keys.block(&self.view.uid, gen.seq, block);
+                    let req = Request::new().read_only().cmd(
+                        redis::cmd("GETRANGE")
+                            .arg(key)
+                            .arg(start)
+                            .arg(start.saturating_add(CHUNK).min(size).saturating_sub(1))
+                            .clone(),
+                    );
+                    self.current = Some(Copy::Bitmap { gen, done, bytes });
+                    return Some(req);
+                }
+                Copy::Module {
+                    gen,
+                    chain: Some(c),
+                    iter: 0,
+                } => {
+                    self.finish(gen, Bits::Module(c));
+                    continue;
+                }
+                Copy::Module { gen, chain, iter } => {
+                    let key = self.core.keys.block(&self.view.uid, gen.seq, 0);
+                    let req = Request::new()
+                        .read_only()
+                        .cmd(redis::cmd("BF.SCANDUMP").arg(key).arg(iter).clone());
+                    self.current = Some(Copy::Module { gen, chain, iter });
+                    return Some(req);
+                }
+            }
+        }
+    }
+
+    /// Takes a GETRANGE reply into the block being copied.
+    fn take_range(&mut self, gen: Generation, mut done: Vec<Vec<u8>>, mut bytes: Vec<u8>, chunk: Value) -> Result<()> {
+        let chunk = match chunk {
+            Value::BulkString(b) => b,
+            Value::Nil => Vec::new(),
+            v => return Err(crate::proto::unexpected("GETRANGE", &v)),
+        };
+        let size = gen.layout.block_bits().div_ceil(8);
+        let left = size.saturating_sub(bytes.len() as u64);
+        let short = (chunk.len() as u64) < CHUNK.min(left);
+        bytes.extend_from_slice(&chunk);
+        if short && gen.layout.scheme.always_allocated() {
+            // Every block of such a generation is allocated whole, so a
+            // short read is a block gone: not mirrored.
+            return Ok(());
+        }
+        // A short read of a legacy bitmap is the end of its string: the
+        // rest reads 0, and `Frozen::contains` treats missing bytes as 0.
+        if short || bytes.len() as u64 >= size {
+            done.push(bytes);
+            bytes = Vec::new();
+        }
+        self.current = Some(Copy::Bitmap { gen, done, bytes });
+        Ok(())
+    }
+
+    /// Takes a BF.SCANDUMP reply: `[next iterator, header or chunk]`.
+    fn take_dump(&mut self, gen: Generation, chain: Option<Chain>, reply: Value) -> Result<()> {
+        let bad = |v: &Value| crate::proto::unexpected("BF.SCANDUMP", v);
+        let (next, data) = match &reply {
+            Value::Array(a) if a.len() == 2 => match (&a[0], &a[1]) {
+                (Value::Int(i), Value::BulkString(b)) => (*i, b.as_slice()),
+                (Value::Int(i), Value::Nil) => (*i, &[][..]),
+                _ => return Err(bad(&reply)),
+            },
+            _ => return Err(bad(&reply)),
+        };
+        let chain = match chain {
+            None => Chain::from_header(data)?,
+            Some(mut c) => {
+                c.push_chunk(data)?;
+                c
+            }
+        };
+        if next == 0 && !chain.is_complete() {
+            return Err(Error::UnexpectedReply(format!(
+                "BF.SCANDUMP ended before the filter's {} bytes",
+                chain.bytes()
+            )));
+        }
+        self.current = Some(Copy::Module {
+            gen,
+            chain: Some(chain),
+            iter: next,
+        });
+        Ok(())
+    }
+}
+
+/// Whether BF.SCANDUMP failed because the key is gone.
+fn is_not_found(e: &redis::RedisError) -> bool {
+    e.to_string().to_ascii_lowercase().contains("not found")
 }
 
 impl Machine for FillMachine {
@@ -84,25 +209,20 @@ impl Machine for FillMachine {
 
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<()>> {
         if replies.is_some() {
-            let chunk = match take_one(replies)?? {
-                redis::Value::BulkString(b) => b,
-                redis::Value::Nil => Vec::new(),
-                v => return Err(crate::proto::unexpected("GETRANGE", &v)),
-            };
-            let Some((gen, mut done, mut bytes)) = self.current.take() else {
-                return Err(Error::Internal("a GETRANGE reply without a block".into()));
-            };
-            let size = gen.layout.block_bits().div_ceil(8);
-            let left = size.saturating_sub(bytes.len() as u64);
-            let short = (chunk.len() as u64) < CHUNK.min(left);
-            bytes.extend_from_slice(&chunk);
-            // A short read is the end of the string: the rest reads 0,
-            // and `Frozen::contains` treats missing bytes as 0.
-            if short || bytes.len() as u64 >= size {
-                done.push(bytes);
-                self.current = Some((gen, done, Vec::new()));
-            } else {
-                self.current = Some((gen, done, bytes));
+            let reply = take_one(replies)?;
+            match (self.current.take(), reply) {
+                (Some(Copy::Bitmap { gen, done, bytes }), Ok(v)) => {
+                    self.take_range(gen, done, bytes, v)?
+                }
+                (Some(Copy::Module { gen, chain, .. }), Ok(v)) => {
+                    self.take_dump(gen, chain, v)?
+                }
+                // The key is gone: not mirrored (see the type's docs).
+                (Some(Copy::Module { .. }), Err(e)) if is_not_found(&e) => {}
+                (Some(_), Err(e)) => return Err(e.into()),
+                (None, _) => {
+                    return Err(Error::Internal("a mirror reply without a copy".into()))
+                }
             }
         }
         Ok(match self.next_request() {
@@ -175,7 +295,7 @@ mod tests {
     }
 
     #[test]
-    fn a_short_read_ends_the_block_and_missing_bytes_read_zero() {
+    fn a_short_read_of_an_allocated_block_is_a_block_gone_and_not_mirrored() {
         let mut core = Core::new(
             keys("t"),
             view_of("expanding", 2),
@@ -190,23 +310,115 @@ mod tests {
             m.step(Some(vec![Ok(Value::BulkString(vec![]))])).unwrap(),
             Poll::Ready(())
         ));
-        let frozen = core
-            .cache
-            .as_ref()
-            .unwrap()
-            .get(&view, 0)
-            .expect("mirrored");
-        assert!(!frozen.contains(&crate::ItemHash::of("any"), None));
-        // An unexpected reply is an error, not a panic.
+        let cache = core.cache.as_ref().unwrap();
+        assert!(cache.get(&view, 0).is_none(), "left to the server");
+        // No cache, nothing to fill.
         let mut m = FillMachine::new(Core::new(
             keys("u"),
             view_of("expanding", 2),
             Accept::Any(ALL),
             Vec::new(),
         ));
-        assert!(
-            matches!(m.step(None).unwrap(), Poll::Ready(())),
-            "no cache, nothing to fill"
+        assert!(matches!(m.step(None).unwrap(), Poll::Ready(())));
+    }
+
+    /// A view of an expanding filter of `gens` RedisBloom generations.
+    fn module_view(gens: u64) -> crate::view::View {
+        let mut f = crate::testkit::fields("expanding", gens, 0);
+        f.raw.insert("backend".into(), b"redisbloom".to_vec());
+        for s in 0..gens {
+            f.raw
+                .insert(format!("gen.{s}.scheme"), b"redisbloom".to_vec());
+        }
+        crate::view::View::decode(f, None, "fence", Accept::Any(ALL)).unwrap()
+    }
+
+    /// A dump header of one link of `bytes` bytes, FORCE64, 3 hashes.
+    fn header(bytes: u64) -> Vec<u8> {
+        let mut h = Vec::new();
+        h.extend_from_slice(&0u64.to_le_bytes());
+        h.extend_from_slice(&1u32.to_le_bytes());
+        h.extend_from_slice(&(4u32 | 8).to_le_bytes());
+        h.extend_from_slice(&2u32.to_le_bytes());
+        h.extend_from_slice(&bytes.to_le_bytes());
+        h.extend_from_slice(&(bytes * 8).to_le_bytes());
+        h.extend_from_slice(&[0; 24]);
+        h.extend_from_slice(&3u32.to_le_bytes());
+        h.extend_from_slice(&[0; 9]);
+        h
+    }
+
+    fn dump_reply(iter: i64, data: &[u8]) -> Replies {
+        vec![Ok(Value::Array(vec![
+            Value::Int(iter),
+            Value::BulkString(data.to_vec()),
+        ]))]
+    }
+
+    #[test]
+    fn a_redisbloom_generation_is_copied_with_scandump() {
+        let mut core = Core::new(keys("t"), module_view(2), Accept::Any(ALL), Vec::new());
+        core.cache = Some(Arc::new(FrozenCache::new(1 << 20)));
+        let view = core.view();
+        let mut m = FillMachine::new(core.clone());
+        let mut sent = Vec::new();
+        let mut replies = None;
+        let mut script = vec![
+            dump_reply(1, &header(16)),
+            dump_reply(9, &[0xff; 8]),
+            dump_reply(17, &[0xff; 8]),
+            dump_reply(0, &[]),
+        ]
+        .into_iter();
+        loop {
+            match m.step(replies.take()).unwrap() {
+                Poll::Ready(()) => break,
+                Poll::Send(req) => {
+                    sent.push(req.args(0).join(" "));
+                    replies = script.next();
+                }
+            }
+        }
+        assert_eq!(
+            sent,
+            [
+                "BF.SCANDUMP rotabloom:{t}:gen:0123456789abcdef-0:0 0",
+                "BF.SCANDUMP rotabloom:{t}:gen:0123456789abcdef-0:0 1",
+                "BF.SCANDUMP rotabloom:{t}:gen:0123456789abcdef-0:0 9",
+                "BF.SCANDUMP rotabloom:{t}:gen:0123456789abcdef-0:0 17",
+            ]
         );
+        let frozen = core.cache.as_ref().unwrap().get(&view, 0).expect("mirrored");
+        let h = crate::ItemHash::of("x");
+        assert!(frozen.contains(&h, Some(b"x")), "all bits set");
+    }
+
+    #[test]
+    fn a_redisbloom_key_gone_is_not_mirrored_and_a_short_dump_is_an_error() {
+        let mut core = Core::new(keys("t"), module_view(2), Accept::Any(ALL), Vec::new());
+        core.cache = Some(Arc::new(FrozenCache::new(1 << 20)));
+        let view = core.view();
+        let mut m = FillMachine::new(core.clone());
+        assert!(matches!(m.step(None).unwrap(), Poll::Send(_)));
+        let gone = vec![Err(crate::testkit::server_error("ERR not found"))];
+        assert!(matches!(m.step(Some(gone)).unwrap(), Poll::Ready(())));
+        assert!(core.cache.as_ref().unwrap().get(&view, 0).is_none());
+
+        let mut m = FillMachine::new(core.clone());
+        assert!(matches!(m.step(None).unwrap(), Poll::Send(_)));
+        assert!(matches!(
+            m.step(Some(dump_reply(1, &header(16)))).unwrap(),
+            Poll::Send(_)
+        ));
+        assert!(matches!(
+            m.step(Some(dump_reply(0, &[0; 8]))),
+            Err(Error::UnexpectedReply(_))
+        ));
+        let mut m = FillMachine::new(core);
+        assert!(matches!(m.step(None).unwrap(), Poll::Send(_)));
+        assert!(matches!(
+            m.step(Some(vec![Ok(Value::Int(3))])),
+            Err(Error::UnexpectedReply(_))
+        ));
     }
 }
