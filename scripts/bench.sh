@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The comparison benchmark of issue 6 (benches/compare.rs), in one command:
+# The comparison benchmark (benches/compare/), in one command:
 #
 #     scripts/bench.sh [--quick] [--out PATH] [other options of the bench]
 #
@@ -97,7 +97,7 @@ locked=()
 if [ -f Cargo.lock ]; then
     locked=(--locked)
 fi
-echo "bench: building benches/compare.rs (bench profile = release)" >&2
+echo "bench: building benches/compare/ (bench profile = release)" >&2
 exe="$(cargo bench ${locked[@]+"${locked[@]}"} --bench compare --no-run \
     --message-format=json-render-diagnostics |
     grep '"kind":\["bench"\]' | grep '"name":"compare"' |

@@ -99,11 +99,7 @@ impl FrozenCache {
             *uid == view.uid && *at == c && view.gens.iter().any(|g| g.seq == *seq)
         });
         if inner.gens.len() != before {
-            inner.bytes = inner
-                .gens
-                .values()
-                .map(|(_, f)| f.bits.bytes())
-                .sum();
+            inner.bytes = inner.gens.values().map(|(_, f)| f.bits.bytes()).sum();
         }
     }
 

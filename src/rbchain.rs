@@ -21,7 +21,7 @@
 //! `a`) otherwise; `m` is `2^n2`, or `bits` when `n2` is 0; bit `x` is bit
 //! `x % 8` (least significant first) of byte `x / 8`. This is written here,
 //! not taken from a crate, because no crate reads RedisBloom's dumps; the
-//! tests check it against the module itself (`tests/mirror.rs`).
+//! tests check it against the module itself (`tests/redisbloom.rs`).
 
 use crate::error::{Error, Result};
 

@@ -417,7 +417,10 @@ fn frozen_redisbloom_generations_are_mirrored_with_the_modules_answers() {
     let exists = harness::command_calls(&mut conn, "bf.mexists");
     let mirrored = cached.contains_many(&mut conn, &probes).unwrap();
     let reads = harness::command_calls(&mut conn, "bf.mexists") - exists;
-    assert!(reads <= 20, "{reads} BF.MEXISTS: only the newest generation");
+    assert!(
+        reads <= 20,
+        "{reads} BF.MEXISTS: only the newest generation"
+    );
     let served = f.contains_many(&mut conn, &probes).unwrap();
     let fp = served.iter().filter(|&&b| b).count();
     assert!(fp > 100, "{fp} false positives to compare");

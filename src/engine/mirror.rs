@@ -141,7 +141,13 @@ impl FillMachine {
     }
 
     /// Takes a GETRANGE reply into the block being copied.
-    fn take_range(&mut self, gen: Generation, mut done: Vec<Vec<u8>>, mut bytes: Vec<u8>, chunk: Value) -> Result<()> {
+    fn take_range(
+        &mut self,
+        gen: Generation,
+        mut done: Vec<Vec<u8>>,
+        mut bytes: Vec<u8>,
+        chunk: Value,
+    ) -> Result<()> {
         let chunk = match chunk {
             Value::BulkString(b) => b,
             Value::Nil => Vec::new(),
@@ -214,15 +220,11 @@ impl Machine for FillMachine {
                 (Some(Copy::Bitmap { gen, done, bytes }), Ok(v)) => {
                     self.take_range(gen, done, bytes, v)?
                 }
-                (Some(Copy::Module { gen, chain, .. }), Ok(v)) => {
-                    self.take_dump(gen, chain, v)?
-                }
+                (Some(Copy::Module { gen, chain, .. }), Ok(v)) => self.take_dump(gen, chain, v)?,
                 // The key is gone: not mirrored (see the type's docs).
                 (Some(Copy::Module { .. }), Err(e)) if is_not_found(&e) => {}
                 (Some(_), Err(e)) => return Err(e.into()),
-                (None, _) => {
-                    return Err(Error::Internal("a mirror reply without a copy".into()))
-                }
+                (None, _) => return Err(Error::Internal("a mirror reply without a copy".into())),
             }
         }
         Ok(match self.next_request() {
@@ -388,7 +390,12 @@ mod tests {
                 "BF.SCANDUMP rotabloom:{t}:gen:0123456789abcdef-0:0 17",
             ]
         );
-        let frozen = core.cache.as_ref().unwrap().get(&view, 0).expect("mirrored");
+        let frozen = core
+            .cache
+            .as_ref()
+            .unwrap()
+            .get(&view, 0)
+            .expect("mirrored");
         let h = crate::ItemHash::of("x");
         assert!(frozen.contains(&h, Some(b"x")), "all bits set");
     }

@@ -1,4 +1,4 @@
-//! Medians, spreads, percentiles and number formatting for benches/compare.rs.
+//! Medians, spreads, percentiles and number formatting for benches/compare/.
 #![allow(dead_code)]
 
 /// Median of `runs` values and their spread.

@@ -1,4 +1,4 @@
-//! What benches/compare.rs measures: rotabloom's three filter kinds and the
+//! What benches/compare/ measures: rotabloom's three filter kinds and the
 //! baselines (raw pipelined BITFIELD without the library, RedisBloom, and a
 //! window of RedisBloom keys built by hand), behind one interface: run one
 //! batch of one operation, sync or async, and count the positive answers.
