@@ -87,8 +87,8 @@ pub fn bits_per_item(ctx: &mut Ctx, targets: &[Target]) -> Vec<Value> {
                         "the base filter's layout".into(),
                     );
                 }
-                // Same module keys as the "redisbloom" row.
-                Spec::BloomOnRb => {}
+                // Module keys, as the "redisbloom" rows.
+                Spec::BloomOnRb | Spec::ExpandingOnRb | Spec::CircularOnRb { .. } => {}
                 Spec::RedisBloom | Spec::RbWindow { .. } => {
                     ctx.flush1()?;
                     ctx.prepare(t)?;

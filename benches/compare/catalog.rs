@@ -3,15 +3,21 @@
 use crate::cfg::Cfg;
 use rotabloom::Mode;
 
-// Targets
-
 #[derive(Clone, Debug)]
 pub enum Spec {
     Bloom,
     /// The base filter on the RedisBloom backend (one BF key).
     BloomOnRb,
     Expanding,
+    /// The expanding filter on the RedisBloom backend, after 3 expansions.
+    ExpandingOnRb,
     Circular {
+        n: u32,
+        mode: Mode,
+    },
+    /// A circular filter on the RedisBloom backend, frozen generations
+    /// mirrored with BF.SCANDUMP.
+    CircularOnRb {
         n: u32,
         mode: Mode,
     },
@@ -92,6 +98,19 @@ pub fn all_targets(with_rb: bool) -> Vec<Target> {
             raw.clone(),
             rb("redisbloom"),
         ));
+        t.push(mk(
+            "expanding-on-redisbloom".into(),
+            Spec::ExpandingOnRb,
+            raw.clone(),
+            rb("redisbloom"),
+        ));
+        let mode = Mode::InsertNewestQueryAll;
+        t.push(mk(
+            "circular-12-query-all-on-redisbloom".into(),
+            Spec::CircularOnRb { n: 12, mode },
+            raw.clone(),
+            rb("redisbloom-window-12-query-all"),
+        ));
         t.push(mk("redisbloom".into(), Spec::RedisBloom, raw.clone(), None));
         for n in [4u32, 12] {
             for mode in [Mode::InsertNewestQueryAll, Mode::InsertAllQueryOldest] {
@@ -107,9 +126,26 @@ pub fn all_targets(with_rb: bool) -> Vec<Target> {
     t
 }
 
+/// The targets of quick mode: those the targets of issue 13 compare.
+pub const QUICK: &[&str] = &[
+    "bloom",
+    "raw-bitfield",
+    "circular-12-query-all",
+    "bloom-on-redisbloom",
+    "redisbloom",
+    "expanding-on-redisbloom",
+    "circular-12-query-all-on-redisbloom",
+    "redisbloom-window-12-query-all",
+];
+
 pub fn is_library(spec: &Spec) -> bool {
     matches!(
         spec,
-        Spec::Bloom | Spec::BloomOnRb | Spec::Expanding | Spec::Circular { .. }
+        Spec::Bloom
+            | Spec::BloomOnRb
+            | Spec::Expanding
+            | Spec::ExpandingOnRb
+            | Spec::Circular { .. }
+            | Spec::CircularOnRb { .. }
     )
 }

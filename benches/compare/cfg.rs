@@ -1,5 +1,6 @@
 //! The bench's options: raw arguments to a validated configuration.
 
+use crate::catalog::QUICK;
 use std::path::PathBuf;
 
 pub const USAGE: &str = "\
@@ -11,7 +12,8 @@ Without --bench (as `cargo test --all-targets` runs it) this is a smoke test:
 a few thousand items, one run, correctness checks only, no JSON written;
 other arguments are ignored then. `cargo bench` passes --bench itself.
 
-  --quick                 fewer items (about 2 minutes in all)
+  --quick                 only the rows issue 13's targets compare, batches
+                          of 1000, 0.5 s per operation (about 6 minutes)
   --out PATH              JSON results (default target/bench/results.json)
   --redisbloom PATH       redisbloom.so to --loadmodule (env BENCH_REDISBLOOM)
   --python PATH           python with scrapy-redis-bloomfilter (env BENCH_PYTHON)
@@ -23,9 +25,12 @@ other arguments are ignored then. `cargo bench` passes --bench itself.
   --seed-items N          items per run of the seeds' package
   --op-seconds S          time cap of one timed operation: a run stops taking
                           new batches after S seconds and counts what it did
-                          (default 10; 0.06 with --quick)
+                          (default 1; 0.5 with --quick)
   --only a,b,...          only these targets (names as in the table)
   --no-x2                 skip the two-batches-in-flight rows
+  --cli PATH              the rotabloom binary, for the command-line rows
+                          (env BENCH_CLI; skipped without it)
+  --cli-lines N           lines per run of the command-line rows (1000000)
 
 The redis-server binary is $REDIS_SERVER or redis-server from PATH
 (scripts/bench.sh points REDIS_SERVER at a wrapper that pins it with taskset).
@@ -54,6 +59,9 @@ pub struct Cfg {
     pub seed_script: Option<PathBuf>,
     pub only: Option<Vec<String>>,
     pub x2: bool,
+    /// The rotabloom binary, for the command-line rows.
+    pub cli: Option<PathBuf>,
+    pub cli_lines: usize,
 }
 
 pub fn env_path(name: &str) -> Option<PathBuf> {
@@ -76,12 +84,12 @@ pub fn parse_args() -> Result<Cfg, String> {
         quick,
         smoke: false,
         // Quick mode: the time cap, not the item count, ends most runs.
-        items: if quick { 200_000 } else { 1_000_000 },
+        items: 1_000_000,
         items_single: if quick { 2_000 } else { 20_000 },
         runs: 3,
         latency_calls: if quick { 3_000 } else { 10_000 },
         seed_items: if quick { 500 } else { 20_000 },
-        op_seconds: if quick { 0.06 } else { 10.0 },
+        op_seconds: if quick { 0.5 } else { 1.0 },
         capacity: 10_000_000,
         p: 0.001,
         // n0, then 2 n0, 4 n0, 8 n0 filled: four expansions either way.
@@ -91,8 +99,10 @@ pub fn parse_args() -> Result<Cfg, String> {
         redisbloom: env_path("BENCH_REDISBLOOM"),
         python: env_path("BENCH_PYTHON"),
         seed_script: env_path("BENCH_SEED_SCRIPT"),
-        only: None,
+        only: quick.then(|| QUICK.iter().map(|s| s.to_string()).collect()),
         x2: true,
+        cli: env_path("BENCH_CLI"),
+        cli_lines: 1_000_000,
     };
     let mut it = args.into_iter();
     let num = |v: Option<String>, name: &str| -> Result<usize, String> {
@@ -130,6 +140,8 @@ pub fn parse_args() -> Result<Cfg, String> {
                 )
             }
             "--no-x2" => cfg.x2 = false,
+            "--cli" => cfg.cli = it.next().map(PathBuf::from),
+            "--cli-lines" => cfg.cli_lines = num(it.next(), "--cli-lines")?,
             other => return Err(format!("unknown argument {other:?}\n\n{USAGE}")),
         }
     }
@@ -170,5 +182,7 @@ pub fn smoke_cfg() -> Cfg {
         seed_script: env_path("BENCH_SEED_SCRIPT"),
         only: None,
         x2: true,
+        cli: None,
+        cli_lines: 0,
     }
 }

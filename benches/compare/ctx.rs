@@ -71,15 +71,7 @@ impl Ctx {
                     .create_or_open(c0)
                     .map_err(e)?;
                 let start = Instant::now();
-                let mut from = 0;
-                while from < cfg.exp_prefill {
-                    let to = (from + 10_000).min(cfg.exp_prefill);
-                    let chunk: Vec<String> = (from..to)
-                        .map(|i| format!("https://example.com/prefill/{i}"))
-                        .collect();
-                    f.insert_many(c0, &chunk).map_err(e)?;
-                    from = to;
-                }
+                prefill(&f, c0, 0, cfg.exp_prefill)?;
                 let gens = f.generations();
                 eprintln!(
                     "  expanding: pre-filled {} items in {:.1}s -> {} generations ({} expansions)",
@@ -148,8 +140,9 @@ impl Ctx {
                     }
                 })
             }
-            Spec::BloomOnRb => {
+            Spec::BloomOnRb | Spec::ExpandingOnRb | Spec::CircularOnRb { .. } => {
                 // Module keys cannot be COPYed: made afresh for every run.
+                let cfg = &self.cfg;
                 let c1 = &mut self.c1;
                 let keys: Vec<String> = redis::cmd("KEYS")
                     .arg(format!("rotabloom:{{{}}}:*", t.name))
@@ -158,13 +151,56 @@ impl Ctx {
                 if !keys.is_empty() {
                     redis::cmd("DEL").arg(&keys).query::<()>(c1).map_err(e)?;
                 }
-                let f = BloomFilter::builder(&t.name)
-                    .capacity(self.cfg.capacity)
-                    .error_rate(self.cfg.p)
-                    .backend(rotabloom::Backend::RedisBloom)
-                    .create_or_open(c1)
-                    .map_err(e)?;
-                Ok(Handle::Bloom(f))
+                let rb = rotabloom::Backend::RedisBloom;
+                Ok(match t.spec {
+                    Spec::CircularOnRb { n, mode } => {
+                        CircularFilter::builder(&t.name)
+                            .generations(n)
+                            .mode(mode)
+                            .capacity(per_period(cfg, n))
+                            .error_rate(cfg.p)
+                            .backend(rb)
+                            .create_or_open(c1)
+                            .map_err(e)?;
+                        let f = CircularFilter::open(c1, &t.name)
+                            .map_err(e)?
+                            .with_frozen_cache(1 << 30);
+                        f.contains(c1, "warm-up").map_err(e)?;
+                        Handle::Circular(f)
+                    }
+                    Spec::ExpandingOnRb => {
+                        // Small generations, so that making it afresh for
+                        // every run stays quick: n0, then 2, 4 and 8 n0.
+                        let n0 = cfg.exp_n0.min(10_000);
+                        let f = ExpandingFilter::builder(&t.name)
+                            .capacity(n0)
+                            .error_rate(cfg.p)
+                            .backend(rb)
+                            .create_or_open(c1)
+                            .map_err(e)?;
+                        prefill(&f, c1, 0, (n0 as usize) * 12)?;
+                        let f = ExpandingFilter::open(c1, &t.name)
+                            .map_err(e)?
+                            .with_frozen_cache(1 << 30);
+                        f.contains(c1, "warm-up").map_err(e)?;
+                        if f.generations().len() < 4 {
+                            return Err(format!(
+                                "{}: {} generations, not 4",
+                                t.name,
+                                f.generations().len()
+                            ));
+                        }
+                        Handle::Expanding(f)
+                    }
+                    _ => Handle::Bloom(
+                        BloomFilter::builder(&t.name)
+                            .capacity(cfg.capacity)
+                            .error_rate(cfg.p)
+                            .backend(rb)
+                            .create_or_open(c1)
+                            .map_err(e)?,
+                    ),
+                })
             }
             Spec::Raw => {
                 let keys = self.raw_keys();
@@ -240,4 +276,17 @@ impl Ctx {
             )
             .map_err(e)
     }
+}
+
+/// Inserts the items `prefill/from..to`, 10,000 per call.
+pub fn prefill(f: &ExpandingFilter, c: &mut Connection, mut from: usize, to: usize) -> R<()> {
+    while from < to {
+        let end = (from + 10_000).min(to);
+        let chunk: Vec<String> = (from..end)
+            .map(|i| format!("https://example.com/prefill/{i}"))
+            .collect();
+        f.insert_many(c, &chunk).map_err(e)?;
+        from = end;
+    }
+    Ok(())
 }

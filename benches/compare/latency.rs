@@ -43,9 +43,22 @@ pub fn latency(ctx: &mut Ctx, with_rb: bool) -> R<Value> {
     let mut conn = ctx.client1.get_connection().map_err(e)?;
     let calls = ctx.cfg.latency_calls;
     let kinds: Vec<&str> = if rb.is_some() {
-        vec!["ping", "check_and_insert", "raw_bitfield", "bf_add"]
+        vec![
+            "ping",
+            "check_and_insert",
+            "raw_bitfield",
+            "contains",
+            "raw_bitfield_ro",
+            "bf_add",
+        ]
     } else {
-        vec!["ping", "check_and_insert", "raw_bitfield"]
+        vec![
+            "ping",
+            "check_and_insert",
+            "raw_bitfield",
+            "contains",
+            "raw_bitfield_ro",
+        ]
     };
     let mut per_kind: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
     let one = |conn: &mut Connection, kind: &str, item: &str| -> R<()> {
@@ -56,6 +69,10 @@ pub fn latency(ctx: &mut Ctx, with_rb: bool) -> R<Value> {
                 .map_err(e),
             "check_and_insert" => h.sync(conn, Op::Cai, &[item.to_string()]).map(|_| ()),
             "raw_bitfield" => raw.sync(conn, Op::Cai, &[item.to_string()]).map(|_| ()),
+            "contains" => h.sync(conn, Op::Contains, &[item.to_string()]).map(|_| ()),
+            "raw_bitfield_ro" => raw
+                .sync(conn, Op::Contains, &[item.to_string()])
+                .map(|_| ()),
             _ => rb
                 .as_ref()
                 .map(|r| r.sync(conn, Op::Cai, &[item.to_string()]).map(|_| ()))

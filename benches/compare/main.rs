@@ -34,6 +34,7 @@ mod harness;
 mod bits;
 mod catalog;
 mod cfg;
+mod cli;
 mod ctx;
 mod facts;
 mod latency;
@@ -220,6 +221,14 @@ fn real_main(cfg: Cfg) -> R<()> {
     let _ = ctx.flush1();
     lap("seed", &mut phases);
 
+    eprintln!("compare: the command line");
+    let cli = cli::cli_rows(&mut ctx).unwrap_or_else(|er| {
+        eprintln!("  ! cli: {er}");
+        json!({"error": er})
+    });
+    let _ = ctx.flush1();
+    lap("cli", &mut phases);
+
     let elapsed = wall.elapsed().as_secs_f64();
     let res = report::Results {
         targets: &targets,
@@ -231,6 +240,7 @@ fn real_main(cfg: Cfg) -> R<()> {
         elapsed,
         server_facts: &server_facts,
         machine: &machine,
+        cli: &cli,
     };
     let outcome = report::finish(&ctx, &res);
     drop(ctx);

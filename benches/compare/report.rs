@@ -64,6 +64,7 @@ pub struct Results<'a> {
     pub elapsed: f64,
     pub server_facts: &'a Value,
     pub machine: &'a Value,
+    pub cli: &'a Value,
 }
 
 /// Prints the tables and the targets, and writes the JSON (or, as the
@@ -79,6 +80,7 @@ pub fn finish(ctx: &Ctx, res: &Results<'_>) -> R<()> {
         elapsed,
         server_facts,
         machine,
+        cli,
     } = *res;
     let rep = Report { rows };
     let by_name: BTreeMap<&str, &Target> = targets.iter().map(|t| (t.name.as_str(), t)).collect();
@@ -217,7 +219,14 @@ pub fn finish(ctx: &Ctx, res: &Results<'_>) -> R<()> {
             "\nLatency of single sequential calls (blocking connection; {} calls per run; median of {} runs [min..max])",
             ctx.cfg.latency_calls, ctx.cfg.runs
         );
-        for kind in ["ping", "check_and_insert", "raw_bitfield", "bf_add"] {
+        for kind in [
+            "ping",
+            "check_and_insert",
+            "raw_bitfield",
+            "contains",
+            "raw_bitfield_ro",
+            "bf_add",
+        ] {
             if let Some(k) = lat.get(kind) {
                 let f = |q: &str, w: &str| k[q][w].as_f64().unwrap_or(f64::NAN);
                 let _ = writeln!(
@@ -283,32 +292,139 @@ pub fn finish(ctx: &Ctx, res: &Results<'_>) -> R<()> {
         }
     }
 
-    // Issue 6 targets.
+    // Issue 13 targets (and issue 6's that still stand).
     let mut checks: Vec<Value> = Vec::new();
     let mut check = |name: String, value: Option<f64>, goal: &str, pass: Option<bool>| {
         checks.push(json!({"target": name, "value": value, "goal": goal, "pass": pass}));
     };
+    let ratio_of = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a / b);
     for api in [Api::Sync, Api::Async] {
         for inflight in [1, 2] {
-            let lib = rep.median("bloom", Op::Cai, 1000, api, inflight);
-            let raw = rep.median("raw-bitfield", Op::Cai, 1000, api, inflight);
-            let r = lib.zip(raw).map(|(a, b)| a / b);
+            let r = ratio_of(
+                rep.median("bloom", Op::Cai, 1000, api, inflight),
+                rep.median("raw-bitfield", Op::Cai, 1000, api, inflight),
+            );
             check(
                 format!(
-                    "bloom cai batch 1000 {} x{inflight} / raw BITFIELD",
+                    "2. bloom cai batch 1000 {} x{inflight} / raw BITFIELD",
                     api.name()
                 ),
                 r,
                 ">= 0.95",
                 r.map(|r| r >= 0.95),
             );
+        }
+    }
+    for (sub, what) in [("filter", "check-and-insert"), ("load", "insert")] {
+        let v = cli.get(sub).and_then(|c| c["ratio"].as_f64());
+        check(
+            format!("1. rotabloom {sub}, 1M lines, 2 in flight / raw {what} x2"),
+            v,
+            ">= 0.9",
+            v.map(|v| v >= 0.9),
+        );
+    }
+    for (kind, raw) in [
+        ("check_and_insert", "raw_bitfield"),
+        ("contains", "raw_bitfield_ro"),
+    ] {
+        for q in ["p50_s", "p99_s"] {
+            let v = ratio_of(
+                lat.get(kind).and_then(|k| k[q]["median"].as_f64()),
+                lat.get(raw).and_then(|k| k[q]["median"].as_f64()),
+            );
             check(
-                format!("bloom cai batch 1000 {} x{inflight} items/s", api.name()),
-                lib,
-                ">= 300000",
-                lib.map(|v| v >= 300_000.0),
+                format!(
+                    "3. single {kind} {} / raw single-item {}",
+                    &q[..3],
+                    if raw.ends_with("_ro") {
+                        "BITFIELD_RO"
+                    } else {
+                        "BITFIELD"
+                    }
+                ),
+                v,
+                "<= 1.1",
+                v.map(|v| v <= 1.1),
             );
         }
+    }
+    for api in [Api::Sync, Api::Async] {
+        let r = ratio_of(
+            rep.median("circular-12-query-all-on-redisbloom", Op::Cai, 1000, api, 1),
+            rep.median("redisbloom-window-12-query-all", Op::Cai, 1000, api, 1),
+        );
+        check(
+            format!(
+                "4. circular-12-query-all on RedisBloom cai 1000 {} / 12-key RedisBloom window",
+                api.name()
+            ),
+            r,
+            ">= 2",
+            r.map(|r| r >= 2.0),
+        );
+        let r = ratio_of(
+            rep.median("circular-12-query-all", Op::Cai, 1000, api, 1),
+            rep.median("bloom", Op::Cai, 1000, api, 1),
+        );
+        check(
+            format!("4. circular-12-query-all cai 1000 {} / bloom", api.name()),
+            r,
+            ">= 0.9",
+            r.map(|r| r >= 0.9),
+        );
+    }
+    for api in [Api::Sync, Api::Async] {
+        for op in [Op::Insert, Op::Cai] {
+            let r = ratio_of(
+                rep.median("bloom-on-redisbloom", op, 1000, api, 1),
+                rep.median("redisbloom", op, 1000, api, 1),
+            );
+            check(
+                format!(
+                    "5. bloom-on-redisbloom {} 1000 {} / raw BF.MADD",
+                    op.short(),
+                    api.name()
+                ),
+                r,
+                ">= 0.9",
+                r.map(|r| r >= 0.9),
+            );
+        }
+    }
+    let v = rep.median("expanding-on-redisbloom", Op::Cai, 1000, Api::Sync, 1);
+    check(
+        "5. expanding-on-redisbloom (4 generations) cai 1000 sync, items/s".into(),
+        v,
+        "measured",
+        v.map(|_| true),
+    );
+    if let Some(r) = cli.get("rss") {
+        let off = r["mirror_mib_0"]["max_rss_bytes"].as_f64();
+        let on = r["mirror_mib_64"]["max_rss_bytes"].as_f64();
+        let mib = 1048576.0;
+        check(
+            "6. peak RSS of filter, 64 generations, mirror off (MiB)".into(),
+            off.map(|v| v / mib),
+            "<= 32",
+            off.map(|v| v <= 32.0 * mib),
+        );
+        let grew = on.zip(off).map(|(a, b)| (a - b) / mib);
+        check(
+            "6. its growth with --mirror-mib 64 (MiB)".into(),
+            grew,
+            "<= 64 + 8",
+            grew.map(|v| v <= 72.0),
+        );
+    }
+    if let Some(b) = bits.iter().find(|b| b["target"] == "bloom") {
+        let v = b["vs_optimum"].as_f64();
+        check(
+            "bloom bits per item / optimum".into(),
+            v,
+            "<= 1.01",
+            v.map(|v| v <= 1.01),
+        );
     }
     if let Some(r) = seed_ratios
         .get("bloom cai batch 1000 sync")
@@ -321,66 +437,42 @@ pub fn finish(ctx: &Ctx, res: &Results<'_>) -> R<()> {
             Some(r >= 150.0),
         );
     }
-    if let Some(b) = bits.iter().find(|b| b["target"] == "bloom") {
-        let v = b["vs_optimum"].as_f64();
-        check(
-            "bloom bits per item / optimum".into(),
-            v,
-            "<= 1.01",
-            v.map(|v| v <= 1.01),
+    if let Some(er) = cli.get("error") {
+        let _ = writeln!(out, "\nCommand-line rows: {er}");
+    } else {
+        let _ = writeln!(
+            out,
+            "\nThe command line (rotabloom filter / load, --in-flight 2, {} lines, median of {} runs) against raw pipelined BITFIELD, sync, batches of 1000, 2 in flight",
+            cli["filter"]["lines"], ctx.cfg.runs
         );
-    }
-    if let Some(v) = lat.get("cai_p50_over_ping_p50").and_then(|v| v.as_f64()) {
-        check(
-            "single check_and_insert p50 / PING p50".into(),
-            Some(v),
-            "<= 1.15",
-            Some(v <= 1.15),
-        );
-    }
-    for api in [Api::Sync, Api::Async] {
-        let c = rep.median("circular-12-query-all", Op::Cai, 1000, api, 1);
-        let b = rep.median("bloom", Op::Cai, 1000, api, 1);
-        let w = rep.median("redisbloom-window-12-query-all", Op::Cai, 1000, api, 1);
-        let r = c.zip(b).map(|(a, b)| a / b);
-        check(
-            format!(
-                "circular-12-query-all cai batch 1000 {} / bloom",
-                api.name()
-            ),
-            r,
-            ">= 0.8",
-            r.map(|r| r >= 0.8),
-        );
-        let r = c.zip(w).map(|(a, b)| a / b);
-        check(
-            format!(
-                "circular-12-query-all cai batch 1000 {} / RedisBloom 12-key window",
-                api.name()
-            ),
-            r,
-            "> 1",
-            r.map(|r| r > 1.0),
-        );
-    }
-    for api in [Api::Sync, Api::Async] {
-        for op in [Op::Insert, Op::Cai] {
-            let lib = rep.median("bloom-on-redisbloom", op, 1000, api, 1);
-            let rb = rep.median("redisbloom", op, 1000, api, 1);
-            let r = lib.zip(rb).map(|(a, b)| a / b);
-            check(
-                format!(
-                    "bloom-on-redisbloom {} batch 1000 {} / raw BF.MADD",
-                    op.name(),
-                    api.name()
-                ),
-                r,
-                ">= 0.9",
-                r.map(|r| r >= 0.9),
+        for sub in ["filter", "load"] {
+            let c = &cli[sub];
+            let _ = writeln!(
+                out,
+                "  {sub:<7} {:>9} lines/s [{}..{}]  raw {:>9} items/s [{}..{}]  = {}",
+                si(c["cli_lines_per_s"]["median"].as_f64().unwrap_or(f64::NAN)),
+                si(c["cli_lines_per_s"]["min"].as_f64().unwrap_or(f64::NAN)),
+                si(c["cli_lines_per_s"]["max"].as_f64().unwrap_or(f64::NAN)),
+                si(c["raw_items_per_s"]["median"].as_f64().unwrap_or(f64::NAN)),
+                si(c["raw_items_per_s"]["min"].as_f64().unwrap_or(f64::NAN)),
+                si(c["raw_items_per_s"]["max"].as_f64().unwrap_or(f64::NAN)),
+                ratio(c["ratio"].as_f64())
             );
         }
+        let r = &cli["rss"];
+        let _ = writeln!(
+            out,
+            "  peak RSS of filter ({} lines) on a query-all circular filter of 64 generations ({} MiB frozen): {:.1} MiB with --mirror-mib 0, {:.1} MiB with --mirror-mib 64",
+            r["lines"],
+            r["frozen_bytes"].as_u64().unwrap_or(0) >> 20,
+            r["mirror_mib_0"]["max_rss_bytes"].as_f64().unwrap_or(f64::NAN) / 1048576.0,
+            r["mirror_mib_64"]["max_rss_bytes"].as_f64().unwrap_or(f64::NAN) / 1048576.0
+        );
     }
-    let _ = writeln!(out, "\nIssue 6 targets");
+    let _ = writeln!(
+        out,
+        "\nTargets (issue 13 by point number, then issue 6's that stand)"
+    );
     for c in &checks {
         let v = c["value"].as_f64();
         let shown = match v {
@@ -514,6 +606,7 @@ pub fn finish(ctx: &Ctx, res: &Results<'_>) -> R<()> {
         "latency": lat,
         "seed": seed,
         "seed_ratios": seed_ratios,
+        "cli": cli,
         "targets": checks,
         "table": out,
     });

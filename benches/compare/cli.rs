@@ -1,0 +1,207 @@
+//! The command line at the server's limit: `rotabloom filter` and
+//! `rotabloom load` on URL lines against raw pipelined BITFIELD
+//! check-and-insert and insert with two batches in flight, same server,
+//! same run; and the peak RSS of `filter` on a query-all circular filter of
+//! 64 generations, with the mirror on (capped) and off.
+
+use crate::catalog::{Spec, Target};
+use crate::ctx::{e, Ctx};
+use crate::stats::Summary;
+use crate::targets::{Api, Op, R};
+use crate::timing::timed;
+use rotabloom::{BloomFilter, CircularFilter, Mode};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// A finished child: wall seconds, exit status and peak RSS in bytes.
+struct Ran {
+    secs: f64,
+    ok: bool,
+    max_rss: u64,
+}
+
+/// Runs `cmd` to its end and reads its peak RSS from the kernel: std's
+/// `Child::wait` drops the rusage that `wait4` returns, and the children's
+/// total (`getrusage`) would mix every child of the bench.
+fn run(cmd: &mut Command) -> R<Ran> {
+    let t0 = Instant::now();
+    let child = cmd
+        .spawn()
+        .map_err(|er| format!("cannot run the CLI: {er}"))?;
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: plain out-parameters; `pid` is our child, not yet reaped.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let secs = t0.elapsed().as_secs_f64();
+    // The child is reaped; std must not wait for it again.
+    std::mem::forget(child);
+    if r != pid {
+        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+    }
+    Ok(Ran {
+        secs,
+        ok: libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        max_rss: u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024,
+    })
+}
+
+fn lines_in(path: &Path) -> usize {
+    std::fs::read(path)
+        .map(|b| b.iter().filter(|&&c| c == b'\n').count())
+        .unwrap_or(0)
+}
+
+pub fn cli_rows(ctx: &mut Ctx) -> R<Value> {
+    let Some(bin) = ctx.cfg.cli.clone() else {
+        return Err("no --cli / BENCH_CLI: command-line rows not measured".into());
+    };
+    let n = ctx.cfg.cli_lines.min(ctx.items.len());
+    let dir = ctx
+        .cfg
+        .out
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    std::fs::create_dir_all(&dir).map_err(e)?;
+    let input = dir.join("cli-lines.txt");
+    let output = dir.join("cli-out.txt");
+    let mut text = ctx.items[..n].join("\n");
+    text.push('\n');
+    std::fs::write(&input, text).map_err(e)?;
+    let raw_t = Target {
+        name: "raw-bitfield".into(),
+        spec: Spec::Raw,
+        template_keys: Vec::new(),
+        vs_raw: None,
+        vs_rb: None,
+    };
+    let cap = ctx.cfg.op_seconds;
+    // The raw rows take every line too, as the command does.
+    ctx.cfg.op_seconds = 1e6;
+    let mut out = serde_json::Map::new();
+    let res: R<()> = (|| {
+        for (sub, op) in [("filter", Op::Cai), ("load", Op::Insert)] {
+            let (mut cli, mut raw, mut printed) = (Vec::new(), Vec::new(), Vec::new());
+            for run_ix in 0..ctx.cfg.runs {
+                let mut one_cli = |ctx: &mut Ctx| -> R<()> {
+                    ctx.flush1()?;
+                    BloomFilter::builder("cli")
+                        .capacity(ctx.cfg.capacity)
+                        .error_rate(ctx.cfg.p)
+                        .create_or_open(&mut ctx.c1)
+                        .map_err(e)?;
+                    let ran = run(Command::new(&bin)
+                        .args(["--redis", &ctx.url1, sub, "cli"])
+                        .args(if sub == "load" {
+                            &["-", "--quiet"][..]
+                        } else {
+                            &[][..]
+                        })
+                        .env("ROTABLOOM_IN_FLIGHT", "2")
+                        .stdin(std::fs::File::open(&input).map_err(e)?)
+                        .stdout(std::fs::File::create(&output).map_err(e)?)
+                        .stderr(Stdio::inherit()))?;
+                    if !ran.ok {
+                        return Err(format!("rotabloom {sub} failed"));
+                    }
+                    cli.push(n as f64 / ran.secs);
+                    printed.push(lines_in(&output));
+                    Ok(())
+                };
+                let mut one_raw = |ctx: &mut Ctx| -> R<()> {
+                    let h = ctx.reset(&raw_t)?;
+                    let items = std::sync::Arc::clone(&ctx.items);
+                    let t = timed(ctx, &h, Api::Sync, op, &items[..n], 1000, 2)?;
+                    raw.push(t.done as f64 / t.secs);
+                    Ok(())
+                };
+                // Alternate which goes first, so drift hits both alike.
+                if run_ix % 2 == 0 {
+                    one_cli(ctx)?;
+                    one_raw(ctx)?;
+                } else {
+                    one_raw(ctx)?;
+                    one_cli(ctx)?;
+                }
+            }
+            let (c, r) = (Summary::of(&cli), Summary::of(&raw));
+            eprintln!(
+                "  rotabloom {sub}: {:.0} lines/s, raw {:.0} items/s: {:.3}x",
+                c.median,
+                r.median,
+                c.median / r.median
+            );
+            out.insert(
+                sub.into(),
+                json!({
+                    "lines": n,
+                    "cli_lines_per_s": c.json(),
+                    "raw_items_per_s": r.json(),
+                    "raw": format!("raw pipelined {} sync, batches of 1000, 2 in flight", op.name()),
+                    "ratio": c.median / r.median,
+                    "printed": printed,
+                }),
+            );
+        }
+        out.insert("rss".into(), rss(ctx, &bin, &input)?);
+        Ok(())
+    })();
+    ctx.cfg.op_seconds = cap;
+    let _ = std::fs::remove_file(&input);
+    let _ = std::fs::remove_file(&output);
+    res.map(|()| Value::Object(out))
+}
+
+/// Peak RSS of `filter` over 200,000 lines on a query-all circular filter
+/// of 64 generations whose frozen ones hold more than the mirror's cap.
+fn rss(ctx: &mut Ctx, bin: &Path, input: &Path) -> R<Value> {
+    let lines = 200_000.min(ctx.cfg.cli_lines);
+    let small = input.with_file_name("cli-rss.txt");
+    let text: String = ctx.items[..lines]
+        .iter()
+        .map(|s| format!("{s}\n"))
+        .collect();
+    std::fs::write(&small, text).map_err(e)?;
+    let mut out = serde_json::Map::new();
+    ctx.flush1()?;
+    let f = CircularFilter::builder("rss")
+        .generations(64)
+        .mode(Mode::InsertNewestQueryAll)
+        .capacity(1_000_000)
+        .error_rate(ctx.cfg.p)
+        .create_or_open(&mut ctx.c1)
+        .map_err(e)?;
+    let frozen: u64 = f
+        .info(&mut ctx.c1)
+        .map_err(e)?
+        .generations
+        .iter()
+        .map(|g| g.bits / 8)
+        .sum();
+    out.insert("frozen_bytes".into(), json!(frozen));
+    for mib in [0u64, 64] {
+        let ran = run(Command::new(bin)
+            .args(["--redis", &ctx.url1, "filter", "rss"])
+            .args(["--mirror-mib", &mib.to_string()])
+            .stdin(std::fs::File::open(&small).map_err(e)?)
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit()))?;
+        if !ran.ok {
+            return Err("rotabloom filter (RSS) failed".into());
+        }
+        eprintln!(
+            "  rotabloom filter, 64 generations, --mirror-mib {mib}: peak RSS {:.1} MiB",
+            ran.max_rss as f64 / 1048576.0
+        );
+        out.insert(
+            format!("mirror_mib_{mib}"),
+            json!({"max_rss_bytes": ran.max_rss, "secs": ran.secs}),
+        );
+    }
+    let _ = std::fs::remove_file(&small);
+    out.insert("lines".into(), json!(lines));
+    Ok(Value::Object(out))
+}
