@@ -45,10 +45,13 @@ impl Frozen {
     /// Whether the generation holds the item: all of its bits are set
     /// (bitmaps: Redis bit order, offset `o` is bit `7 - o % 8` of byte
     /// `o / 8`, bytes past the end read 0; RedisBloom: the module's test).
-    pub fn contains(&self, h: &ItemHash, item: Option<&[u8]>) -> bool {
-        let blocks = match &self.bits {
-            Bits::Blocks(b) => b,
-            Bits::Module(chain) => return chain.contains(item.unwrap_or_default()),
+    /// A bitmap needs the item's hash (without it: false); RedisBloom, the
+    /// item itself.
+    pub fn contains(&self, h: Option<&ItemHash>, item: Option<&[u8]>) -> bool {
+        let (blocks, h) = match (&self.bits, h) {
+            (Bits::Module(chain), _) => return chain.contains(item.unwrap_or_default()),
+            (Bits::Blocks(b), Some(h)) => (b, h),
+            (Bits::Blocks(_), None) => return false,
         };
         let (b, positions) = self.gen.layout.locate(h, item);
         let Some(block) = blocks.get(b as usize) else {

@@ -80,6 +80,11 @@ pub(crate) struct DataMachine {
     count: Option<(u64, u64)>,
 }
 
+/// Whether some generation of `view` places bits itself (a bitmap).
+fn needs_hashes(view: &View) -> bool {
+    view.gens.iter().any(|g| !g.layout.scheme.is_module())
+}
+
 impl DataMachine {
     pub fn new<I>(core: Core, op: DataOp, items: I) -> DataMachine
     where
@@ -91,17 +96,23 @@ impl DataMachine {
         // need them: RedisBloom filters stay RedisBloom, legacy generations
         // only leave.
         let keep = view.gens.iter().any(|g| g.layout.scheme.needs_item());
+        // A filter all of whose generations are RedisBloom keys places no
+        // bit itself: its items are not hashed (MD5 is a third of the
+        // client's work per item there). `hashes_for` makes up for it if a
+        // later view ever has a bitmap generation.
+        let hash = !keep || needs_hashes(&view);
         let mut kept = Vec::new();
-        let hashes: Vec<ItemHash> = items
-            .into_iter()
-            .map(|item| {
-                if keep {
-                    kept.push(item.as_ref().to_vec());
-                }
-                ItemHash::of(item)
-            })
-            .collect();
-        let n = hashes.len();
+        let mut hashes: Vec<ItemHash> = Vec::new();
+        let mut n = 0;
+        for item in items {
+            if keep {
+                kept.push(item.as_ref().to_vec());
+            }
+            if hash {
+                hashes.push(ItemHash::of(item));
+            }
+            n += 1;
+        }
         DataMachine {
             tx_ok: core.transactions,
             core,
@@ -159,6 +170,9 @@ impl DataMachine {
 
     /// The next round, or the result when nothing is left.
     fn next_round(&mut self) -> Result<Poll<DataOutput>> {
+        if self.hashes.len() < self.out.len() && needs_hashes(&self.view) {
+            self.hashes = self.items.iter().map(ItemHash::of).collect();
+        }
         if self.pending.is_empty() {
             if let (Some((seq, cap, _)), Some((s, count))) = (self.uncapped_decider(), self.count) {
                 if s == seq {

@@ -284,7 +284,7 @@ mod tests {
         for seq in [0, 1] {
             let frozen = cache.get(&view, seq).expect("mirrored");
             assert!(
-                frozen.contains(&crate::ItemHash::of("any"), None),
+                frozen.contains(Some(&crate::ItemHash::of("any")), None),
                 "all bits set"
             );
         }
@@ -397,7 +397,7 @@ mod tests {
             .get(&view, 0)
             .expect("mirrored");
         let h = crate::ItemHash::of("x");
-        assert!(frozen.contains(&h, Some(b"x")), "all bits set");
+        assert!(frozen.contains(Some(&h), Some(b"x")), "all bits set");
     }
 
     #[test]

@@ -3,7 +3,6 @@
 //! and which the mirror answers, and what to allocate ahead of need.
 
 use crate::cache::FrozenCache;
-use crate::hashing::ItemHash;
 use crate::proto::script::{Batch, DataOp};
 use crate::view::{NewGen, Role, View};
 
@@ -128,10 +127,9 @@ pub(crate) fn local_present(
     round
         .iter()
         .map(|&i| {
-            batch
-                .hashes
-                .get(i)
-                .is_some_and(|h: &ItemHash| frozen.iter().any(|f| f.contains(h, batch.item(i))))
+            frozen
+                .iter()
+                .any(|f| f.contains(batch.hashes.get(i), batch.item(i)))
         })
         .collect()
 }
