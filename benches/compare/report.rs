@@ -449,14 +449,16 @@ pub fn finish(ctx: &Ctx, res: &Results<'_>) -> R<()> {
             let c = &cli[sub];
             let _ = writeln!(
                 out,
-                "  {sub:<7} {:>9} lines/s [{}..{}]  raw {:>9} items/s [{}..{}]  = {}",
+                "  {sub:<7} {:>9} lines/s [{}..{}]  raw {:>9} items/s [{}..{}]  = {}  (server CPU {:.0}%, rotabloom CPU {:.0}% of one core)",
                 si(c["cli_lines_per_s"]["median"].as_f64().unwrap_or(f64::NAN)),
                 si(c["cli_lines_per_s"]["min"].as_f64().unwrap_or(f64::NAN)),
                 si(c["cli_lines_per_s"]["max"].as_f64().unwrap_or(f64::NAN)),
                 si(c["raw_items_per_s"]["median"].as_f64().unwrap_or(f64::NAN)),
                 si(c["raw_items_per_s"]["min"].as_f64().unwrap_or(f64::NAN)),
                 si(c["raw_items_per_s"]["max"].as_f64().unwrap_or(f64::NAN)),
-                ratio(c["ratio"].as_f64())
+                ratio(c["ratio"].as_f64()),
+                c["server_cpu_share"]["median"].as_f64().unwrap_or(f64::NAN) * 100.0,
+                c["cli_cpu_share"]["median"].as_f64().unwrap_or(f64::NAN) * 100.0
             );
         }
         let r = &cli["rss"];
