@@ -11,7 +11,7 @@
 
 use crate::generation::Generation;
 use crate::hashing::ItemHash;
-use crate::rbchain::Chain;
+use crate::rbchain::{Chain, ModuleHash};
 use crate::view::View;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -47,9 +47,25 @@ impl Frozen {
     /// `o / 8`, bytes past the end read 0; RedisBloom: the module's test).
     /// A bitmap needs the item's hash (without it: false); RedisBloom, the
     /// item itself.
+    #[cfg(test)]
     pub fn contains(&self, h: Option<&ItemHash>, item: Option<&[u8]>) -> bool {
+        self.contains_with(h, item, &mut [None, None])
+    }
+
+    /// As `contains`, keeping the item's RedisBloom hash values (by
+    /// `FORCE64` option) in `memo` for the next generation checked.
+    pub fn contains_with(
+        &self,
+        h: Option<&ItemHash>,
+        item: Option<&[u8]>,
+        memo: &mut [Option<ModuleHash>; 2],
+    ) -> bool {
         let (blocks, h) = match (&self.bits, h) {
-            (Bits::Module(chain), _) => return chain.contains(item.unwrap_or_default()),
+            (Bits::Module(chain), _) => {
+                let slot = &mut memo[usize::from(chain.force64())];
+                let mh = *slot.get_or_insert_with(|| chain.hash(item.unwrap_or_default()));
+                return chain.contains_hash(mh);
+            }
             (Bits::Blocks(b), Some(h)) => (b, h),
             (Bits::Blocks(_), None) => return false,
         };

@@ -141,15 +141,20 @@ impl Chain {
         self.links.iter().all(|l| l.bits.len() as u64 == l.bytes)
     }
 
-    /// The module's answer to `BF.EXISTS` for `item`.
-    pub fn contains(&self, item: &[u8]) -> bool {
-        let (a, b) = if self.force64 {
-            let a = murmur2::murmur64a(item, SEED64);
-            (a, murmur2::murmur64a(item, a))
-        } else {
-            let a = murmur2::murmur2(item, SEED32);
-            (u64::from(a), u64::from(murmur2::murmur2(item, a)))
-        };
+    /// The module's two hash values of `item` for this chain's option.
+    pub fn hash(&self, item: &[u8]) -> ModuleHash {
+        module_hash(self.force64, item)
+    }
+
+    /// Whether the chain's option is `FORCE64` (which hash it takes).
+    pub fn force64(&self) -> bool {
+        self.force64
+    }
+
+    /// The module's answer to `BF.EXISTS` for an item of hash `h` (made
+    /// with this chain's option).
+    pub fn contains_hash(&self, h: ModuleHash) -> bool {
+        let ModuleHash(a, b) = h;
         // The module checks the newest link first; the answer is the same.
         self.links.iter().any(|l| {
             (0..u64::from(l.hashes)).all(|i| {
@@ -159,6 +164,28 @@ impl Chain {
                     .is_some_and(|byte| byte & (1 << (x % 8)) != 0)
             })
         })
+    }
+
+    /// The module's answer to `BF.EXISTS` for `item`.
+    #[cfg(test)]
+    pub fn contains(&self, item: &[u8]) -> bool {
+        self.contains_hash(self.hash(item))
+    }
+}
+
+/// RedisBloom's hash values `(a, b)` of an item. They depend only on the
+/// item and the chain's `FORCE64` option, so one item is hashed once for
+/// every generation it is checked against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ModuleHash(u64, u64);
+
+pub(crate) fn module_hash(force64: bool, item: &[u8]) -> ModuleHash {
+    if force64 {
+        let a = murmur2::murmur64a(item, SEED64);
+        ModuleHash(a, murmur2::murmur64a(item, a))
+    } else {
+        let a = murmur2::murmur2(item, SEED32);
+        ModuleHash(u64::from(a), u64::from(murmur2::murmur2(item, a)))
     }
 }
 

@@ -127,9 +127,10 @@ pub(crate) fn local_present(
     round
         .iter()
         .map(|&i| {
+            let mut memo = [None, None];
             frozen
                 .iter()
-                .any(|f| f.contains(batch.hashes.get(i), batch.item(i)))
+                .any(|f| f.contains_with(batch.hashes.get(i), batch.item(i), &mut memo))
         })
         .collect()
 }
