@@ -4,9 +4,9 @@
 #     scripts/bench.sh [--quick] [--out PATH] [other options of the bench]
 #
 # Full mode (every target and batch size, up to 1,000,000 items per run,
-# 1 s cap per operation, 3 runs) takes about 30 minutes; --quick (the rows
-# the targets of issue 13 compare, batches of 1,000, 0.5 s per operation)
-# about 6 minutes. Both run the command-line rows (1,000,000 lines).
+# 0.6 s cap per operation, 5 runs) takes about 30 minutes; --quick (the rows
+# the targets of issue 13 compare, batches of 1,000, 0.3 s per operation,
+# 5 runs) about 4 minutes. Both run the command-line rows (1,000,000 lines).
 # Results: a table on stdout and JSON in target/bench/results.json (or --out
 # PATH). The method and the latest numbers are in docs/BENCHMARKS.md.
 #

@@ -13,19 +13,19 @@ a few thousand items, one run, correctness checks only, no JSON written;
 other arguments are ignored then. `cargo bench` passes --bench itself.
 
   --quick                 only the rows issue 13's targets compare, batches
-                          of 1000, 0.5 s per operation (about 6 minutes)
+                          of 1000, 0.3 s per operation (about 4 minutes)
   --out PATH              JSON results (default target/bench/results.json)
   --redisbloom PATH       redisbloom.so to --loadmodule (env BENCH_REDISBLOOM)
   --python PATH           python with scrapy-redis-bloomfilter (env BENCH_PYTHON)
   --seed-script PATH      scripts/bench/seed_bench.py (env BENCH_SEED_SCRIPT)
   --items N               items per run for batches of 100 and 1000
   --items-single N        items per run for batches of 1
-  --runs N                runs per measurement (median, min, max; default 3)
+  --runs N                runs per measurement (median, min, max; default 5)
   --latency-calls N       sequential calls per latency run
   --seed-items N          items per run of the seeds' package
   --op-seconds S          time cap of one timed operation: a run stops taking
                           new batches after S seconds and counts what it did
-                          (default 1; 0.5 with --quick)
+                          (default 0.6; 0.3 with --quick)
   --only a,b,...          only these targets (names as in the table)
   --no-x2                 skip the two-batches-in-flight rows
   --cli PATH              the rotabloom binary, for the command-line rows
@@ -86,10 +86,12 @@ pub fn parse_args() -> Result<Cfg, String> {
         // Quick mode: the time cap, not the item count, ends most runs.
         items: 1_000_000,
         items_single: if quick { 2_000 } else { 20_000 },
-        runs: 3,
+        // Medians of 5 short windows resist a passing disturbance of the
+        // shared machine better than 3 longer ones, for the same time.
+        runs: 5,
         latency_calls: if quick { 3_000 } else { 10_000 },
         seed_items: if quick { 500 } else { 20_000 },
-        op_seconds: if quick { 0.5 } else { 1.0 },
+        op_seconds: if quick { 0.3 } else { 0.6 },
         capacity: 10_000_000,
         p: 0.001,
         // n0, then 2 n0, 4 n0, 8 n0 filled: four expansions either way.

@@ -443,7 +443,7 @@ pub fn finish(ctx: &Ctx, res: &Results<'_>) -> R<()> {
         let _ = writeln!(
             out,
             "\nThe command line (rotabloom filter / load, --in-flight 2, {} lines, median of {} runs) against raw pipelined BITFIELD, sync, batches of 1000, 2 in flight",
-            cli["filter"]["lines"], ctx.cfg.runs
+            cli["filter"]["lines"], ctx.cfg.runs.min(3)
         );
         for sub in ["filter", "load"] {
             let c = &cli[sub];
