@@ -114,7 +114,10 @@ impl Chain {
 
     /// The bytes of bits the chain holds in all (what mirroring it costs).
     pub fn bytes(&self) -> u64 {
-        self.links.iter().map(|l| l.bytes).sum()
+        // The sizes come from the server: no overflow panic on a bad one.
+        self.links
+            .iter()
+            .fold(0u64, |sum, l| sum.saturating_add(l.bytes))
     }
 
     /// Appends a data chunk (the chunks come in link order). Bytes past
@@ -251,5 +254,9 @@ mod tests {
         assert!(Chain::from_header(&header(&[(8, 7, 7)], 4)).is_err());
         assert!(Chain::from_header(&header(&[(0, 7, 0)], 4)).is_err());
         assert!(Chain::from_header(&header(&[(8, 65, 0)], 4)).is_err());
+        // Sizes that add up past u64 saturate rather than panic.
+        let big = u64::MAX / 8;
+        let c = Chain::from_header(&header(&[(big, 7, 0), (big, 7, 0)], 4)).unwrap();
+        assert_eq!(c.bytes(), u64::MAX);
     }
 }
