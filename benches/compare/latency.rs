@@ -11,6 +11,16 @@ use std::time::Instant;
 
 // Latency
 
+/// The calls timed, in the report's order (`bf_add` only with RedisBloom).
+pub const KINDS: [&str; 6] = [
+    "ping",
+    "check_and_insert",
+    "raw_bitfield",
+    "contains",
+    "raw_bitfield_ro",
+    "bf_add",
+];
+
 pub fn latency(ctx: &mut Ctx, with_rb: bool) -> R<Value> {
     let bloom = all_targets(false)
         .into_iter()
@@ -42,24 +52,11 @@ pub fn latency(ctx: &mut Ctx, with_rb: bool) -> R<Value> {
     };
     let mut conn = ctx.client1.get_connection().map_err(e)?;
     let calls = ctx.cfg.latency_calls;
-    let kinds: Vec<&str> = if rb.is_some() {
-        vec![
-            "ping",
-            "check_and_insert",
-            "raw_bitfield",
-            "contains",
-            "raw_bitfield_ro",
-            "bf_add",
-        ]
-    } else {
-        vec![
-            "ping",
-            "check_and_insert",
-            "raw_bitfield",
-            "contains",
-            "raw_bitfield_ro",
-        ]
-    };
+    let kinds: Vec<&str> = KINDS
+        .iter()
+        .copied()
+        .filter(|k| rb.is_some() || *k != "bf_add")
+        .collect();
     let mut per_kind: BTreeMap<&str, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
     let one = |conn: &mut Connection, kind: &str, item: &str| -> R<()> {
         match kind {

@@ -219,14 +219,7 @@ pub fn finish(ctx: &Ctx, res: &Results<'_>) -> R<()> {
             "\nLatency of single sequential calls (blocking connection; {} calls per run; median of {} runs [min..max])",
             ctx.cfg.latency_calls, ctx.cfg.runs
         );
-        for kind in [
-            "ping",
-            "check_and_insert",
-            "raw_bitfield",
-            "contains",
-            "raw_bitfield_ro",
-            "bf_add",
-        ] {
+        for kind in crate::latency::KINDS {
             if let Some(k) = lat.get(kind) {
                 let f = |q: &str, w: &str| k[q][w].as_f64().unwrap_or(f64::NAN);
                 let _ = writeln!(
