@@ -39,6 +39,20 @@ pub struct Target {
     pub vs_rb: Option<String>,
 }
 
+impl Target {
+    /// A target measured on its own (latency, the command line): no
+    /// template, no row to compare with.
+    pub fn bare(name: &str, spec: Spec) -> Target {
+        Target {
+            name: name.into(),
+            spec,
+            template_keys: Vec::new(),
+            vs_raw: None,
+            vs_rb: None,
+        }
+    }
+}
+
 /// Items per period of a circular filter of `n` generations: the window
 /// holds `capacity` items in all, unless one run's items would not fit in
 /// one period (RedisBloom's NONSCALING keys refuse items past capacity).

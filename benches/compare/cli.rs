@@ -8,7 +8,7 @@ use crate::catalog::{Spec, Target};
 use crate::ctx::{e, Ctx};
 use crate::stats::Summary;
 use crate::targets::{Api, Op, R};
-use crate::timing::{server_cpu, timed};
+use crate::timing::{server_cpu, timed, Shape};
 use rotabloom::{BloomFilter, CircularFilter, Mode};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -97,16 +97,7 @@ pub fn cli_rows(ctx: &mut Ctx) -> R<Value> {
     let mut text = ctx.items[..n].join("\n");
     text.push('\n');
     std::fs::write(&input, text).map_err(e)?;
-    let raw_t = Target {
-        name: "raw-bitfield".into(),
-        spec: Spec::Raw,
-        template_keys: Vec::new(),
-        vs_raw: None,
-        vs_rb: None,
-    };
-    let cap = ctx.cfg.op_seconds;
-    // The raw rows take every line too, as the command does.
-    ctx.cfg.op_seconds = 1e6;
+    let raw_t = Target::bare("raw-bitfield", Spec::Raw);
     let mut out = serde_json::Map::new();
     let res: R<()> = (|| {
         for (sub, op) in [("filter", Op::Cai), ("load", Op::Insert)] {
@@ -146,7 +137,13 @@ pub fn cli_rows(ctx: &mut Ctx) -> R<Value> {
                 let mut one_raw = |ctx: &mut Ctx| -> R<()> {
                     let h = ctx.reset(&raw_t)?;
                     let items = std::sync::Arc::clone(&ctx.items);
-                    let t = timed(ctx, &h, Api::Sync, op, &items[..n], 1000, 2)?;
+                    // Every line, as the command takes every line: no cap.
+                    let shape = Shape {
+                        batch: 1000,
+                        inflight: 2,
+                        cap: 1e6,
+                    };
+                    let t = timed(ctx, &h, Api::Sync, op, &items[..n], shape)?;
                     raw.push(t.done as f64 / t.secs);
                     Ok(())
                 };
@@ -183,7 +180,6 @@ pub fn cli_rows(ctx: &mut Ctx) -> R<Value> {
         out.insert("rss".into(), rss(ctx, &bin, &input)?);
         Ok(())
     })();
-    ctx.cfg.op_seconds = cap;
     let _ = std::fs::remove_file(&input);
     let _ = std::fs::remove_file(&output);
     res.map(|()| Value::Object(out))

@@ -30,23 +30,10 @@ pub fn latency(ctx: &mut Ctx, with_rb: bool) -> R<Value> {
     ctx.build_template(&mut bloom)?;
     ctx.flush1()?;
     let h = ctx.prepare(&bloom)?;
-    let raw_t = Target {
-        name: "raw-bitfield".into(),
-        spec: Spec::Raw,
-        template_keys: Vec::new(),
-        vs_raw: None,
-        vs_rb: None,
-    };
+    let raw_t = Target::bare("raw-bitfield", Spec::Raw);
     let raw = ctx.prepare(&raw_t)?;
     let rb = if with_rb {
-        let t = Target {
-            name: "redisbloom".into(),
-            spec: Spec::RedisBloom,
-            template_keys: Vec::new(),
-            vs_raw: None,
-            vs_rb: None,
-        };
-        Some(ctx.prepare(&t)?)
+        Some(ctx.prepare(&Target::bare("redisbloom", Spec::RedisBloom))?)
     } else {
         None
     };

@@ -6,7 +6,7 @@ use crate::cfg::Cfg;
 use crate::ctx::Ctx;
 use crate::stats::Summary;
 use crate::targets::{Api, Op, R};
-use crate::timing::{timed, Timed};
+use crate::timing::{timed, Shape, Timed};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -104,21 +104,18 @@ pub fn run_group(ctx: &mut Ctx, t: &Target, g: Group) -> R<Vec<(Op, Timed)>> {
     };
     let items = &items[..n];
     let mut out = Vec::new();
+    let shape = Shape {
+        batch: g.batch,
+        inflight: g.inflight,
+        cap: ctx.cfg.op_seconds,
+    };
     let h = ctx.reset(t)?;
-    let ins = timed(ctx, &h, g.api, Op::Insert, items, g.batch, g.inflight)?;
+    let ins = timed(ctx, &h, g.api, Op::Insert, items, shape)?;
     out.push((Op::Insert, ins));
-    let has = timed(
-        ctx,
-        &h,
-        g.api,
-        Op::Contains,
-        &items[..ins.done],
-        g.batch,
-        g.inflight,
-    )?;
+    let has = timed(ctx, &h, g.api, Op::Contains, &items[..ins.done], shape)?;
     out.push((Op::Contains, has));
     let h = ctx.reset(t)?;
-    let cai = timed(ctx, &h, g.api, Op::Cai, items, g.batch, g.inflight)?;
+    let cai = timed(ctx, &h, g.api, Op::Cai, items, shape)?;
     out.push((Op::Cai, cai));
     Ok(out)
 }

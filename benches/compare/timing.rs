@@ -77,21 +77,23 @@ pub fn server_cpu(conn: &mut Connection) -> R<f64> {
     Ok(f("used_cpu_user") + f("used_cpu_sys"))
 }
 
-/// Times `op` over `items` in batches, with `inflight` batches in flight,
-/// stopping early after `ctx.cfg.op_seconds`. Connections are made and
-/// warmed up (a `contains` of other items) before the clock starts.
-pub fn timed(
-    ctx: &Ctx,
-    h: &Handle,
-    api: Api,
-    op: Op,
-    items: &[String],
-    batch: usize,
-    inflight: usize,
-) -> R<Timed> {
+/// How a timed operation hands out its items.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    pub batch: usize,
+    /// Batches in flight.
+    pub inflight: usize,
+    /// Seconds after which no new batch is taken.
+    pub cap: f64,
+}
+
+/// Times `op` over `items` in batches of `shape`, stopping early after its
+/// cap. Connections are made and warmed up (a `contains` of other items)
+/// before the clock starts.
+pub fn timed(ctx: &Ctx, h: &Handle, api: Api, op: Op, items: &[String], shape: Shape) -> R<Timed> {
     let mut probe = ctx.client1.get_connection().map_err(e)?;
     let cpu0 = server_cpu(&mut probe)?;
-    let mut t = timed_inner(ctx, h, api, op, items, batch, inflight)?;
+    let mut t = timed_inner(ctx, h, api, op, items, shape)?;
     let cpu1 = server_cpu(&mut probe)?;
     // The warm-up and the two INFO calls fall outside `secs` but inside
     // the CPU delta; they are tiny next to the timed work.
@@ -105,11 +107,14 @@ pub fn timed_inner(
     api: Api,
     op: Op,
     items: &[String],
-    batch: usize,
-    inflight: usize,
+    shape: Shape,
 ) -> R<Timed> {
+    let Shape {
+        batch,
+        inflight,
+        cap,
+    } = shape;
     let warm = &ctx.warmup[..batch.min(100)];
-    let cap = ctx.cfg.op_seconds;
     match api {
         Api::Sync => {
             let mut conns = ctx.sync_conns(inflight)?;
