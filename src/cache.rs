@@ -9,7 +9,7 @@
 //! generation, dropped when their generation leaves the view, and all
 //! dropped when the filter is cleared (`cleared` in the metadata).
 
-use crate::generation::Generation;
+use crate::generation::{Generation, Scheme};
 use crate::hashing::ItemHash;
 use crate::rbchain::{Chain, ModuleHash};
 use crate::view::View;
@@ -78,6 +78,147 @@ impl Frozen {
             block.get(byte).is_some_and(|v| v & (0x80 >> (o % 8)) != 0)
         })
     }
+}
+
+/// Where the `i`-th bit of an item is in one generation.
+#[derive(Clone, Copy)]
+enum Probe {
+    /// Byte `byte` of part `part` (a block, or a chain's only link), under
+    /// `mask`.
+    At { part: u32, byte: u64, mask: u8 },
+    /// Known without a load: set (past the item's bits), clear (no hash,
+    /// no such block).
+    Known(bool),
+    /// The scheme cannot be probed bit by bit (legacy schemes, chains of
+    /// several links): only the full check answers.
+    Unprobed,
+}
+
+impl Frozen {
+    /// Where the `i`-th bit of the item is; reads the same bits as
+    /// `contains_with`.
+    fn probe(
+        &self,
+        h: Option<&ItemHash>,
+        item: Option<&[u8]>,
+        memo: &mut [Option<ModuleHash>; 2],
+        i: u32,
+    ) -> Probe {
+        match (&self.bits, h) {
+            (Bits::Module(chain), _) => {
+                let slot = &mut memo[usize::from(chain.force64())];
+                let mh = *slot.get_or_insert_with(|| chain.hash(item.unwrap_or_default()));
+                match chain.probe(mh, u64::from(i)) {
+                    Some(Ok(x)) => Probe::At {
+                        part: 0,
+                        byte: x / 8,
+                        mask: 1 << (x % 8),
+                    },
+                    Some(Err(set)) => Probe::Known(set),
+                    None => Probe::Unprobed,
+                }
+            }
+            (Bits::Blocks(_), Some(h)) if self.gen.layout.scheme == Scheme::Md5Edh => {
+                let (b, mut positions) = self.gen.layout.locate(h, item);
+                match positions.nth(i as usize) {
+                    Some(o) => Probe::At {
+                        part: b,
+                        byte: o / 8,
+                        mask: 0x80 >> (o % 8),
+                    },
+                    None => Probe::Known(true),
+                }
+            }
+            (Bits::Blocks(_), None) => Probe::Known(false),
+            (Bits::Blocks(_), Some(_)) => Probe::Unprobed,
+        }
+    }
+
+    /// Whether a probe's bit is set, or may be (`Unprobed`); bytes past
+    /// the end read 0.
+    fn read(&self, p: Probe) -> bool {
+        match p {
+            Probe::At { part, byte, mask } => {
+                let bytes = match &self.bits {
+                    Bits::Blocks(b) => b.get(part as usize).map(Vec::as_slice),
+                    Bits::Module(chain) => chain.first_link_bits(),
+                };
+                bytes
+                    .and_then(|b| b.get(byte as usize))
+                    .is_some_and(|v| v & mask != 0)
+            }
+            Probe::Known(set) => set,
+            Probe::Unprobed => true,
+        }
+    }
+}
+
+/// Passes of single probes before the full check in `holds_any`: at the
+/// fill a generation is sized for, half of the items it does not hold
+/// fail each probe, so two passes leave a quarter of them.
+const PROBE_PASSES: u32 = 2;
+
+/// Generations smaller than this (about a core's L2 cache) are checked
+/// item by item: their probes hit the cache, and the passes' bookkeeping
+/// would cost more than it saves (measured: 11 generations of 3 MB, 441
+/// instead of 721 ns per item; of 300 kB, 269 instead of 232).
+const PASSES_FROM_BYTES: u64 = 1 << 20;
+
+/// For each item (its hash, and the item where a RedisBloom or legacy
+/// generation needs it), whether one of `gens` holds it, as
+/// `Frozen::contains_with` answers.
+///
+/// Mirrored generations are far bigger than the CPU caches, so most
+/// probes miss them, and item by item each probe waits for the one before
+/// (the next bit is only looked at if this one was set). So each
+/// generation is probed pass by pass: where the first bit of every
+/// undecided item is, then those bits, in a loop so short that the
+/// processor has many of its loads in flight at once; then the second bit
+/// of the items that passed. Only the items that pass both get the full
+/// check.
+pub(crate) fn holds_any(
+    gens: &[Arc<Frozen>],
+    items: &[(Option<&ItemHash>, Option<&[u8]>)],
+) -> Vec<bool> {
+    holds_any_from(gens, items, PASSES_FROM_BYTES)
+}
+
+/// `holds_any`, with passes for the generations of `min_bytes` or more.
+fn holds_any_from(
+    gens: &[Arc<Frozen>],
+    items: &[(Option<&ItemHash>, Option<&[u8]>)],
+    min_bytes: u64,
+) -> Vec<bool> {
+    let mut found = vec![false; items.len()];
+    let mut memo = vec![[None, None]; items.len()];
+    for f in gens {
+        let mut todo: Vec<usize> = (0..items.len()).filter(|&j| !found[j]).collect();
+        let passes = match f.bits.bytes() >= min_bytes {
+            true => PROBE_PASSES,
+            false => 0,
+        };
+        for i in 0..passes {
+            let probes: Vec<Probe> = todo
+                .iter()
+                .map(|&j| {
+                    let (h, item) = items[j];
+                    f.probe(h, item, &mut memo[j], i)
+                })
+                .collect();
+            let set: Vec<bool> = probes.iter().map(|&p| f.read(p)).collect();
+            todo = todo
+                .into_iter()
+                .zip(set)
+                .filter(|(_, s)| *s)
+                .map(|(j, _)| j)
+                .collect();
+        }
+        for j in todo {
+            let (h, item) = items[j];
+            found[j] = f.contains_with(h, item, &mut memo[j]);
+        }
+    }
+    found
 }
 
 #[derive(Debug, Default)]
@@ -149,5 +290,108 @@ impl FrozenCache {
             (view.uid.clone(), seq),
             (view.cleared, Arc::new(Frozen { gen, bits })),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generation::Layout;
+
+    /// A deterministic byte stream (xorshift), about half of whose bits
+    /// are set.
+    fn noise(n: usize, mut x: u64) -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    fn frozen(scheme: Scheme, blocks: u32, bytes: usize, hashes: u32, seed: u64) -> Arc<Frozen> {
+        let gen = Generation {
+            seq: seed,
+            layout: Layout {
+                bits: (bytes * 8) as u64 * u64::from(blocks),
+                hashes,
+                blocks,
+                scheme,
+            },
+            capacity: 1000,
+            count: 0,
+            created_at_ms: 0,
+        };
+        let bits = Bits::Blocks(
+            (0..blocks)
+                .map(|b| noise(bytes, seed * 31 + u64::from(b) + 1))
+                .collect(),
+        );
+        Arc::new(Frozen { gen, bits })
+    }
+
+    fn module(links: &[(u64, u32, u8)], options: u32, seed: u64) -> Arc<Frozen> {
+        let mut chain = Chain::from_header(&crate::rbchain::dump_header(links, options)).unwrap();
+        chain
+            .push_chunk(&noise(chain.bytes() as usize, seed))
+            .unwrap();
+        let gen = Generation {
+            seq: seed,
+            layout: Layout {
+                bits: chain.bytes() * 8,
+                hashes: 0,
+                blocks: 1,
+                scheme: Scheme::RedisBloom,
+            },
+            capacity: 1000,
+            count: 0,
+            created_at_ms: 0,
+        };
+        Arc::new(Frozen {
+            gen,
+            bits: Bits::Module(chain),
+        })
+    }
+
+    #[test]
+    fn pass_by_pass_answers_as_item_by_item() {
+        // Dense bits and few hashes, so that both answers occur; schemes
+        // that can be probed and ones that cannot (legacy, several links).
+        let gens = [
+            frozen(Scheme::Md5Edh, 3, 64, 2, 1),
+            module(&[(48, 2, 0)], 4 | 8, 2),
+            module(&[(32, 2, 0)], 8, 3),
+            frozen(Scheme::ScrapyRedisBloomfilter, 1, 64, 2, 4),
+            module(&[(16, 3, 0), (64, 2, 9)], 4, 5),
+        ];
+        let texts: Vec<String> = (0..3000)
+            .map(|i| format!("https://example.com/{i}"))
+            .collect();
+        let hashes: Vec<ItemHash> = texts.iter().map(ItemHash::of).collect();
+        let items: Vec<(Option<&ItemHash>, Option<&[u8]>)> = hashes
+            .iter()
+            .zip(&texts)
+            .enumerate()
+            // Some items come without their hash (a RedisBloom filter's).
+            .map(|(i, (h, t))| ((i % 7 != 0).then_some(h), Some(t.as_bytes())))
+            .collect();
+        for n in 1..=gens.len() {
+            let expect: Vec<bool> = items
+                .iter()
+                .map(|&(h, item)| {
+                    let mut memo = [None, None];
+                    gens[..n]
+                        .iter()
+                        .any(|f| f.contains_with(h, item, &mut memo))
+                })
+                .collect();
+            let got = holds_any_from(&gens[..n], &items, 0);
+            assert_eq!(got, expect, "{n} generations, pass by pass");
+            assert_eq!(holds_any(&gens[..n], &items), expect, "{n} generations");
+            let yes = got.iter().filter(|&&y| y).count();
+            assert!(yes > 0 && yes < items.len(), "{n} generations: {yes} held");
+        }
     }
 }

@@ -169,6 +169,26 @@ impl Chain {
         })
     }
 
+    /// Where the `i`-th bit of an item of hash `h` is in a chain of one
+    /// link (the generations rotabloom makes): `Ok(bit)`, or `Err(true)`
+    /// past the item's bits; `None` for a chain of several links, where a
+    /// clear bit in one link does not make the item absent.
+    pub fn probe(&self, h: ModuleHash, i: u64) -> Option<std::result::Result<u64, bool>> {
+        let [l] = self.links.as_slice() else {
+            return None;
+        };
+        if i >= u64::from(l.hashes) {
+            return Some(Err(true));
+        }
+        let ModuleHash(a, b) = h;
+        Some(Ok(a.wrapping_add(i.wrapping_mul(b)) % l.modulus))
+    }
+
+    /// The bits of the chain's first link.
+    pub fn first_link_bits(&self) -> Option<&[u8]> {
+        self.links.first().map(|l| l.bits.as_slice())
+    }
+
     /// The module's answer to `BF.EXISTS` for `item`.
     #[cfg(test)]
     pub fn contains(&self, item: &[u8]) -> bool {
@@ -192,27 +212,33 @@ pub(crate) fn module_hash(force64: bool, item: &[u8]) -> ModuleHash {
     }
 }
 
+/// A `BF.SCANDUMP` header of `links` (bytes, hashes, n2) with `options`.
+#[cfg(test)]
+pub(crate) fn dump_header(links: &[(u64, u32, u8)], options: u32) -> Vec<u8> {
+    let mut h = Vec::new();
+    h.extend_from_slice(&0u64.to_le_bytes());
+    h.extend_from_slice(&(links.len() as u32).to_le_bytes());
+    h.extend_from_slice(&options.to_le_bytes());
+    h.extend_from_slice(&2u32.to_le_bytes());
+    for &(bytes, hashes, n2) in links {
+        h.extend_from_slice(&bytes.to_le_bytes());
+        h.extend_from_slice(&(bytes * 8).to_le_bytes());
+        h.extend_from_slice(&0u64.to_le_bytes());
+        h.extend_from_slice(&0.01f64.to_le_bytes());
+        h.extend_from_slice(&9.6f64.to_le_bytes());
+        h.extend_from_slice(&hashes.to_le_bytes());
+        h.extend_from_slice(&100u64.to_le_bytes());
+        h.push(n2);
+    }
+    h
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn header(links: &[(u64, u32, u8)], options: u32) -> Vec<u8> {
-        let mut h = Vec::new();
-        h.extend_from_slice(&0u64.to_le_bytes());
-        h.extend_from_slice(&(links.len() as u32).to_le_bytes());
-        h.extend_from_slice(&options.to_le_bytes());
-        h.extend_from_slice(&2u32.to_le_bytes());
-        for &(bytes, hashes, n2) in links {
-            h.extend_from_slice(&bytes.to_le_bytes());
-            h.extend_from_slice(&(bytes * 8).to_le_bytes());
-            h.extend_from_slice(&0u64.to_le_bytes());
-            h.extend_from_slice(&0.01f64.to_le_bytes());
-            h.extend_from_slice(&9.6f64.to_le_bytes());
-            h.extend_from_slice(&hashes.to_le_bytes());
-            h.extend_from_slice(&100u64.to_le_bytes());
-            h.push(n2);
-        }
-        h
+        dump_header(links, options)
     }
 
     #[test]

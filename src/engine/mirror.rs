@@ -337,17 +337,7 @@ mod tests {
 
     /// A dump header of one link of `bytes` bytes, FORCE64, 3 hashes.
     fn header(bytes: u64) -> Vec<u8> {
-        let mut h = Vec::new();
-        h.extend_from_slice(&0u64.to_le_bytes());
-        h.extend_from_slice(&1u32.to_le_bytes());
-        h.extend_from_slice(&(4u32 | 8).to_le_bytes());
-        h.extend_from_slice(&2u32.to_le_bytes());
-        h.extend_from_slice(&bytes.to_le_bytes());
-        h.extend_from_slice(&(bytes * 8).to_le_bytes());
-        h.extend_from_slice(&[0; 24]);
-        h.extend_from_slice(&3u32.to_le_bytes());
-        h.extend_from_slice(&[0; 9]);
-        h
+        crate::rbchain::dump_header(&[(bytes, 3, 0)], 4 | 8)
     }
 
     fn dump_reply(iter: i64, data: &[u8]) -> Replies {

@@ -124,15 +124,11 @@ pub(crate) fn local_present(
         .filter_map(|&g| view.gens.get(g))
         .filter_map(|gen| cache.get(view, gen.seq))
         .collect();
-    round
+    let items: Vec<_> = round
         .iter()
-        .map(|&i| {
-            let mut memo = [None, None];
-            frozen
-                .iter()
-                .any(|f| f.contains_with(batch.hashes.get(i), batch.item(i), &mut memo))
-        })
-        .collect()
+        .map(|&i| (batch.hashes.get(i), batch.item(i)))
+        .collect();
+    crate::cache::holds_any(&frozen, &items)
 }
 
 /// How big rounds are, and whether the operation is getting anywhere.
