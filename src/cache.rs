@@ -9,7 +9,7 @@
 //! generation, dropped when their generation leaves the view, and all
 //! dropped when the filter is cleared (`cleared` in the metadata).
 
-use crate::generation::{Generation, Scheme};
+use crate::generation::{Generation, Layout, Scheme};
 use crate::hashing::ItemHash;
 use crate::rbchain::{Chain, ModuleHash};
 use crate::view::View;
@@ -41,6 +41,36 @@ pub(crate) struct Frozen {
     bits: Bits,
 }
 
+/// What the lookups of one item share across generations: its RedisBloom
+/// hash values (by `FORCE64` option), and its block and bit positions in
+/// the last bitmap layout it was placed in. The generations of a circular
+/// filter all have one layout, so an item's positions are computed once
+/// for all of them rather than once per generation.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Memo {
+    module: [Option<ModuleHash>; 2],
+    placed: Option<(Layout, u32, Vec<u64>)>,
+}
+
+impl Memo {
+    fn module_hash(&mut self, chain: &Chain, item: Option<&[u8]>) -> ModuleHash {
+        *self.module[usize::from(chain.force64())]
+            .get_or_insert_with(|| chain.hash(item.unwrap_or_default()))
+    }
+
+    /// The item's block and positions in a format-1 bitmap of `layout`.
+    fn placed(&mut self, layout: Layout, h: &ItemHash) -> (u32, &[u64]) {
+        if self.placed.as_ref().is_none_or(|(l, _, _)| *l != layout) {
+            let (b, positions) = layout.locate(h, None);
+            self.placed = Some((layout, b, positions.collect()));
+        }
+        match &self.placed {
+            Some((_, b, p)) => (*b, p.as_slice()),
+            None => (0, &[]),
+        }
+    }
+}
+
 impl Frozen {
     /// Whether the generation holds the item: all of its bits are set
     /// (bitmaps: Redis bit order, offset `o` is bit `7 - o % 8` of byte
@@ -49,34 +79,37 @@ impl Frozen {
     /// item itself.
     #[cfg(test)]
     pub fn contains(&self, h: Option<&ItemHash>, item: Option<&[u8]>) -> bool {
-        self.contains_with(h, item, &mut [None, None])
+        self.contains_with(h, item, &mut Memo::default())
     }
 
-    /// As `contains`, keeping the item's RedisBloom hash values (by
-    /// `FORCE64` option) in `memo` for the next generation checked.
+    /// As `contains`, keeping in `memo` what the item's checks against
+    /// other generations can reuse.
     pub fn contains_with(
         &self,
         h: Option<&ItemHash>,
         item: Option<&[u8]>,
-        memo: &mut [Option<ModuleHash>; 2],
+        memo: &mut Memo,
     ) -> bool {
         let (blocks, h) = match (&self.bits, h) {
-            (Bits::Module(chain), _) => {
-                let slot = &mut memo[usize::from(chain.force64())];
-                let mh = *slot.get_or_insert_with(|| chain.hash(item.unwrap_or_default()));
-                return chain.contains_hash(mh);
-            }
+            (Bits::Module(chain), _) => return chain.contains_hash(memo.module_hash(chain, item)),
             (Bits::Blocks(b), Some(h)) => (b, h),
             (Bits::Blocks(_), None) => return false,
         };
-        let (b, positions) = self.gen.layout.locate(h, item);
-        let Some(block) = blocks.get(b as usize) else {
-            return false;
+        let set = |block: &[u8], o: u64| {
+            block
+                .get((o / 8) as usize)
+                .is_some_and(|v| v & (0x80 >> (o % 8)) != 0)
         };
-        positions.into_iter().all(|o| {
-            let byte = (o / 8) as usize;
-            block.get(byte).is_some_and(|v| v & (0x80 >> (o % 8)) != 0)
-        })
+        if self.gen.layout.scheme == Scheme::Md5Edh {
+            let (b, positions) = memo.placed(self.gen.layout, h);
+            return blocks
+                .get(b as usize)
+                .is_some_and(|block| positions.iter().all(|&o| set(block, o)));
+        }
+        let (b, mut positions) = self.gen.layout.locate(h, item);
+        blocks
+            .get(b as usize)
+            .is_some_and(|block| positions.all(|o| set(block, o)))
     }
 }
 
@@ -97,18 +130,10 @@ enum Probe {
 impl Frozen {
     /// Where the `i`-th bit of the item is; reads the same bits as
     /// `contains_with`.
-    fn probe(
-        &self,
-        h: Option<&ItemHash>,
-        item: Option<&[u8]>,
-        memo: &mut [Option<ModuleHash>; 2],
-        i: u32,
-    ) -> Probe {
+    fn probe(&self, h: Option<&ItemHash>, item: Option<&[u8]>, memo: &mut Memo, i: u32) -> Probe {
         match (&self.bits, h) {
             (Bits::Module(chain), _) => {
-                let slot = &mut memo[usize::from(chain.force64())];
-                let mh = *slot.get_or_insert_with(|| chain.hash(item.unwrap_or_default()));
-                match chain.probe(mh, u64::from(i)) {
+                match chain.probe(memo.module_hash(chain, item), u64::from(i)) {
                     Some(Ok(x)) => Probe::At {
                         part: 0,
                         byte: x / 8,
@@ -119,9 +144,9 @@ impl Frozen {
                 }
             }
             (Bits::Blocks(_), Some(h)) if self.gen.layout.scheme == Scheme::Md5Edh => {
-                let (b, mut positions) = self.gen.layout.locate(h, item);
-                match positions.nth(i as usize) {
-                    Some(o) => Probe::At {
+                let (b, positions) = memo.placed(self.gen.layout, h);
+                match positions.get(i as usize) {
+                    Some(&o) => Probe::At {
                         part: b,
                         byte: o / 8,
                         mask: 0x80 >> (o % 8),
@@ -190,7 +215,7 @@ fn holds_any_from(
     min_bytes: u64,
 ) -> Vec<bool> {
     let mut found = vec![false; items.len()];
-    let mut memo = vec![[None, None]; items.len()];
+    let mut memo = vec![Memo::default(); items.len()];
     for f in gens {
         let mut todo: Vec<usize> = (0..items.len()).filter(|&j| !found[j]).collect();
         let passes = match f.bits.bytes() >= min_bytes {
@@ -296,7 +321,6 @@ impl FrozenCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::generation::Layout;
 
     /// A deterministic byte stream (xorshift), about half of whose bits
     /// are set.
@@ -358,13 +382,19 @@ mod tests {
     #[test]
     fn pass_by_pass_answers_as_item_by_item() {
         // Dense bits and few hashes, so that both answers occur; schemes
-        // that can be probed and ones that cannot (legacy, several links).
+        // that can be probed and ones that cannot (legacy, several links);
+        // generations sharing a layout and not.
         let gens = [
             frozen(Scheme::Md5Edh, 3, 64, 2, 1),
             module(&[(48, 2, 0)], 4 | 8, 2),
             module(&[(32, 2, 0)], 8, 3),
             frozen(Scheme::ScrapyRedisBloomfilter, 1, 64, 2, 4),
             module(&[(16, 3, 0), (64, 2, 9)], 4, 5),
+            // The layout of the first generation again (positions reused),
+            // then another one (positions placed anew), then the first.
+            frozen(Scheme::Md5Edh, 3, 64, 2, 6),
+            frozen(Scheme::Md5Edh, 2, 40, 3, 7),
+            frozen(Scheme::Md5Edh, 3, 64, 2, 8),
         ];
         let texts: Vec<String> = (0..3000)
             .map(|i| format!("https://example.com/{i}"))
@@ -380,12 +410,8 @@ mod tests {
         for n in 1..=gens.len() {
             let expect: Vec<bool> = items
                 .iter()
-                .map(|&(h, item)| {
-                    let mut memo = [None, None];
-                    gens[..n]
-                        .iter()
-                        .any(|f| f.contains_with(h, item, &mut memo))
-                })
+                // Each generation on its own: nothing shared between them.
+                .map(|&(h, item)| gens[..n].iter().any(|f| f.contains(h, item)))
                 .collect();
             let got = holds_any_from(&gens[..n], &items, 0);
             assert_eq!(got, expect, "{n} generations, pass by pass");
