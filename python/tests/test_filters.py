@@ -1,8 +1,10 @@
 """The filter classes against a real redis-server."""
 
+import logging
 import threading
 
 import pytest
+import redis
 
 import rotabloom
 from rotabloom import errors
@@ -159,6 +161,58 @@ def test_when_full_refuses_by_default_and_writes_on_with_warn(redis_url):
     assert warn.check_and_insert("one more")
     with pytest.raises(errors.InvalidParameterError):
         rotabloom.BloomFilter.open(redis_url, "wf", when_full="grow")
+
+
+def test_warnings_reach_python_logging(redis_url, caplog):
+    # A filter over capacity with when_full="warn" writes on and warns once,
+    # through Python's logging, under the "rotabloom" logger.
+    f = rotabloom.BloomFilter(
+        redis_url, "lw", capacity=10, error_rate=0.001, when_full="warn"
+    )
+    with caplog.at_level(logging.WARNING, logger="rotabloom"):
+        f.add_many([f"a{i}" for i in range(30)])
+    warnings = [
+        r for r in caplog.records
+        if r.name.startswith("rotabloom") and r.levelno == logging.WARNING
+    ]
+    assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
+    assert "over its capacity" in warnings[0].getMessage()
+    assert "lw" in warnings[0].getMessage()
+
+
+def test_a_blocked_call_lets_other_python_threads_run(redis_server, redis_url):
+    # The call waits on a paused server; another Python thread must run
+    # meanwhile (it sees the call blocked on the server, then lifts the
+    # pause), which it can only do if the call released the GIL. Holding
+    # it, the call would return only when the pause ran out, with the
+    # helper never having seen it blocked.
+    f = rotabloom.BloomFilter(redis_url, "gil", capacity=1000)
+    f.add("warm")
+    admin = redis.Redis(host="127.0.0.1", port=redis_server.port)
+    seen = threading.Event()
+    done = threading.Event()
+
+    def helper():
+        while not done.is_set():
+            blocked = [
+                c for c in admin.client_list()
+                if "b" in c.get("flags", "") and c.get("cmd", "") in ("evalsha", "eval")
+            ]
+            if blocked:
+                seen.set()
+                admin.execute_command("CLIENT", "UNPAUSE")
+                return
+
+    admin.execute_command("CLIENT", "PAUSE", 20000, "WRITE")
+    t = threading.Thread(target=helper)
+    try:
+        t.start()
+        assert f.check_and_insert("while paused")
+    finally:
+        done.set()
+        admin.execute_command("CLIENT", "UNPAUSE")
+        t.join()
+    assert seen.is_set(), "no other thread ran while the call was blocked"
 
 
 def test_writes_that_wait_for_a_missing_replica_raise_replicas_timeout(redis_url):
