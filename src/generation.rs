@@ -160,6 +160,15 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// The arguments one item takes in a data request: its block and its
+    /// bit positions, or for a RedisBloom generation the item itself.
+    pub(crate) fn args_per_item(&self) -> usize {
+        match self.scheme.is_module() {
+            true => 1,
+            false => 1 + self.hashes as usize,
+        }
+    }
+
     /// Splits `params` into blocks of at most `max_block_bits` bits (never
     /// more than one Redis string). A split generation is rounded up to a
     /// multiple of the block count, by fewer than `blocks` bits.

@@ -24,6 +24,7 @@
 //! tests check it against the module itself (`tests/redisbloom.rs`).
 
 use crate::error::{Error, Result};
+use strength_reduce::StrengthReducedU64;
 
 /// Option bit of a chain whose items are hashed with 64-bit MurmurHash.
 const OPT_FORCE64: u32 = 4;
@@ -34,16 +35,19 @@ const SEED64: u64 = 0xc6a4_a793_5bd1_e995;
 const SEED32: u32 = 0x9747_b28c;
 
 /// One filter of a chain: its modulus, hash count and (once read) bits.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 struct Link {
     bytes: u64,
-    modulus: u64,
+    /// Every probe of every mirrored item takes a 64-bit remainder by it:
+    /// a multiplication by a precomputed reciprocal is much cheaper than
+    /// the division instruction.
+    modulus: StrengthReducedU64,
     hashes: u32,
     bits: Vec<u8>,
 }
 
 /// A RedisBloom chain: the header read, the bits filled chunk by chunk.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub(crate) struct Chain {
     force64: bool,
     links: Vec<Link>,
@@ -101,7 +105,7 @@ impl Chain {
             }
             links.push(Link {
                 bytes,
-                modulus,
+                modulus: StrengthReducedU64::new(modulus),
                 hashes,
                 bits: Vec::new(),
             });
@@ -246,7 +250,10 @@ mod tests {
         let mut c = Chain::from_header(&header(&[(8, 7, 0), (16, 8, 6)], 4 | 8)).unwrap();
         assert_eq!(c.bytes(), 24);
         assert!(c.force64);
-        assert_eq!((c.links[0].modulus, c.links[1].modulus), (64, 64));
+        assert_eq!(
+            (c.links[0].modulus.get(), c.links[1].modulus.get()),
+            (64, 64)
+        );
         c.push_chunk(&[0; 6]).unwrap();
         assert!(!c.is_complete());
         assert!(!c.contains(b"anything"));

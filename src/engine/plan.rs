@@ -18,14 +18,7 @@ const MAX_ARGS_PER_ROUND: usize = 200_000;
 
 /// The items of one round of `view`: as many as `MAX_ARGS_PER_ROUND` allows.
 pub(crate) fn max_round_items(view: &View) -> usize {
-    let per_item: usize = view
-        .gens
-        .iter()
-        .map(|g| match g.layout.scheme.is_module() {
-            true => 1,
-            false => 1 + g.layout.hashes as usize,
-        })
-        .sum();
+    let per_item: usize = view.gens.iter().map(|g| g.layout.args_per_item()).sum();
     (MAX_ARGS_PER_ROUND / per_item.max(1)).clamp(1, MAX_ITEMS_PER_ROUND)
 }
 

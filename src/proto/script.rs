@@ -143,10 +143,7 @@ pub(crate) fn request(
     let per_item: usize = groups
         .iter()
         .filter_map(|(g, _)| view.gens.get(*g))
-        .map(|g| match g.layout.scheme.is_module() {
-            true => 1,
-            false => 1 + g.layout.hashes as usize,
-        })
+        .map(|g| g.layout.args_per_item())
         .sum::<usize>()
         + usize::from(findings);
     let per_call = (MAX_ARGS_PER_CALL / per_item.max(1)).clamp(1, MAX_ITEMS_PER_CALL);
