@@ -1,3 +1,4 @@
+import os
 from typing import Any, Dict, Iterable, List, Optional, Type, TypeVar, Union
 
 Item = Union[str, bytes]
@@ -21,6 +22,9 @@ class Filter:
         when_full: Optional[str] = ...,
         wait_replicas: Optional[int] = ...,
         wait_timeout_ms: Optional[int] = ...,
+        tls_ca_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
+        tls_cert_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
+        tls_key_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
     ) -> _F: ...
     @classmethod
     def create_or_open(cls: Type[_F], *args: Any, **kwargs: Any) -> _F: ...
@@ -58,6 +62,9 @@ class BloomFilter(Filter):
         when_full: Optional[str] = ...,
         wait_replicas: Optional[int] = ...,
         wait_timeout_ms: Optional[int] = ...,
+        tls_ca_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
+        tls_cert_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
+        tls_key_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
     ) -> None: ...
 
 class ExpandingFilter(Filter):
@@ -77,6 +84,9 @@ class ExpandingFilter(Filter):
         when_full: Optional[str] = ...,
         wait_replicas: Optional[int] = ...,
         wait_timeout_ms: Optional[int] = ...,
+        tls_ca_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
+        tls_cert_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
+        tls_key_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
     ) -> None: ...
     @staticmethod
     def adopt_legacy(
@@ -90,6 +100,9 @@ class ExpandingFilter(Filter):
         error_rate: Optional[float] = ...,
         growth: Optional[float] = ...,
         max_generations: Optional[int] = ...,
+        tls_ca_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
+        tls_cert_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
+        tls_key_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
     ) -> "ExpandingFilter": ...
     def expand(self) -> bool: ...
 
@@ -112,6 +125,9 @@ class CircularFilter(Filter):
         when_full: Optional[str] = ...,
         wait_replicas: Optional[int] = ...,
         wait_timeout_ms: Optional[int] = ...,
+        tls_ca_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
+        tls_cert_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
+        tls_key_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
     ) -> None: ...
     def rotate(self) -> Dict[str, Any]: ...
     def rotate_if_due(self) -> Dict[str, Any]: ...

@@ -59,6 +59,10 @@ Settings (all optional):
 ``ROTABLOOM_WAIT_REPLICAS``, ``ROTABLOOM_WAIT_TIMEOUT_MS``
     Every write waits until that many replicas have it (``WAIT``), else
     raises the retryable ``ReplicasTimeoutError``.
+``ROTABLOOM_TLS_CA_FILE``, ``ROTABLOOM_TLS_CERT_FILE``, ``ROTABLOOM_TLS_KEY_FILE``
+    With a ``rediss://`` URL: PEM files of the certificate authorities to
+    trust instead of the system's, and of a client certificate and its key
+    (mutual TLS).
 ``DUPEFILTER_DEBUG``
     Log every filtered request, not only the first.
 """
@@ -155,6 +159,11 @@ class FilterSettings:
             "wait_replicas": _number(settings, "ROTABLOOM_WAIT_REPLICAS", int, None),
             "wait_timeout_ms": _number(settings, "ROTABLOOM_WAIT_TIMEOUT_MS", int, None),
         }
+        self.tls = {
+            "tls_ca_file": settings.get("ROTABLOOM_TLS_CA_FILE"),
+            "tls_cert_file": settings.get("ROTABLOOM_TLS_CERT_FILE"),
+            "tls_key_file": settings.get("ROTABLOOM_TLS_KEY_FILE"),
+        }
 
     def name(self, spider_name):
         try:
@@ -175,11 +184,12 @@ class FilterSettings:
                 bit=self.legacy_bit,
                 hashes=self.legacy_hashes,
                 **sizing,
+                **self.tls,
             )
         if self.kind == "bloom":
-            return BloomFilter(self.url, name, **sizing, **self.writes)
+            return BloomFilter(self.url, name, **sizing, **self.writes, **self.tls)
         if self.kind == "expanding":
-            return ExpandingFilter(self.url, name, **sizing, **self.writes)
+            return ExpandingFilter(self.url, name, **sizing, **self.writes, **self.tls)
         f = CircularFilter(
             self.url,
             name,
@@ -190,6 +200,7 @@ class FilterSettings:
             clock=self.clock,
             **sizing,
             **self.writes,
+            **self.tls,
         )
         f.rotate_if_due()
         return f

@@ -12,6 +12,7 @@ use pyo3::PyClass;
 use rotabloom::connect::{Connection, TlsOptions};
 use rotabloom::{AnyFilter, Backend, BloomFilter as RBloom, CircularFilter as RCircular};
 use rotabloom::{ExpandingFilter as RExpanding, Legacy, Mode};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The typed handle of each kind.
@@ -99,6 +100,11 @@ macro_rules! each {
 /// and is not repeated). Objects may be shared between threads: calls are
 /// serialised on the connection and release the GIL while they wait for
 /// Redis. Items are ``str`` (encoded as UTF-8) or ``bytes``.
+///
+/// ``rediss://`` URLs verify the server against the system's trust store,
+/// or against the PEM file ``tls_ca_file``; ``tls_cert_file`` and
+/// ``tls_key_file`` present a client certificate (keywords of every class
+/// and of ``open``).
 #[pyclass(module = "rotabloom._rotabloom", subclass, frozen)]
 pub struct Filter {
     link: Link,
@@ -109,10 +115,26 @@ fn invalid(py: Python<'_>, message: String) -> PyErr {
     raise(py, "InvalidParameterError", message, false)
 }
 
-/// A link to `url`, or the documented exception.
-fn link(py: Python<'_>, url: &str) -> PyResult<Link> {
-    Link::new(url, TlsOptions::default())
-        .map_err(|reason| invalid(py, format!("invalid url: {reason}")))
+/// The TLS keywords: a CA bundle instead of the system's trust store, a
+/// client certificate and its key (mutual TLS). The library checks them
+/// (files readable, PEM, certificate and key together, a `rediss://` URL).
+fn tls_options(
+    ca_file: Option<PathBuf>,
+    cert_file: Option<PathBuf>,
+    key_file: Option<PathBuf>,
+) -> TlsOptions {
+    TlsOptions {
+        ca_file,
+        cert_file,
+        key_file,
+        insecure: false,
+    }
+}
+
+/// A link to `url` with `tls`, or the documented exception.
+fn link(py: Python<'_>, url: &str, tls: TlsOptions) -> PyResult<Link> {
+    Link::new(url, tls)
+        .map_err(|reason| invalid(py, format!("invalid url or TLS settings: {reason}")))
 }
 
 impl Filter {
@@ -120,10 +142,11 @@ impl Filter {
     fn establish(
         py: Python<'_>,
         url: &str,
+        tls: TlsOptions,
         writes: Writes,
         make: impl FnOnce(&mut Connection) -> rotabloom::Result<Handle> + Send,
     ) -> PyResult<Filter> {
-        let link = link(py, url)?;
+        let link = link(py, url, tls)?;
         let handle = py
             .detach(|| link.run(make))
             .map_err(|e| to_py(e, Some(&link)))?
@@ -172,7 +195,8 @@ impl Filter {
     /// kinds) raise ``KindMismatchError`` for another kind and
     /// ``NotFoundError`` when there is no such filter.
     #[classmethod]
-    #[pyo3(signature = (url, name, *, when_full=None, wait_replicas=None, wait_timeout_ms=None))]
+    #[pyo3(signature = (url, name, *, when_full=None, wait_replicas=None, wait_timeout_ms=None, tls_ca_file=None, tls_cert_file=None, tls_key_file=None))]
+    #[allow(clippy::too_many_arguments)]
     fn open<'py>(
         cls: &Bound<'py, PyType>,
         url: &str,
@@ -180,11 +204,15 @@ impl Filter {
         when_full: Option<&str>,
         wait_replicas: Option<u32>,
         wait_timeout_ms: Option<u64>,
+        tls_ca_file: Option<PathBuf>,
+        tls_cert_file: Option<PathBuf>,
+        tls_key_file: Option<PathBuf>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = cls.py();
         let name = name.to_string();
         let writes = Writes::parse(when_full, wait_replicas, wait_timeout_ms)?;
-        let f = Filter::establish(py, url, writes, move |conn| {
+        let tls = tls_options(tls_ca_file, tls_cert_file, tls_key_file);
+        let f = Filter::establish(py, url, tls, writes, move |conn| {
             let any = AnyFilter::open(conn, &name)?;
             any.circular()
                 .map(Handle::Circular)
@@ -375,7 +403,7 @@ pub struct BloomFilter {}
 #[pymethods]
 impl BloomFilter {
     #[new]
-    #[pyo3(signature = (url, name, *, capacity=None, error_rate=None, bits=None, hashes=None, max_bits=None, max_block_bits=None, backend=None, when_full=None, wait_replicas=None, wait_timeout_ms=None))]
+    #[pyo3(signature = (url, name, *, capacity=None, error_rate=None, bits=None, hashes=None, max_bits=None, max_block_bits=None, backend=None, when_full=None, wait_replicas=None, wait_timeout_ms=None, tls_ca_file=None, tls_cert_file=None, tls_key_file=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -391,8 +419,12 @@ impl BloomFilter {
         when_full: Option<&str>,
         wait_replicas: Option<u32>,
         wait_timeout_ms: Option<u64>,
+        tls_ca_file: Option<PathBuf>,
+        tls_cert_file: Option<PathBuf>,
+        tls_key_file: Option<PathBuf>,
     ) -> PyResult<PyClassInitializer<Self>> {
         let writes = Writes::parse(when_full, wait_replicas, wait_timeout_ms)?;
+        let tls = tls_options(tls_ca_file, tls_cert_file, tls_key_file);
         let mut b = RBloom::builder(name);
         let backend = self::backend(backend)?;
         settings!(b, capacity, error_rate, max_bits, max_block_bits, backend);
@@ -401,7 +433,7 @@ impl BloomFilter {
             (None, None) => {}
             _ => return Err(invalid(py, "bits and hashes go together".into())),
         }
-        let f = Filter::establish(py, url, writes, move |c| {
+        let f = Filter::establish(py, url, tls, writes, move |c| {
             b.create_or_open(c).map(Handle::Bloom)
         })?;
         Ok(PyClassInitializer::from(f).add_subclass(BloomFilter {}))
@@ -423,7 +455,7 @@ pub struct ExpandingFilter {}
 #[pymethods]
 impl ExpandingFilter {
     #[new]
-    #[pyo3(signature = (url, name, *, capacity=None, error_rate=None, growth=None, tightening=None, max_generations=None, max_bytes=None, max_bits=None, max_block_bits=None, when_full=None, wait_replicas=None, wait_timeout_ms=None))]
+    #[pyo3(signature = (url, name, *, capacity=None, error_rate=None, growth=None, tightening=None, max_generations=None, max_bytes=None, max_bits=None, max_block_bits=None, when_full=None, wait_replicas=None, wait_timeout_ms=None, tls_ca_file=None, tls_cert_file=None, tls_key_file=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -440,8 +472,12 @@ impl ExpandingFilter {
         when_full: Option<&str>,
         wait_replicas: Option<u32>,
         wait_timeout_ms: Option<u64>,
+        tls_ca_file: Option<PathBuf>,
+        tls_cert_file: Option<PathBuf>,
+        tls_key_file: Option<PathBuf>,
     ) -> PyResult<PyClassInitializer<Self>> {
         let writes = Writes::parse(when_full, wait_replicas, wait_timeout_ms)?;
+        let tls = tls_options(tls_ca_file, tls_cert_file, tls_key_file);
         let mut b = RExpanding::builder(name);
         settings!(
             b,
@@ -454,7 +490,7 @@ impl ExpandingFilter {
             max_bits,
             max_block_bits
         );
-        let f = Filter::establish(py, url, writes, move |c| {
+        let f = Filter::establish(py, url, tls, writes, move |c| {
             b.create_or_open(c).map(Handle::Expanding)
         })?;
         Ok(PyClassInitializer::from(f).add_subclass(ExpandingFilter {}))
@@ -468,7 +504,7 @@ impl ExpandingFilter {
     /// Calling it again once adopted just opens the filter. The old
     /// package hashed 40-hex-digit request fingerprints: query with those.
     #[staticmethod]
-    #[pyo3(signature = (url, name, legacy_key, *, bit=30, hashes=6, capacity=None, error_rate=None, growth=None, max_generations=None))]
+    #[pyo3(signature = (url, name, legacy_key, *, bit=30, hashes=6, capacity=None, error_rate=None, growth=None, max_generations=None, tls_ca_file=None, tls_cert_file=None, tls_key_file=None))]
     #[allow(clippy::too_many_arguments)]
     fn adopt_legacy<'py>(
         py: Python<'py>,
@@ -481,7 +517,11 @@ impl ExpandingFilter {
         error_rate: Option<f64>,
         growth: Option<f64>,
         max_generations: Option<u32>,
+        tls_ca_file: Option<PathBuf>,
+        tls_cert_file: Option<PathBuf>,
+        tls_key_file: Option<PathBuf>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let tls = tls_options(tls_ca_file, tls_cert_file, tls_key_file);
         let mut b = RExpanding::builder(name);
         settings!(b, capacity, error_rate, growth, max_generations);
         let legacy = Legacy::ScrapyRedisBloomfilter {
@@ -489,7 +529,7 @@ impl ExpandingFilter {
             bit,
             hashes,
         };
-        let f = Filter::establish(py, url, Writes::default(), move |c| {
+        let f = Filter::establish(py, url, tls, Writes::default(), move |c| {
             b.adopt_legacy(c, legacy).map(Handle::Expanding)
         })?;
         f.into_object(py)
@@ -533,7 +573,7 @@ pub struct CircularFilter {}
 #[pymethods]
 impl CircularFilter {
     #[new]
-    #[pyo3(signature = (url, name, *, generations=None, capacity=None, error_rate=None, schedule=None, mode=None, lazy=None, clock=None, max_bits=None, max_block_bits=None, backend=None, when_full=None, wait_replicas=None, wait_timeout_ms=None))]
+    #[pyo3(signature = (url, name, *, generations=None, capacity=None, error_rate=None, schedule=None, mode=None, lazy=None, clock=None, max_bits=None, max_block_bits=None, backend=None, when_full=None, wait_replicas=None, wait_timeout_ms=None, tls_ca_file=None, tls_cert_file=None, tls_key_file=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -552,8 +592,12 @@ impl CircularFilter {
         when_full: Option<&str>,
         wait_replicas: Option<u32>,
         wait_timeout_ms: Option<u64>,
+        tls_ca_file: Option<PathBuf>,
+        tls_cert_file: Option<PathBuf>,
+        tls_key_file: Option<PathBuf>,
     ) -> PyResult<PyClassInitializer<Self>> {
         let writes = Writes::parse(when_full, wait_replicas, wait_timeout_ms)?;
+        let tls = tls_options(tls_ca_file, tls_cert_file, tls_key_file);
         let mut b = RCircular::builder(name);
         let mode = mode
             .map(|m| m.parse::<Mode>())
@@ -577,7 +621,7 @@ impl CircularFilter {
         if let Some(clock) = clock {
             b = b.clock(clock);
         }
-        let f = Filter::establish(py, url, writes, move |c| {
+        let f = Filter::establish(py, url, tls, writes, move |c| {
             b.create_or_open(c).map(Handle::Circular)
         })?;
         Ok(PyClassInitializer::from(f).add_subclass(CircularFilter {}))

@@ -20,22 +20,74 @@ def free_port():
         return s.getsockname()[1]
 
 
-class RedisServer:
-    """A redis-server process of our own, stopped by its PID."""
+def _openssl(directory, *args):
+    try:
+        out = subprocess.run(["openssl", *args], cwd=directory, capture_output=True)
+    except FileNotFoundError:
+        raise ServerError("openssl is not installed (scripts/ensure-redis.sh installs it)")
+    if out.returncode != 0:
+        raise ServerError(f"openssl {' '.join(args)}: {out.stderr.decode(errors='replace')}")
 
-    def __init__(self, tmp_path, *args):
+
+class TlsFiles:
+    """A CA, a server certificate for 127.0.0.1 and a client certificate it
+    signed, and a second CA that signed neither: PEM files in `directory`,
+    made with openssl."""
+
+    def __init__(self, directory):
+        d = str(directory)
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        for ca in ("ca", "other-ca"):
+            _openssl(d, "req", "-x509", *ec, "-keyout", f"{ca}.key", "-out", f"{ca}.crt",
+                     "-days", "2", "-subj", f"/CN=rotabloom test {ca}",
+                     "-addext", "basicConstraints=critical,CA:TRUE",
+                     "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+        exts = {
+            "server": "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n",
+            "client": "extendedKeyUsage=clientAuth\n",
+        }
+        for who, ext in exts.items():
+            with open(os.path.join(d, f"{who}.ext"), "w") as f:
+                f.write(ext + "basicConstraints=CA:FALSE\n")
+            _openssl(d, "req", *ec, "-keyout", f"{who}.key", "-out", f"{who}.csr",
+                     "-subj", f"/CN=rotabloom test {who}")
+            _openssl(d, "x509", "-req", "-in", f"{who}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+                     "-CAcreateserial", "-out", f"{who}.crt", "-days", "2",
+                     "-extfile", f"{who}.ext")
+        path = lambda name: os.path.join(d, name)
+        self.ca, self.other_ca = path("ca.crt"), path("other-ca.crt")
+        self.server_cert, self.server_key = path("server.crt"), path("server.key")
+        self.client_cert, self.client_key = path("client.crt"), path("client.key")
+
+
+class RedisServer:
+    """A redis-server process of our own, stopped by its PID. With `tls`
+    (TlsFiles), it listens with TLS only and requires client
+    certificates."""
+
+    def __init__(self, tmp_path, *args, tls=None):
         # REDIS_SERVER overrides the binary, as for the Rust tests.
         binary = os.environ.get("REDIS_SERVER") or shutil.which("redis-server")
         if binary is None:
             raise ServerError("redis-server is not installed (scripts/ensure-redis.sh installs it)")
         self.port = free_port()
+        ports = ["--port", str(self.port)]
+        if tls is not None:
+            ports = ["--port", "0", "--tls-port", str(self.port),
+                     "--tls-cert-file", tls.server_cert, "--tls-key-file", tls.server_key,
+                     "--tls-ca-cert-file", tls.ca, "--tls-auth-clients", "yes"]
         self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+            [binary, *ports, "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", str(tmp_path), *args],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        self.client = redis.Redis(host="127.0.0.1", port=self.port)
+        if tls is None:
+            self.client = redis.Redis(host="127.0.0.1", port=self.port)
+        else:
+            self.client = redis.Redis(host="127.0.0.1", port=self.port, ssl=True,
+                                      ssl_ca_certs=tls.ca, ssl_certfile=tls.client_cert,
+                                      ssl_keyfile=tls.client_key)
         deadline = time.monotonic() + 10
         while True:
             try:

@@ -274,3 +274,70 @@ def test_a_filter_object_reconnects_after_the_server_comes_back(tmp_path):
 def test_help_is_useful():
     doc = rotabloom.CircularFilter.__doc__
     assert "generations" in doc and "schedule" in doc and "lazy" in doc
+
+
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory):
+    from redis_server import RedisServer, TlsFiles
+
+    files = TlsFiles(tmp_path_factory.mktemp("tls-files"))
+    server = RedisServer(tmp_path_factory.mktemp("tls-redis"), tls=files)
+    yield server, files
+    server.stop()
+
+
+def test_tls_with_a_private_ca_and_a_client_certificate(tls_server):
+    server, files = tls_server
+    url = f"rediss://127.0.0.1:{server.port}/0"
+    mutual = {"tls_ca_file": files.ca, "tls_cert_file": files.client_cert,
+              "tls_key_file": files.client_key}
+    f = rotabloom.BloomFilter(url, "tls", capacity=1000, **mutual)
+    assert f.check_and_insert("a")
+    assert rotabloom.Filter.open(url, "tls", **mutual).contains("a")
+    # The server asks for a client certificate: without one, no session.
+    with pytest.raises(errors.RedisConnectionError):
+        rotabloom.Filter.open(url, "tls", tls_ca_file=files.ca)
+    # A CA that did not sign the server's certificate: refused.
+    with pytest.raises(errors.RedisConnectionError):
+        rotabloom.Filter.open(url, "tls", **{**mutual, "tls_ca_file": files.other_ca})
+    # Without the private CA, the system's trust store does not know it.
+    with pytest.raises(errors.RedisConnectionError):
+        rotabloom.Filter.open(url, "tls", tls_cert_file=files.client_cert,
+                              tls_key_file=files.client_key)
+
+
+def test_tls_settings_are_checked_before_connecting(tls_server, tmp_path):
+    server, files = tls_server
+    plain = f"redis://127.0.0.1:{server.port}/0"
+    url = f"rediss://127.0.0.1:{server.port}/0"
+    bad = [
+        (plain, {"tls_ca_file": files.ca}),  # TLS files with a plain-text URL
+        (url, {"tls_cert_file": files.client_cert}),  # a certificate without its key
+        (url, {"tls_ca_file": str(tmp_path / "missing.pem")}),
+        (url, {"tls_ca_file": files.client_key}),  # not a certificate
+    ]
+    for u, kwargs in bad:
+        with pytest.raises(errors.InvalidParameterError):
+            rotabloom.BloomFilter(u, "tls-bad", capacity=1000, **kwargs)
+
+
+def test_the_dupefilter_takes_the_tls_settings(tls_server):
+    from scrapy import Request
+    from scrapy.utils.test import get_crawler
+    from rotabloom.scrapy import RFPDupeFilter
+
+    class Spider:
+        name = "tls"
+
+    server, files = tls_server
+    crawler = get_crawler(settings_dict={
+        "ROTABLOOM_URL": f"rediss://127.0.0.1:{server.port}/0",
+        "ROTABLOOM_TLS_CA_FILE": files.ca,
+        "ROTABLOOM_TLS_CERT_FILE": files.client_cert,
+        "ROTABLOOM_TLS_KEY_FILE": files.client_key,
+    })
+    df = RFPDupeFilter.from_crawler(crawler)
+    df.open(Spider())
+    assert df.request_seen(Request("https://example.com/tls")) is False
+    assert df.request_seen(Request("https://example.com/tls")) is True
+    df.close("finished")
