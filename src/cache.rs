@@ -71,6 +71,20 @@ impl Memo {
     }
 }
 
+/// Where the `i`-th bit of an item is in one generation.
+#[derive(Clone, Copy)]
+enum Probe {
+    /// Byte `byte` of part `part` (a block, or a chain's only link), under
+    /// `mask`.
+    At { part: u32, byte: u64, mask: u8 },
+    /// Known without a load: set (past the item's bits), clear (no hash,
+    /// no such block).
+    Known(bool),
+    /// The scheme cannot be probed bit by bit (legacy schemes, chains of
+    /// several links): only the full check answers.
+    Unprobed,
+}
+
 impl Frozen {
     /// Whether the generation holds the item: all of its bits are set
     /// (bitmaps: Redis bit order, offset `o` is bit `7 - o % 8` of byte
@@ -111,23 +125,7 @@ impl Frozen {
             .get(b as usize)
             .is_some_and(|block| positions.all(|o| set(block, o)))
     }
-}
 
-/// Where the `i`-th bit of an item is in one generation.
-#[derive(Clone, Copy)]
-enum Probe {
-    /// Byte `byte` of part `part` (a block, or a chain's only link), under
-    /// `mask`.
-    At { part: u32, byte: u64, mask: u8 },
-    /// Known without a load: set (past the item's bits), clear (no hash,
-    /// no such block).
-    Known(bool),
-    /// The scheme cannot be probed bit by bit (legacy schemes, chains of
-    /// several links): only the full check answers.
-    Unprobed,
-}
-
-impl Frozen {
     /// Where the `i`-th bit of the item is; reads the same bits as
     /// `contains_with`.
     fn probe(&self, h: Option<&ItemHash>, item: Option<&[u8]>, memo: &mut Memo, i: u32) -> Probe {

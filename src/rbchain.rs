@@ -46,6 +46,14 @@ struct Link {
     bits: Vec<u8>,
 }
 
+impl Link {
+    /// The module's `i`-th bit of an item of hash `h`: `(a + i·b) mod m`.
+    fn position(&self, h: ModuleHash, i: u64) -> u64 {
+        let ModuleHash(a, b) = h;
+        a.wrapping_add(i.wrapping_mul(b)) % self.modulus
+    }
+}
+
 /// A RedisBloom chain: the header read, the bits filled chunk by chunk.
 #[derive(Debug, Clone)]
 pub(crate) struct Chain {
@@ -161,11 +169,10 @@ impl Chain {
     /// The module's answer to `BF.EXISTS` for an item of hash `h` (made
     /// with this chain's option).
     pub fn contains_hash(&self, h: ModuleHash) -> bool {
-        let ModuleHash(a, b) = h;
         // The module checks the newest link first; the answer is the same.
         self.links.iter().any(|l| {
             (0..u64::from(l.hashes)).all(|i| {
-                let x = a.wrapping_add(i.wrapping_mul(b)) % l.modulus;
+                let x = l.position(h, i);
                 l.bits
                     .get((x / 8) as usize)
                     .is_some_and(|byte| byte & (1 << (x % 8)) != 0)
@@ -184,8 +191,7 @@ impl Chain {
         if i >= u64::from(l.hashes) {
             return Some(Err(true));
         }
-        let ModuleHash(a, b) = h;
-        Some(Ok(a.wrapping_add(i.wrapping_mul(b)) % l.modulus))
+        Some(Ok(l.position(h, i)))
     }
 
     /// The bits of the chain's first link.

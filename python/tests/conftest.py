@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from redis_server import RedisServer
+from redis_server import RedisServer, TlsFiles
 from site_server import Site
 
 
@@ -27,3 +27,13 @@ def site():
     s = Site(pages=int(os.environ.get("ROTABLOOM_TEST_PAGES", "300")))
     yield s
     s.stop()
+
+
+@pytest.fixture(scope="session")
+def tls_server(tmp_path_factory):
+    """A private TLS-only server that requires client certificates, and
+    its certificate files."""
+    files = TlsFiles(tmp_path_factory.mktemp("tls-files"))
+    server = RedisServer(tmp_path_factory.mktemp("tls-redis"), tls=files)
+    yield server, files
+    server.stop()

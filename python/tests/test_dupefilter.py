@@ -90,3 +90,16 @@ def test_writes_wait_for_replicas_when_asked(redis_url):
                     ROTABLOOM_WAIT_TIMEOUT_MS=50)
     with pytest.raises(errors.ReplicasTimeoutError):
         df.request_seen(Request("http://example.com/w"))
+
+
+def test_the_dupefilter_takes_the_tls_settings(tls_server):
+    server, files = tls_server
+    df = dupefilter(
+        f"rediss://127.0.0.1:{server.port}/0",
+        ROTABLOOM_TLS_CA_FILE=files.ca,
+        ROTABLOOM_TLS_CERT_FILE=files.client_cert,
+        ROTABLOOM_TLS_KEY_FILE=files.client_key,
+    )
+    assert df.request_seen(Request("https://example.com/tls")) is False
+    assert df.request_seen(Request("https://example.com/tls")) is True
+    df.close("finished")

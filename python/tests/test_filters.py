@@ -276,15 +276,6 @@ def test_help_is_useful():
     assert "generations" in doc and "schedule" in doc and "lazy" in doc
 
 
-@pytest.fixture(scope="module")
-def tls_server(tmp_path_factory):
-    from redis_server import RedisServer, TlsFiles
-
-    files = TlsFiles(tmp_path_factory.mktemp("tls-files"))
-    server = RedisServer(tmp_path_factory.mktemp("tls-redis"), tls=files)
-    yield server, files
-    server.stop()
-
 
 def test_tls_with_a_private_ca_and_a_client_certificate(tls_server):
     server, files = tls_server
@@ -320,24 +311,3 @@ def test_tls_settings_are_checked_before_connecting(tls_server, tmp_path):
         with pytest.raises(errors.InvalidParameterError):
             rotabloom.BloomFilter(u, "tls-bad", capacity=1000, **kwargs)
 
-
-def test_the_dupefilter_takes_the_tls_settings(tls_server):
-    from scrapy import Request
-    from scrapy.utils.test import get_crawler
-    from rotabloom.scrapy import RFPDupeFilter
-
-    class Spider:
-        name = "tls"
-
-    server, files = tls_server
-    crawler = get_crawler(settings_dict={
-        "ROTABLOOM_URL": f"rediss://127.0.0.1:{server.port}/0",
-        "ROTABLOOM_TLS_CA_FILE": files.ca,
-        "ROTABLOOM_TLS_CERT_FILE": files.client_cert,
-        "ROTABLOOM_TLS_KEY_FILE": files.client_key,
-    })
-    df = RFPDupeFilter.from_crawler(crawler)
-    df.open(Spider())
-    assert df.request_seen(Request("https://example.com/tls")) is False
-    assert df.request_seen(Request("https://example.com/tls")) is True
-    df.close("finished")
