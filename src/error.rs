@@ -2,6 +2,14 @@
 
 use std::fmt;
 
+/// The end of [`Error::Full`]'s message: what of the call was applied.
+fn refused_from(answered: &[bool]) -> String {
+    match answered.len() {
+        0 => "nothing was written".to_string(),
+        n => format!("the first {n} items of the call were handled, the rest refused from item {n} (counting from 0) on"),
+    }
+}
+
 /// Everything that can go wrong in rotabloom.
 ///
 /// Expected outcomes (an item already present, a rotation that is not due yet)
@@ -128,9 +136,12 @@ pub enum Error {
     },
 
     /// The generation a write fills holds its capacity, and the handle's
-    /// [`WhenFull`](crate::WhenFull) is `Error` (the default): nothing of
-    /// the refused write was applied.
-    #[error("filter {name:?} is full: its generation holds {count} items of the {capacity} it was made for, and more would raise its false-positive rate above its target; nothing was written (rotate it, convert it to an expanding filter, make a bigger one, or set when_full = warn)")]
+    /// [`WhenFull`](crate::WhenFull) is `Error` (the default). Capacity is
+    /// enforced item by item inside the atomic step: the first
+    /// `answered.len()` items of the call were handled (inserted, or found
+    /// present) and `answered` holds their answers, in input order; no
+    /// item from index `answered.len()` on was written.
+    #[error("filter {name:?} is full: its generation holds {count} items of the {capacity} it was made for, and more would raise its false-positive rate above its target; {} (rotate it, convert it to an expanding filter, make a bigger one, or set when_full = warn)", refused_from(answered))]
     Full {
         /// The filter's name.
         name: String,
@@ -138,6 +149,9 @@ pub enum Error {
         capacity: u64,
         /// What it holds.
         count: u64,
+        /// The answers of the items handled before the generation filled
+        /// (a prefix of the call's items); empty when nothing was written.
+        answered: Vec<bool>,
     },
 
     /// An [`ExpandingFilter`](crate::ExpandingFilter) reached its configured

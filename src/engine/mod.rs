@@ -164,6 +164,7 @@ impl Core {
                 name: self.name().to_string(),
                 capacity,
                 count,
+                answered: Vec::new(),
             }
         })
     }
