@@ -78,7 +78,7 @@ impl ExpandingFilter {
             max_bytes: 0,
             max_bits: DEFAULT_MAX_BITS,
             max_block_bits: DEFAULT_MAX_BLOCK_BITS,
-            backend: Backend::Bitmap,
+            backend: None,
             wait: None,
         }
     }
@@ -123,7 +123,8 @@ pub struct ExpandingBuilder {
     max_bytes: u64,
     max_bits: u64,
     max_block_bits: u64,
-    backend: Backend,
+    /// None: bitmap for a new filter; a converted base filter's own.
+    backend: Option<Backend>,
     wait: Option<crate::WaitReplicas>,
 }
 
@@ -183,9 +184,11 @@ impl ExpandingBuilder {
     /// [`Backend::Bitmap`](crate::Backend::Bitmap)); with
     /// [`Backend::RedisBloom`](crate::Backend::RedisBloom) each generation
     /// is one non-scaling RedisBloom filter, reserved at its own capacity
-    /// and rate, and the filter grows as with bitmaps.
+    /// and rate, and the filter grows as with bitmaps. A base filter
+    /// converted in place keeps its own backend: asking for another one
+    /// there is refused before anything is written.
     pub fn backend(mut self, backend: Backend) -> Self {
-        self.backend = backend;
+        self.backend = Some(backend);
         self
     }
 
@@ -218,7 +221,8 @@ impl ExpandingBuilder {
             p * (1.0 - self.tightening),
             self.max_bits,
         )?;
-        let layout = self.backend.layout(first, self.max_block_bits);
+        let backend = self.backend.unwrap_or_default();
+        let layout = backend.layout(first, self.max_block_bits);
         if self.max_bytes > 0 && layout.bytes() > self.max_bytes {
             return invalid(
                 "max_bytes",
@@ -239,7 +243,7 @@ impl ExpandingBuilder {
             max_bits: self.max_bits,
             max_block_bits: self.max_block_bits.clamp(8, crate::MAX_BLOCK_BITS),
             legacy_gens: 0,
-            backend: self.backend,
+            backend,
         };
         Ok(ExpandingSpec {
             name,
@@ -679,11 +683,41 @@ impl ConvertMachine {
             .unwrap_or_else(|| {
                 crate::false_positive_rate(g.layout.bits, g.layout.hashes, g.capacity)
             });
+        // Generation 0 stays what it is, on its backend: the new ones grow
+        // on the same one.
+        let backend = view
+            .policy
+            .params()
+            .iter()
+            .find(|(k, _)| *k == field::BACKEND)
+            .and_then(|(_, v)| v.parse::<Backend>().ok())
+            .unwrap_or_default();
+        if let Some(asked) = b.backend.filter(|&asked| asked != backend) {
+            return Err(Error::ParameterMismatch {
+                name: view.name.clone(),
+                field: field::BACKEND.to_string(),
+                stored: backend.as_str().to_string(),
+                requested: asked.as_str().to_string(),
+            });
+        }
         let mut nb = b.clone();
         nb.capacity = g.capacity;
         nb.error_rate = (p0 / (1.0 - r)).min(0.999_999);
         nb.max_block_bits = g.layout.block_bits().max(8);
+        nb.backend = Some(backend);
         let spec = nb.spec()?;
+        // What the filter will say once converted must read back as an
+        // expanding filter: checked here, before anything is written, so a
+        // conversion never leaves a filter nobody can open.
+        let mut after = view.fields.clone();
+        after.raw.insert(field::KIND.into(), Kind::Expanding.as_str().into());
+        for (f, v) in &spec.params {
+            after.raw.insert((*f).into(), v.clone().into_bytes());
+        }
+        View::decode(after, None, "", Accept::One(CODEC)).map_err(|e| Error::Internal(format!(
+            "converting filter {:?} would leave metadata that cannot be read ({e}); nothing was written",
+            view.name
+        )))?;
         let epoch = view
             .epoch
             .checked_add(1)

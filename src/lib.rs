@@ -19,6 +19,7 @@ mod full;
 mod generation;
 mod hashing;
 mod info;
+mod items;
 mod keys;
 mod legacy;
 mod metadata;
