@@ -710,7 +710,9 @@ impl ConvertMachine {
         // expanding filter: checked here, before anything is written, so a
         // conversion never leaves a filter nobody can open.
         let mut after = view.fields.clone();
-        after.raw.insert(field::KIND.into(), Kind::Expanding.as_str().into());
+        after
+            .raw
+            .insert(field::KIND.into(), Kind::Expanding.as_str().into());
         for (f, v) in &spec.params {
             after.raw.insert((*f).into(), v.clone().into_bytes());
         }

@@ -170,7 +170,14 @@ impl Layout {
     pub fn split(params: BloomParams, max_block_bits: u64) -> Layout {
         let max = max_block_bits.clamp(8, MAX_BLOCK_BITS);
         let m = params.bits();
-        let blocks = m.div_ceil(max);
+        let mut blocks = m.div_ceil(max);
+        // Blocks of fewer than 8 bits are not a valid layout (§6.4 of
+        // docs/FORMAT.md): a tiny generation with a tiny limit (a base
+        // filter converted with its own block size) takes fewer, a little
+        // over the limit. Every layout that was valid stays as it was.
+        if m.div_ceil(blocks) < 8 {
+            blocks = (m / 8).max(1);
+        }
         let block_bits = m.div_ceil(blocks);
         Layout {
             bits: block_bits * blocks,

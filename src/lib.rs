@@ -57,7 +57,7 @@ pub use metadata::{Kind, FORMAT_VERSION};
 pub use params::{
     current_false_positive_rate, estimate_items, false_positive_rate, optimal_bits,
     optimal_bits_per_item, optimal_hashes, BloomParams, ErrorRate, DEFAULT_MAX_BITS,
-    DEFAULT_MAX_BLOCK_BITS, MAX_BLOCK_BITS, MAX_HASHES, MIN_BITS,
+    DEFAULT_MAX_BLOCK_BITS, MAX_BLOCK_BITS, MAX_HASHES, MIN_BITS, MIN_SIZED_BITS,
 };
 pub use proto::create::Opened;
 pub use redact::redact_urls;

@@ -502,22 +502,39 @@ fn converting_a_redisbloom_filter_keeps_its_backend() {
         .unwrap()
         .bloom()
         .is_some());
-    let f = ExpandingFilter::builder("m").convert_bloom(&mut conn).unwrap();
-    assert!(f.contains_many(&mut conn, &items).unwrap().iter().all(|&x| x));
+    let f = ExpandingFilter::builder("m")
+        .convert_bloom(&mut conn)
+        .unwrap();
+    assert!(f
+        .contains_many(&mut conn, &items)
+        .unwrap()
+        .iter()
+        .all(|&x| x));
     let more: Vec<String> = (0..3_000).map(|i| format!("n{i}")).collect();
     f.insert_many(&mut conn, &more).unwrap();
     let info = f.info(&mut conn).unwrap();
     assert!(info.generations.len() >= 2);
     for g in &info.generations {
         let ty: String = redis::cmd("TYPE")
-            .arg(format!("rotabloom:{{m}}:gen:{}-{}:0", info.fields["uid"], g.seq))
+            .arg(format!(
+                "rotabloom:{{m}}:gen:{}-{}:0",
+                info.fields["uid"], g.seq
+            ))
             .query(&mut conn)
             .unwrap();
         assert_eq!(ty, "MBbloom--", "generation {} on RedisBloom", g.seq);
     }
     let any = rotabloom::AnyFilter::open(&mut conn, "m").unwrap();
-    assert!(any.contains_many(&mut conn, &items).unwrap().iter().all(|&x| x));
-    assert!(any.contains_many(&mut conn, &more).unwrap().iter().all(|&x| x));
+    assert!(any
+        .contains_many(&mut conn, &items)
+        .unwrap()
+        .iter()
+        .all(|&x| x));
+    assert!(any
+        .contains_many(&mut conn, &more)
+        .unwrap()
+        .iter()
+        .all(|&x| x));
 
     // Full, then expanded by a write.
     BloomFilter::builder("w")
@@ -533,7 +550,11 @@ fn converting_a_redisbloom_filter_keeps_its_backend() {
     assert!(new.iter().filter(|&&x| x).count() > 490);
     let w = rotabloom::AnyFilter::open(&mut conn, "w").unwrap();
     assert!(w.expanding().is_some());
-    assert!(w.contains_many(&mut conn, &items).unwrap().iter().all(|&x| x));
+    assert!(w
+        .contains_many(&mut conn, &items)
+        .unwrap()
+        .iter()
+        .all(|&x| x));
 }
 
 /// A handle opened by name on a bitmap filter that is then dropped and
@@ -563,9 +584,10 @@ fn a_batch_that_meets_a_redisbloom_filter_mid_operation_sends_its_items() {
     let items: Vec<String> = (0..200).map(|i| format!("flip{i}")).collect();
     let new = handle.check_and_insert_many(&mut conn, &items).unwrap();
     assert!(new.iter().all(|&x| x), "every item new");
-    assert!(!handle
-        .contains(&mut conn, "")
-        .unwrap(), "no empty item was inserted");
+    assert!(
+        !handle.contains(&mut conn, "").unwrap(),
+        "no empty item was inserted"
+    );
     assert!(handle
         .contains_many(&mut conn, &items)
         .unwrap()

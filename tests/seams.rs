@@ -222,7 +222,11 @@ fn warn_and_expand_keep_their_meaning() {
     assert!(fresh > 290, "{fresh} of 300 new");
     let g = AnyFilter::open(&mut conn, "grow").unwrap();
     assert!(g.expanding().is_some());
-    assert!(g.contains_many(&mut conn, &batch).unwrap().iter().all(|&x| x));
+    assert!(g
+        .contains_many(&mut conn, &batch)
+        .unwrap()
+        .iter()
+        .all(|&x| x));
 }
 
 /// A handle that met its filter full keeps no memory of it: once another
@@ -286,9 +290,16 @@ fn an_expanding_filter_fills_each_generation_exactly() {
     let gens = &info.generations;
     assert!(gens.len() >= 3);
     for g in &gens[..gens.len() - 1] {
-        assert_eq!(g.count, g.capacity, "a frozen generation holds its capacity");
+        assert_eq!(
+            g.count, g.capacity,
+            "a frozen generation holds its capacity"
+        );
     }
-    assert!(f.contains_many(&mut conn, &batch).unwrap().iter().all(|&x| x));
+    assert!(f
+        .contains_many(&mut conn, &batch)
+        .unwrap()
+        .iter()
+        .all(|&x| x));
 }
 
 /// A block cut shorter than its generation is lost data: every path says
@@ -320,8 +331,16 @@ fn a_truncated_block_is_lost_data_not_zeros() {
     assert!(lost(f.check_and_insert_many(&mut conn, &batch)));
     assert!(lost(f.idempotent_batch(&batch).check_and_insert(&mut conn)));
     assert!(lost(f.contains(&mut conn, &batch[0]).map(|x| vec![x])));
-    let _: () = redis::cmd("SET").arg(&key).arg(whole).query(&mut conn).unwrap();
-    assert!(f.contains_many(&mut conn, &batch).unwrap().iter().all(|&x| x));
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg(whole)
+        .query(&mut conn)
+        .unwrap();
+    assert!(f
+        .contains_many(&mut conn, &batch)
+        .unwrap()
+        .iter()
+        .all(|&x| x));
 }
 
 /// Room reserved by a transaction in flight is taken: a write that needs
@@ -354,7 +373,9 @@ fn reserved_room_is_taken_until_released_or_lapsed() {
             true => f.idempotent_batch(&more).check_and_insert(&mut conn),
         };
         match got {
-            Err(Error::Full { count, answered, .. }) => {
+            Err(Error::Full {
+                count, answered, ..
+            }) => {
                 assert_eq!(count, 60);
                 assert!(answered.is_empty(), "{answered:?}");
             }
@@ -368,7 +389,11 @@ fn reserved_room_is_taken_until_released_or_lapsed() {
         .arg("0:40:deadwriter")
         .query(&mut conn)
         .unwrap();
-    assert!(f.check_and_insert_many(&mut conn, &more).unwrap().iter().all(|&x| x));
+    assert!(f
+        .check_and_insert_many(&mut conn, &more)
+        .unwrap()
+        .iter()
+        .all(|&x| x));
     assert_eq!(count_of(&f.info(&mut conn).unwrap()), 70);
     // A transaction's own reservation is released by its commit.
     let exists: bool = redis::cmd("EXISTS").arg(key).query(&mut conn).unwrap();

@@ -155,10 +155,22 @@ impl DataMachine {
     }
 
     /// Whether this operation's writes stop at the deciding generation's
-    /// capacity: an expanding filter's always (it grows there); any other
-    /// filter's unless the handle writes on past it (`when_full = warn`).
+    /// capacity: an expanding filter's always (it grows there); a
+    /// RedisBloom generation's always (a non-scaling module filter refuses
+    /// items past its capacity: writing on is not possible there); any
+    /// other filter's unless the handle writes on past it
+    /// (`when_full = warn`).
     fn limit(&self) -> Limit {
-        match (self.op, self.view.growth.is_capped(), self.core.when_full) {
+        let module = self
+            .view
+            .with_role(Role::Decide)
+            .filter_map(|g| self.view.gens.get(g))
+            .any(|g| g.layout.scheme.is_module());
+        match (
+            self.op,
+            self.view.growth.is_capped() || module,
+            self.core.when_full,
+        ) {
             (DataOp::Has, _, _) => Limit::Open,
             (_, true, _) => Limit::Capacity,
             (_, false, crate::full::WhenFull::Warn) => Limit::Open,
@@ -438,8 +450,7 @@ impl DataMachine {
         let outcome = match txn::decode_tx(&t.view, self.op, &t.sent, &t.present, replies) {
             Ok(o) => o,
             Err(e) => {
-                return match txn::commit_request(&self.core.keys, &t.view, reserved.as_ref(), &[])
-                {
+                return match txn::commit_request(&self.core.keys, &t.view, reserved.as_ref(), &[]) {
                     Some(req) => {
                         self.state = State::Release(e);
                         Ok(Poll::Send(req))

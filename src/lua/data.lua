@@ -40,7 +40,10 @@
 -- done), DUE (nothing done: rotate first), FULL (the deciding group is at
 -- its capacity and items are left), BUSY (it would be, but part of it is
 -- reserved by transactions in flight, which may leave it unused: try the
--- rest again) or MISSING (nothing done: flags holds
+-- rest again), WRONGTYPE (nothing done: flags holds a block key, the
+-- Redis type found there, and 'string' or 'module', the kind of key it
+-- must be) or MISSING (nothing done:
+-- flags holds
 -- the missing block keys, separated by spaces; every block is allocated
 -- when its generation is made, so a missing one is lost data); processed is how many items (a prefix
 -- of the input) were handled; flags holds one '0'/'1' per handled item;
@@ -101,8 +104,13 @@ for _, grp in ipairs(groups) do
     local size = tonumber(string.match(grp.must, '^=(%d+)$'))
     for b = 0, grp.nb - 1 do
       local key = KEYS[grp.key0 + b]
-      if redis.call('EXISTS', key) == 0 or (size and redis.call('STRLEN', key) < size) then
+      local t = redis.call('TYPE', key)['ok']
+      if t == 'none' or (size and t == 'string' and redis.call('STRLEN', key) < size) then
         missing[#missing + 1] = key
+      elseif (size and t ~= 'string') or (not size and CORE_TYPES[t]) then
+        -- A bitmap block, or a module's key, replaced by another type:
+        -- damaged, and said so.
+        return {'WRONGTYPE', 0, key .. ' ' .. t .. ' ' .. (size and 'string' or 'module'), -1}
       end
     end
   end
@@ -129,9 +137,11 @@ end
 -- Unpack pushes every argument on Lua's C stack, which holds 8000 slots.
 local MAXARGS = 7800
 
--- Applies BITFIELD GET (set = false) or SET (set = true) for the listed items
--- (0-based indexes) of one group. Returns a table: item -> true when all of
--- its k bits were already 1.
+-- Applies BF.MEXISTS (set = false) or BF.INSERT (set = true) for the
+-- listed items (0-based indexes) of one RedisBloom group. Returns a table:
+-- item -> true when the module already held it, and, when the module
+-- refused an insert (a non-scaling filter at its capacity: its reply stops
+-- with an error), the index of the first item it did not take.
 local function apply_bf(grp, items, set)
   local full = {}
   local key = KEYS[grp.key0]
@@ -148,13 +158,17 @@ local function apply_bf(grp, items, set)
     end
     for t = s, e do
       local v = r[t - s + 1]
+      if type(v) ~= 'number' then return full, items[t] end
       if set then full[items[t]] = (v == 0) else full[items[t]] = (v == 1) end
     end
     s = e + 1
   end
-  return full
+  return full, nil
 end
 
+-- Applies one group's reads or writes for the listed items; returns the
+-- table of items whose bits were all set already and, for a module that
+-- refused part of a write, the first item it did not take.
 local function apply(grp, items, set)
   if grp.bf then return apply_bf(grp, items, set) end
   if grp.role == 'l' then
@@ -267,8 +281,14 @@ else
     if grp.role == 'd' then
       local added = 0
       if grp.cap == 0 then
-        for i, f in pairs(apply(grp, cand, true)) do
+        local have, stop = apply(grp, cand, true)
+        for i, f in pairs(have) do
           if not f then yes[i] = true; added = added + 1 end
+        end
+        if stop then
+          -- The module refused the rest: handled up to there.
+          processed = stop
+          status = 'FULL'
         end
       else
         -- Capped: write in input order, never past capacity, so a
@@ -286,14 +306,23 @@ else
           local slice = {}
           for t = s, e do slice[#slice + 1] = cand[t] end
           if room > 0 then
-            for i, f in pairs(apply(grp, slice, true)) do
+            local have, stop = apply(grp, slice, true)
+            for i, f in pairs(have) do
               if not f then yes[i] = true; added = added + 1; cnt = cnt + 1 end
             end
             s = e + 1
+            if stop then
+              -- The module refused the rest (its count ran ahead of
+              -- ours): refused from that item, however much room we saw.
+              for t = s - 1, 1, -1 do
+                if cand[t] == stop then s = t end
+              end
+              refused, held = true, 0
+            end
           else
-            local held = apply(grp, slice, false)
+            local have = apply(grp, slice, false)
             for t = s, e do
-              if not held[cand[t]] then refused = true; break end
+              if not have[cand[t]] then refused = true; break end
               s = t + 1
             end
           end
@@ -320,11 +349,19 @@ else
         if op == 'add' or yes[i] then items[#items + 1] = i end
       end
       local added = 0
-      for i, f in pairs(apply(grp, items, true)) do
+      local have, stop = apply(grp, items, true)
+      for i, f in pairs(have) do
         if not f then added = added + 1 end
       end
       if added > 0 then
         redis.call('HINCRBY', meta, 'gen.' .. grp.seq .. '.count', added)
+      end
+      if stop then
+        -- A younger generation never holds more than the deciding one,
+        -- so its module cannot be full before it: this is not a state
+        -- rotabloom makes, and an item it did not take would be lost
+        -- from the window later. Said, not hidden.
+        return redis.error_reply('CORRUPT gen.' .. grp.seq .. '.count the RedisBloom generation refused items its count says it has room for')
       end
     end
   end

@@ -22,8 +22,9 @@
 -- transaction may add, before it runs and until its commit releases it,
 -- so that concurrent writers never take a generation past its capacity.
 -- Returns 'OK' ('OK COUNT' with a reservation: the generation's count),
--- 'STALE', 'DUE', 'FULL' (no room: nothing reserved), or 'MISSING key...'
--- (space-separated).
+-- 'STALE', 'DUE', 'FULL' (no room: nothing reserved), 'MISSING key...'
+-- (space-separated), or 'WRONGTYPE key found needed' (a block of another
+-- Redis type: 'string' for a bitmap, 'module' for a RedisBloom key).
 local f = redis.call('GET', KEYS[1])
 local verdict = 'OK'
 if f ~= ARGV[1] then
@@ -37,10 +38,12 @@ end
 if verdict == 'OK' then
   local missing = {}
   for i = 4, #KEYS do
-    local size = ARGV[5 + i]
-    if redis.call('EXISTS', KEYS[i]) == 0
-        or (size and size ~= '' and redis.call('STRLEN', KEYS[i]) < tonumber(size)) then
+    local size = tonumber(ARGV[5 + i] or '')
+    local t = redis.call('TYPE', KEYS[i])['ok']
+    if t == 'none' or (size and t == 'string' and redis.call('STRLEN', KEYS[i]) < size) then
       missing[#missing + 1] = KEYS[i]
+    elseif (size and t ~= 'string') or (not size and CORE_TYPES[t]) then
+      verdict = 'WRONGTYPE ' .. KEYS[i] .. ' ' .. t .. ' ' .. (size and 'string' or 'module')
     end
   end
   if #missing > 0 then verdict = 'MISSING ' .. table.concat(missing, ' ') end

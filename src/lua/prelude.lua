@@ -7,6 +7,10 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- Redis's own types: a key a module manages (a RedisBloom generation) that
+-- holds one of them was replaced.
+local CORE_TYPES = {string = true, hash = true, list = true, set = true, zset = true, stream = true}
+
 -- Whether the metadata still is what the caller's view says: same instance,
 -- same structure, same clear count (absent means 0).
 local function current(meta, uid, epoch, cleared)

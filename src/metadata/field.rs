@@ -117,6 +117,8 @@ mod tests {
                     "exists",
                     "wrongtype",
                     "badsource",
+                    "module",
+                    "number",
                     "ok",
                     "bf",
                     "u1",

@@ -286,16 +286,21 @@ pub(crate) enum Status {
     Busy,
 }
 
-/// The block keys a call found missing, when it found any.
+/// The block keys a call found missing, or of another type, when it found
+/// any.
 fn missing(name: &str, status: &str, flags: &str) -> Option<Error> {
-    (status == "MISSING").then(|| Error::MissingData {
-        name: name.to_string(),
-        keys: flags
-            .split(' ')
-            .filter(|k| !k.is_empty())
-            .map(str::to_string)
-            .collect(),
-    })
+    match status {
+        "MISSING" => Some(Error::MissingData {
+            name: name.to_string(),
+            keys: flags
+                .split(' ')
+                .filter(|k| !k.is_empty())
+                .map(str::to_string)
+                .collect(),
+        }),
+        "WRONGTYPE" => Some(super::wrong_block_type(flags)),
+        _ => None,
+    }
 }
 
 /// One call's outcome: answers for a prefix of its chunk.

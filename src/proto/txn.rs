@@ -147,6 +147,9 @@ pub(crate) fn verdict(name: &str, reply: &redis::RedisResult<Value>) -> Result<V
             Some("STALE") => Ok(Verdict::Stale),
             Some("DUE") => Ok(Verdict::Due),
             Some("FULL") => Ok(Verdict::Full),
+            Some(s) if s.starts_with("WRONGTYPE ") => {
+                Err(super::wrong_block_type(&s["WRONGTYPE ".len()..]))
+            }
             Some(s) if s.starts_with("MISSING ") => Err(Error::MissingData {
                 name: name.to_string(),
                 keys: s.split(' ').skip(1).map(str::to_string).collect(),
@@ -251,10 +254,17 @@ pub(crate) fn all_ones(part: &Part, reply: &Value) -> Result<Vec<bool>> {
         return Err(super::unexpected("BITFIELD", reply));
     };
     if part.module {
-        if bits.len() != part.positions.len() {
+        // A non-scaling module filter at its capacity stops its reply at
+        // the first item it refuses. Transactions reserve their room, so
+        // this means the module's count and rotabloom's disagree: said,
+        // never taken for answers.
+        let took = bits
+            .iter()
+            .take_while(|v| matches!(v, Value::Int(_)))
+            .count();
+        if took != part.positions.len() || bits.len() != part.positions.len() {
             return Err(Error::UnexpectedReply(format!(
-                "{} answers for {} items",
-                bits.len(),
+                "the RedisBloom generation took {took} of {} items and refused the rest (a non-scaling module filter at its capacity, whose count is ahead of rotabloom's)",
                 part.positions.len()
             )));
         }
@@ -624,7 +634,14 @@ mod tests {
             round: &[0, 1, 2],
             batch,
         };
-        let (req, sent) = tx_request(r, DataOp::CheckAdd, &[0], &[false, true, false], "", Limit::Open);
+        let (req, sent) = tx_request(
+            r,
+            DataOp::CheckAdd,
+            &[0],
+            &[false, true, false],
+            "",
+            Limit::Open,
+        );
         assert_eq!(req.args(0), ["WATCH", "rotabloom:{t}:fence"]);
         let guard = req.args(1);
         assert_eq!(guard[0], "EVAL");
@@ -632,7 +649,17 @@ mod tests {
         // it must be whole, not only there.
         assert_eq!(
             &guard[guard.len() - 9..],
-            ["0123456789abcdef:0:0", "", "", "", "0", "0", "0", "0", "125"]
+            [
+                "0123456789abcdef:0:0",
+                "",
+                "",
+                "",
+                "0",
+                "0",
+                "0",
+                "0",
+                "125"
+            ]
         );
         assert_eq!(req.args(2), ["MULTI"]);
         assert_eq!(req.args(3)[0], "BITFIELD");
