@@ -4,7 +4,7 @@
 #[path = "support/harness.rs"]
 mod harness;
 
-use harness::RedisServer;
+use harness::{scan, RedisServer};
 use rotabloom::{CircularFilter, Error};
 use std::io::Write;
 
@@ -184,23 +184,6 @@ impl<F: FnMut()> std::io::Read for Spy<'_, F> {
         self.pos = end;
         Ok(n)
     }
-}
-
-/// The keys matching `pattern`, by SCAN.
-fn scan(conn: &mut redis::Connection, pattern: &str) -> Vec<String> {
-    let mut keys: Vec<String> = redis::cmd("SCAN")
-        .cursor_arg(0)
-        .arg("MATCH")
-        .arg(pattern)
-        .arg("COUNT")
-        .arg(1000)
-        .clone()
-        .iter::<String>(conn)
-        .unwrap()
-        .map(|k| k.unwrap())
-        .collect();
-    keys.sort();
-    keys
 }
 
 fn pttl(conn: &mut redis::Connection, key: &str) -> i64 {
