@@ -126,8 +126,9 @@ pub async fn dump_async<C: redis::aio::ConnectionLike + Send, W: Write + Send>(
 /// (docs/FORMAT.md §10.3). A filter of that name is never overwritten
 /// ([`Error::AlreadyExists`]); a damaged or truncated file, or bytes after
 /// its end record, are [`Error::BadDump`]; a write the server refuses for
-/// memory is [`Error::OutOfMemory`]. On any error it reports, what it
-/// wrote is deleted first. See [`restore_with`] to cancel it.
+/// memory is [`Error::OutOfMemory`]. Before it reports an error, it
+/// deletes what it wrote (when the connection itself fails, the blocks
+/// expire with their lease). See [`restore_with`] to cancel it.
 pub fn restore<C: redis::ConnectionLike + ?Sized, R: Read>(
     conn: &mut C,
     input: R,

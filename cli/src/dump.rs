@@ -8,7 +8,7 @@ use crate::{interrupt, outfile, Output};
 use rotabloom::dump::{self, Summary};
 use serde_json::json;
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, IsTerminal, Read, Write};
+use std::io::{self, BufWriter, IsTerminal, Read, Write};
 use std::path::Path;
 
 /// `-` for standard input or output.
@@ -129,7 +129,8 @@ pub fn restore(
     let options = dump::RestoreOptions::new()
         .name(as_name)
         .cancel_on(caught.flag());
-    let restored = dump::restore_with(&mut conn, BufReader::new(input), options);
+    // Unbuffered: the input thread reads in large chunks already.
+    let restored = dump::restore_with(&mut conn, input, options);
     let summary = match (restored, caught.signal()) {
         (Ok(summary), _) => summary,
         (Err(e), Some(signal)) => {
