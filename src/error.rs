@@ -282,6 +282,32 @@ pub enum Error {
         name: String,
     },
 
+    /// A restore was cancelled through its flag
+    /// ([`RestoreOptions::cancel_on`](crate::dump::RestoreOptions::cancel_on);
+    /// the CLI sets it on SIGINT, SIGTERM and SIGHUP) before it published
+    /// the filter. Nothing was restored, and the blocks it had written
+    /// were deleted.
+    #[error("the restore of filter {name:?} was interrupted: nothing was restored, and the blocks it had written are deleted")]
+    Cancelled {
+        /// The name it was restoring.
+        name: String,
+    },
+
+    /// Blocks a restore had written vanished before it published the
+    /// filter: they expired after the restore paused longer than its
+    /// lease ([`RestoreOptions::lease`](crate::dump::RestoreOptions::lease);
+    /// a stalled input), or a `volatile-*` maxmemory policy evicted them.
+    /// Nothing was restored; the rest of its blocks were deleted.
+    #[error("the restore of filter {name:?} lost {} of the blocks it had written before it could finish ({}): they expired after a pause longer than its lease of {lease_secs} s, or a volatile-* maxmemory policy evicted them; nothing was restored", keys.len(), keys.iter().take(3).cloned().collect::<Vec<_>>().join(", "))]
+    RestoreExpired {
+        /// The name it was restoring.
+        name: String,
+        /// The vanished block keys.
+        keys: Vec<String>,
+        /// The lease, in seconds.
+        lease_secs: u64,
+    },
+
     /// An error from Redis or the connection to it.
     #[error("redis: {0}")]
     Redis(#[source] RedisError),

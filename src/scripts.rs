@@ -67,12 +67,24 @@ pub(crate) static GUARD: LuaScript = LuaScript::new(with_prelude!("lua/guard.lua
 pub(crate) static COMMIT: LuaScript = LuaScript::new(with_prelude!("lua/commit.lua"));
 pub(crate) static PREALLOC: LuaScript = LuaScript::new(include_str!("lua/prealloc.lua"));
 pub(crate) static RESTORE: LuaScript = LuaScript::new(include_str!("lua/restore.lua"));
+pub(crate) static RESTORE_WRITE: LuaScript = LuaScript::new(include_str!("lua/restore_write.lua"));
 
 /// Every script, for tests over all of them.
 #[cfg(test)]
-pub(crate) static ALL: [&LuaScript; 12] = [
-    &LOAD, &DATA, &CREATE, &CLEAR, &ZERO, &DROP, &ROLL, &CONVERT, &GUARD, &COMMIT, &PREALLOC,
+pub(crate) static ALL: [&LuaScript; 13] = [
+    &LOAD,
+    &DATA,
+    &CREATE,
+    &CLEAR,
+    &ZERO,
+    &DROP,
+    &ROLL,
+    &CONVERT,
+    &GUARD,
+    &COMMIT,
+    &PREALLOC,
     &RESTORE,
+    &RESTORE_WRITE,
 ];
 
 #[cfg(test)]

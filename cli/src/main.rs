@@ -15,10 +15,12 @@ mod errors;
 mod expanding;
 mod filter;
 mod generate;
+mod interrupt;
 mod lines;
 mod list;
 mod load;
 mod metrics;
+mod outfile;
 mod pipeline;
 mod resilient;
 mod rotate;
@@ -46,7 +48,10 @@ Exit codes:
   3  Redis error: connection, authentication, server, or the data in it
   4  status --check: a filter has an error-level warning
   5  a local file cannot be read or written (load, dump, restore,
-     metrics --output), or a dump file is damaged or not a dump
+     metrics --output; dump's reader gone before the end), or a dump
+     file is damaged, has bytes after its end, or is not a dump
+  128+N  restore or dump FILE stopped by signal N (130: SIGINT) after
+     cleaning up
 
 Redis URL: --redis, else the configuration's redis_url / redis_url_env /
 cluster_nodes / sentinels, else $REDIS_URL, else redis://127.0.0.1:6379
@@ -294,7 +299,9 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
     /// see docs/LEGACY.md).
     Adopt(expanding::AdoptArgs),
     /// Write a filter's metadata and bits to FILE ('-': standard output),
-    /// a slice at a time (format in docs/FORMAT.md).
+    /// a slice at a time (format in docs/FORMAT.md). A regular FILE is
+    /// replaced whole once complete (through a symbolic link, its
+    /// target); a FIFO or a device is written straight through.
     Dump {
         name: String,
         file: PathBuf,
@@ -302,7 +309,8 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         output: Output,
     },
     /// Create a filter from a dump FILE ('-': standard input), on any
-    /// server or cluster; never over an existing filter.
+    /// server or cluster; never over an existing filter. Interrupted
+    /// (SIGINT, SIGTERM, SIGHUP), it deletes what it wrote.
     Restore {
         file: PathBuf,
         /// The name to restore it as (default: the dumped filter's).
@@ -317,7 +325,8 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         /// Filters to export (default: every filter in the database).
         names: Vec<String>,
         /// Write to FILE (through a temporary file renamed over it, as
-        /// the textfile collector needs) instead of standard output.
+        /// the textfile collector needs; a FIFO or a device straight
+        /// through) instead of standard output.
         #[arg(long, short = 'o', value_name = "FILE")]
         output: Option<PathBuf>,
     },
