@@ -280,9 +280,10 @@ impl ExpandingBuilder {
     /// Before anything moves, the bitmap is checked against its parameters
     /// ([`Error::NotAdoptable`], [`Error::WrongType`], or
     /// [`Error::InvalidParameter`] naming `bit` or `blocks`; see
-    /// `docs/LEGACY.md`), and with [`Legacy::verify`](crate::Legacy::verify) every item known to
-    /// be in it is looked up where the legacy code put it. On any failure
-    /// the legacy keys are where they were.
+    /// `docs/LEGACY.md`), and with
+    /// [`Legacy::verify`](crate::Legacy::verify) every item known to be in
+    /// it is looked up where the legacy code put it. On any failure the
+    /// legacy keys are where they were.
     ///
     /// Calling it again once adopted opens the filter if every parameter,
     /// the legacy ones included (scheme, key or prefix, bits, hashes,

@@ -207,10 +207,14 @@ pub fn adopt(ctx: &Ctx, a: &AdoptArgs) -> anyhow::Result<u8> {
     };
     let gens = f.generations();
     let estimate = gens.first().map_or(0, |g| g.capacity);
+    let found = match checked {
+        0 => String::new(),
+        n => format!(", all {n} known items found"),
+    };
     let (text, result) = if existed {
         (
             format!(
-                "{}: exists, same parameters (expanding, {})",
+                "{}: exists, same parameters (expanding, {}{found})",
                 a.name,
                 shape(&f)
             ),
@@ -219,13 +223,9 @@ pub fn adopt(ctx: &Ctx, a: &AdoptArgs) -> anyhow::Result<u8> {
     } else {
         (
             format!(
-                "{}: adopted (expanding, {}; the legacy bitmap holds about {estimate} items{}){}",
+                "{}: adopted (expanding, {}; the legacy bitmap holds about {estimate} items{found}){}",
                 a.name,
                 shape(&f),
-                match checked {
-                    0 => String::new(),
-                    n => format!(", all {n} known items found"),
-                },
                 if copies.is_empty() {
                     ""
                 } else {
