@@ -110,6 +110,19 @@ pub enum Error {
         expected: &'static str,
     },
 
+    /// A legacy bitmap (see [`Legacy`](crate::Legacy)) cannot be adopted
+    /// as it is: the key is missing, empty, saturated or not a bitmap, its
+    /// shape does not fit the legacy parameters, or items known to be in it
+    /// are absent. Checked before anything moves: nothing was changed, the
+    /// legacy keys are where they were.
+    #[error("cannot adopt {key:?}: {reason}; nothing was changed")]
+    NotAdoptable {
+        /// The legacy key (or key prefix).
+        key: String,
+        /// Why, and what to check.
+        reason: String,
+    },
+
     /// The metadata hash is present but cannot be decoded.
     #[error("corrupt metadata for filter {name:?}: field {field}: {reason}")]
     CorruptMetadata {

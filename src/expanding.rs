@@ -26,7 +26,7 @@ use crate::scripts;
 use crate::view::{Absorb, Accept, Codec, Growth, NewGen, Policy, Role, View};
 use std::sync::Arc;
 
-use crate::legacy::Legacy;
+use crate::legacy::Adoption;
 
 /// The most generations a filter may be configured for.
 pub const MAX_GENERATIONS: u32 = 1024;
@@ -280,9 +280,20 @@ impl ExpandingBuilder {
     /// Creates the filter with a legacy bitmap as its frozen generation 0,
     /// moved into place (RENAME: no copy, no rebuild) in the same atomic
     /// step; new items go to generation 1 and later, sized by this builder.
-    /// Calling it again once adopted just opens the filter. The legacy keys
-    /// must be in the filter's slot in a cluster (RENAME cannot cross
-    /// slots); on a standalone server any key works.
+    ///
+    /// Before anything moves, the bitmap is checked against its parameters
+    /// ([`Error::NotAdoptable`], [`Error::WrongType`], or
+    /// [`Error::InvalidParameter`] naming `bit` or `blocks`; see
+    /// `docs/LEGACY.md`), and with
+    /// [`Legacy::verify`](crate::Legacy::verify) every item known to be in
+    /// it is looked up where the legacy code put it. On any failure the
+    /// legacy keys are where they were.
+    ///
+    /// Calling it again once adopted opens the filter if every parameter,
+    /// the legacy ones included (scheme, key or prefix, bits, hashes,
+    /// blocks), is the same, and fails with [`Error::ParameterMismatch`]
+    /// otherwise. The legacy keys must be in the filter's slot in a cluster
+    /// (RENAME cannot cross slots); on a standalone server any key works.
     ///
     /// ```no_run
     /// use rotabloom::{ExpandingFilter, Legacy};
@@ -298,7 +309,7 @@ impl ExpandingBuilder {
     pub fn adopt_legacy<C: redis::ConnectionLike + ?Sized>(
         self,
         conn: &mut C,
-        legacy: Legacy,
+        legacy: impl Into<Adoption>,
     ) -> Result<ExpandingFilter> {
         crate::exec::run(conn, self.adopt_machine(legacy)?, self.wait)
     }
@@ -308,14 +319,14 @@ impl ExpandingBuilder {
     pub async fn adopt_legacy_async<C: redis::aio::ConnectionLike + Send>(
         self,
         conn: &mut C,
-        legacy: Legacy,
+        legacy: impl Into<Adoption>,
     ) -> Result<ExpandingFilter> {
         crate::exec::run_async(conn, self.adopt_machine(legacy)?, self.wait).await
     }
 
     fn adopt_machine(
         &self,
-        legacy: Legacy,
+        legacy: impl Into<Adoption>,
     ) -> Result<impl Machine<Output = ExpandingFilter> + Send> {
         let mut b = self.clone();
         // The legacy generation does not count against the limit.
@@ -325,7 +336,8 @@ impl ExpandingBuilder {
         let k = keys.clone();
         let mut bp = spec.blueprint();
         bp.params.push((field::LEGACY_GENS, "1".into()));
-        let adopt = crate::legacy::adopt(keys, Accept::One(CODEC), bp, legacy)?;
+        let adopt =
+            crate::legacy::adopt(keys, Accept::One(CODEC), bp, legacy.into(), self.error_rate)?;
         let wait = self.wait;
         Ok(adopt.map(move |(view, _)| {
             let mut core = Core::new(k, view, Accept::One(CODEC), Vec::new());

@@ -52,7 +52,7 @@ pub use generation::{Backend, Generation, ItemPositions, Layout, Scheme};
 pub use hashing::{ItemHash, Positions};
 pub use info::{GenerationInfo, Info, Level, Warning, WarningCode};
 pub use keys::{FilterName, Keys, KEY_PREFIX};
-pub use legacy::Legacy;
+pub use legacy::{Adoption, Legacy};
 pub use metadata::{Kind, FORMAT_VERSION};
 pub use params::{
     current_false_positive_rate, estimate_items, false_positive_rate, optimal_bits,

@@ -303,6 +303,33 @@ fn adopt_copies_legacy_keys_from_another_cluster_slot() {
         .query(&mut conn)
         .unwrap();
     assert!(!copy, "the copy became the filter's block");
+    // Adopting again compares with what the copy was adopted as.
+    let out = run(&url, &[&ADOPT_SPIDER[..], &["--json"]].concat()).ok();
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["result"], "exists", "{out:?}");
+    // A set elsewhere is not copied: it is refused by its own name.
+    redis::cmd("SADD")
+        .arg("spider:dupefilter")
+        .arg("x")
+        .exec(&mut conn)
+        .unwrap();
+    let line = run(
+        &url,
+        &[
+            "adopt",
+            "other",
+            "--scrapy-redis-bloomfilter",
+            "spider:dupefilter",
+            "--capacity",
+            "10",
+        ],
+    )
+    .failed(2)
+    .to_string();
+    assert!(
+        line.contains("cannot adopt \"spider:dupefilter\": it is a Redis set"),
+        "{line}"
+    );
 }
 
 #[test]
@@ -345,9 +372,11 @@ fn adopt_takes_over_legacy_bitmaps() {
 
     // Seed 000: keys PREFIX0.. of 2^31 bits; a short one reads as zeros
     // past its end.
+    let mut short = vec![0u8; 64];
+    short[63] = 1;
     redis::cmd("SET")
         .arg("seedbf0")
-        .arg(vec![0u8; 64])
+        .arg(short)
         .exec(&mut conn)
         .unwrap();
     let out = run(
@@ -393,6 +422,135 @@ fn adopt_takes_over_legacy_bitmaps() {
     assert_eq!(out.code, 3, "{out:?}");
     out.failed(3);
     assert_eq!(run(&url, &["list"]).ok().stdout, "seed\nspider\n");
+}
+
+#[test]
+fn adopt_refuses_what_it_cannot_read_and_verifies_known_items() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut conn = server.connection();
+    // `adopt spider --scrapy-redis-bloomfilter KEY --capacity 10k FLAGS`.
+    let adopt = |key: &str, flags: &[&str]| {
+        let mut args = vec![
+            "adopt",
+            "spider",
+            "--scrapy-redis-bloomfilter",
+            key,
+            "--capacity",
+            "10k",
+        ];
+        args.extend_from_slice(flags);
+        run(&url, &args)
+    };
+    fn bit20<'a>(flags: &[&'a str]) -> Vec<&'a str> {
+        [&["--bit", "20"][..], flags].concat()
+    }
+    // No such key: refused, nothing written.
+    let line = adopt("nokey", &bit20(&[])).failed(2).to_string();
+    assert!(
+        line.starts_with("rotabloom: cannot adopt \"nokey\": there is no such key"),
+        "{line}"
+    );
+    let keys: u64 = redis::cmd("DBSIZE").query(&mut conn).unwrap();
+    assert_eq!(keys, 0);
+    // scrapy-redis's own dupefilter, a SET: named, with the way out.
+    redis::cmd("SADD")
+        .arg("spider:dupefilter")
+        .arg("8e7f80913230debca7264dfb3c055dcda5aaf9f8")
+        .exec(&mut conn)
+        .unwrap();
+    let line = adopt("spider:dupefilter", &bit20(&[]))
+        .failed(2)
+        .to_string();
+    assert!(line.contains("it is a Redis set, not a bitmap"), "{line}");
+    assert!(line.contains("| rotabloom load NAME -"), "{line}");
+
+    // The bitmap, adopted with the wrong bit: refused, naming the right
+    // one.
+    let fps = write_scrapy_bitmap(&mut conn, "spider:bloomfilter");
+    let line = adopt("spider:bloomfilter", &[]).failed(2).to_string();
+    assert!(line.contains("it fits BLOOMFILTER_BIT = 20 only"), "{line}");
+
+    // --verify: one fingerprint the crawler never stored, and the key
+    // stays where it was.
+    let file = server.dir().join("known.txt");
+    let stranger = "ffffffffffffffffffffffffffffffffffffffff";
+    let mut text: String = fps.iter().map(|f| format!("{f}\r\n")).collect();
+    text.push_str(stranger);
+    text.push_str("\n\n");
+    std::fs::write(&file, &text).unwrap();
+    let path = file.to_str().unwrap();
+    let line = adopt("spider:bloomfilter", &bit20(&["--verify", path]))
+        .failed(2)
+        .to_string();
+    assert!(
+        line.contains(&format!(
+            "1 of the 201 items known to be in it are absent with these parameters (the first: \"{stranger}\")"
+        )),
+        "{line}"
+    );
+    let len: u64 = redis::cmd("STRLEN")
+        .arg("spider:bloomfilter")
+        .query(&mut conn)
+        .unwrap();
+    assert!(len > 0, "the legacy key stays");
+    assert_eq!(run(&url, &["list"]).ok().stdout, "");
+    let missing = server.dir().join("none.txt");
+    adopt(
+        "spider:bloomfilter",
+        &bit20(&["--verify", missing.to_str().unwrap()]),
+    )
+    .failed(5);
+
+    // Every known item found: adopted, and said so.
+    let text: String = fps.iter().map(|f| format!("{f}\n")).collect();
+    std::fs::write(&file, &text).unwrap();
+    let out = adopt("spider:bloomfilter", &bit20(&["--verify", path])).ok();
+    assert!(
+        out.stdout.contains(", all 200 known items found)"),
+        "{out:?}"
+    );
+    // Again with another legacy parameter: the difference is named.
+    let line = adopt("spider:bloomfilter", &bit20(&["--hash-number", "5"]))
+        .failed(2)
+        .to_string();
+    assert!(
+        line.contains("exists with gen.0.hashes = 6, but 5 was requested"),
+        "{line}"
+    );
+    let out = adopt("spider:bloomfilter", &bit20(&["--verify", path, "--json"])).ok();
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["result"], "exists");
+
+    // A bitmap half full with 2 hash functions answers a quarter of new
+    // items "seen": adopted, with a warning.
+    redis::cmd("SET")
+        .arg("half")
+        .arg(vec![0x55u8; 1 << 13])
+        .exec(&mut conn)
+        .unwrap();
+    let out = run(
+        &url,
+        &[
+            "adopt",
+            "half",
+            "--scrapy-redis-bloomfilter",
+            "half",
+            "--bit",
+            "16",
+            "--hash-number",
+            "2",
+            "--capacity",
+            "1000",
+        ],
+    )
+    .ok();
+    assert!(out.stdout.starts_with("half: adopted"), "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "rotabloom: warning: half: the adopted bitmap \"half\" alone answers about 25.00% of new \
+         items \"seen\", more than the error rate 0.01 of the new generations\n"
+    );
 }
 
 /// A venv with the reference implementation of the Prometheus text
