@@ -184,3 +184,35 @@ pub fn create_roomy(url: &str, name: &str) {
     ])
     .ok();
 }
+
+/// A running `rotabloom ARGS`, its three streams piped, for tests that
+/// feed it and read it as it goes.
+pub fn spawn(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_rotabloom"))
+        .args(args)
+        .env_remove("REDIS_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rotabloom")
+}
+
+/// Waits for `child` and returns what it did.
+pub fn finish(child: std::process::Child) -> Run {
+    let o = child.wait_with_output().expect("wait for rotabloom");
+    Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// Waits until `ready` holds, failing the test after `secs` seconds.
+pub fn wait_until(secs: u64, what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !ready() {
+        assert!(std::time::Instant::now() < deadline, "no {what} within {secs} s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
