@@ -45,7 +45,9 @@ Exit codes:
   2  usage or configuration error, including a filter that does not exist,
      exists with other parameters than asked for, or exists already
      (restore)
-  3  Redis error: connection, authentication, server, or the data in it
+  3  Redis error: connection, authentication, server, or the data in it;
+     a full filter (filter, add, load: after what was inserted); retries
+     run out (the message says how to resume)
   4  status --check: a filter has an error-level warning
   5  a local file cannot be read or written (load, dump, restore,
      metrics --output), or a dump file is damaged or not a dump

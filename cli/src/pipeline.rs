@@ -151,7 +151,7 @@ where
     let (jobs_tx, jobs_rx) = sync_channel::<Job>(workers);
     let jobs_rx = Arc::new(Mutex::new(jobs_rx));
     let (done_tx, done_rx) = channel::<(Job, anyhow::Result<Vec<bool>>, u64)>();
-    let bytes = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let bytes = Arc::new(Reading::default());
     let progress = Arc::new(Progress::default());
     // Not scoped: after a failure the reader may wait for input that never
     // comes (a pipe left open); the process must not wait for it.
@@ -179,7 +179,7 @@ where
             s.spawn(move || {
                 while let Some(job) = next(jobs, stop) {
                     let result = work(&handle, &mut redis, &job);
-                    let read = bytes.load(Ordering::Relaxed);
+                    let read = bytes.bytes.load(Ordering::Relaxed);
                     if done.send((job, result, read)).is_err() {
                         break;
                     }
@@ -193,7 +193,7 @@ where
         Some(j) => j.finish()?,
         None => false,
     };
-    tally.verdict(&words, left)?;
+    tally.verdict(&words, left, bytes.stopped_at())?;
     // Every batch was handed on: the reader ended at the end of the input,
     // or with an error reading it.
     reader
@@ -320,6 +320,25 @@ fn next(jobs: &Mutex<Receiver<Job>>, stop: &AtomicBool) -> Option<Job> {
     }
 }
 
+/// How far the reader got.
+#[derive(Default)]
+struct Reading {
+    /// Bytes of input read (for progress).
+    bytes: std::sync::atomic::AtomicU64,
+    /// Lines cut into batches.
+    lines: std::sync::atomic::AtomicU64,
+    /// The input ended.
+    ended: AtomicBool,
+}
+
+impl Reading {
+    /// The lines cut so far, unless the input ended: what a refusal says
+    /// was not read after.
+    fn stopped_at(&self) -> Option<u64> {
+        (!self.ended.load(Ordering::Relaxed)).then(|| self.lines.load(Ordering::Relaxed))
+    }
+}
+
 /// How the reader cuts the input.
 struct Cut {
     batch: usize,
@@ -339,7 +358,7 @@ fn read(
     plan: Option<Plan>,
     jobs: std::sync::mpsc::SyncSender<Job>,
     stop: &AtomicBool,
-    bytes: &std::sync::atomic::AtomicU64,
+    bytes: &Reading,
 ) -> anyhow::Result<()> {
     let send = |seq: u64, first: u64, lines: Vec<Vec<u8>>, token: Option<String>, lost: bool| {
         let job = Job {
@@ -373,7 +392,7 @@ fn read(
                     if got < e.len { "the input ends before" } else { "they differ" }
                 )));
             }
-            bytes.store(items.bytes_read(), Ordering::Relaxed);
+            bytes.bytes.store(items.bytes_read(), Ordering::Relaxed);
             first = e.first + e.len;
             if !send(seq, e.first, lines, e.token, e.lost) {
                 return Ok(());
@@ -396,10 +415,12 @@ fn read(
         let mut lines = Vec::with_capacity(cut.batch.min(1 << 16));
         let more = items.next_batch(&mut lines, cut.batch).map_err(reading)?;
         if !more {
+            bytes.ended.store(true, Ordering::Relaxed);
             return Ok(());
         }
-        bytes.store(items.bytes_read(), Ordering::Relaxed);
         let n = lines.len() as u64;
+        bytes.bytes.store(items.bytes_read(), Ordering::Relaxed);
+        bytes.lines.store(first + n, Ordering::Relaxed);
         // Written down before any worker can send it.
         if let Some(j) = &cut.journal {
             j.queued(first, &lines)?;

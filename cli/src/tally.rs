@@ -180,8 +180,14 @@ impl Tally {
     }
 
     /// The run's end: `Ok` when every line was handled, else its one
-    /// error. `left`: whether the state file still lists batches.
-    pub fn verdict(self, words: &Words, left: bool) -> anyhow::Result<()> {
+    /// error. `left`: whether the state file still lists batches;
+    /// `unread_after`: the lines read, when the input did not end.
+    pub fn verdict(
+        self,
+        words: &Words,
+        left: bool,
+        unread_after: Option<u64>,
+    ) -> anyhow::Result<()> {
         if let Some(e) = self.output {
             return Err(e);
         }
@@ -192,7 +198,7 @@ impl Tally {
         let refused = self
             .refused
             .as_ref()
-            .map(|r| refused(r, words, resume.as_deref()));
+            .map(|r| refused(r, words, resume.as_deref(), unread_after));
         if let Some((e, first, len)) = self.failed {
             let code = exit_code(&e);
             let mut message = describe(&e, &Secrets::default());
@@ -269,7 +275,7 @@ impl Tally {
 }
 
 /// The refusal's message: the library's figures, then what was refused.
-fn refused(r: &Refused, words: &Words, resume: Option<&str>) -> String {
+fn refused(r: &Refused, words: &Words, resume: Option<&str>, unread_after: Option<u64>) -> String {
     let (name, capacity, count) = match &r.full {
         rotabloom::Error::Full {
             name,
@@ -287,8 +293,13 @@ fn refused(r: &Refused, words: &Words, resume: Option<&str>) -> String {
             r.first + 1
         ),
     };
+    // The reader stops at the refusal: a stream may never end.
+    let unread = match unread_after {
+        Some(n) => format!(", and the input after {} {n} was not read", words.one()),
+        None => String::new(),
+    };
     format!(
-        "filter {name:?} is full: its generation holds {count} items of the {capacity} it was made for, and more would raise its false-positive rate above its target; {} {} refused, the first at {} {}, none of them inserted ({again}; or rotate it, convert it to an expanding filter, make a bigger one, or set when_full = warn)",
+        "filter {name:?} is full: its generation holds {count} items of the {capacity} it was made for, and more would raise its false-positive rate above its target; {} {} refused, the first at {} {}, none of them inserted{unread} ({again}; or rotate it, convert it to an expanding filter, make a bigger one, or set when_full = warn)",
         r.lines,
         words.unit,
         words.one(),
@@ -363,7 +374,7 @@ mod tests {
             });
         }
         let v = t
-            .verdict(&w, false)
+            .verdict(&w, false, Some(40))
             .err()
             .map(|e| (e.to_string(), exit_code(&e)));
         (out, v)

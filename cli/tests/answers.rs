@@ -31,26 +31,24 @@ enum Between {
 }
 
 fn create(url: &str, name: &str, between: Between) {
-    let run = match between {
-        Between::RotateOut => bin::rb(&[
-            "--redis",
+    match between {
+        Between::RotateOut => bin::create(
             url,
-            "create",
             name,
-            "--kind",
-            "circular",
-            "--generations",
-            "2",
-            "--capacity",
-            "1000",
-            "--every",
-            "daily@00:00",
-        ]),
-        _ => bin::rb(&[
-            "--redis", url, "create", name, "--kind", "bloom", "--capacity", "1000",
-        ]),
-    };
-    run.ok();
+            &[
+                "--kind",
+                "circular",
+                "--generations",
+                "2",
+                "--capacity",
+                "1000",
+            ]
+            .into_iter()
+            .chain(["--every", "daily@00:00"])
+            .collect::<Vec<_>>(),
+        ),
+        _ => bin::create(url, name, &["--kind", "bloom", "--capacity", "1000"]),
+    }
 }
 
 /// Feeds `kk`, waits until the filter holds it, changes the filter as
@@ -165,7 +163,9 @@ fn a_line_repeated_across_batches_in_flight_is_printed_once() {
     sorted.sort_unstable();
     sorted.dedup();
     assert_eq!(sorted.len(), out.len(), "a line printed twice");
-    let missing = distinct.iter().filter(|l| sorted.binary_search(&l.as_str()).is_err());
+    let missing = distinct
+        .iter()
+        .filter(|l| sorted.binary_search(&l.as_str()).is_err());
     assert_eq!(missing.count(), 0, "new lines missing");
     assert_eq!(sorted.len(), distinct.len());
     // In input order: the output is a subsequence of the input (a repeated
@@ -180,15 +180,14 @@ fn a_line_repeated_across_batches_in_flight_is_printed_once() {
 }
 
 fn new_lines(n: usize) -> (String, Vec<String>) {
-    let lines: Vec<String> = (0..n).map(|i| format!("https://full.example/{i}")).collect();
+    let lines: Vec<String> = (0..n)
+        .map(|i| format!("https://full.example/{i}"))
+        .collect();
     (lines.join("\n") + "\n", lines)
 }
 
 fn create_small(url: &str, name: &str) {
-    bin::rb(&[
-        "--redis", url, "create", name, "--kind", "bloom", "--capacity", "100",
-    ])
-    .ok();
+    bin::create(url, name, &["--kind", "bloom", "--capacity", "100"]);
 }
 
 /// The one error line of a refused run: the first line refused and how
@@ -198,7 +197,10 @@ fn refused(run: &bin::Run) -> (u64, u64) {
     let lines: Vec<&str> = run.stderr.lines().collect();
     assert_eq!(lines.len(), 1, "one error line: {run:?}");
     let line = lines[0];
-    assert!(line.starts_with("rotabloom: filter ") && line.contains("is full"), "{line}");
+    assert!(
+        line.starts_with("rotabloom: filter ") && line.contains("is full"),
+        "{line}"
+    );
     let words: Vec<&str> = line.split(' ').collect();
     let after = |w: &str| {
         words
@@ -229,7 +231,10 @@ fn filter_into_a_full_filter_prints_exactly_what_it_inserted_then_one_error() {
     // The 100 new lines are those before the first refused one, in order
     // (a false positive among them is handled, answered seen).
     let (first, count) = refused(&run);
-    let handled: Vec<&str> = lines[..first as usize - 1].iter().map(String::as_str).collect();
+    let handled: Vec<&str> = lines[..first as usize - 1]
+        .iter()
+        .map(String::as_str)
+        .collect();
     let mut at = handled.iter();
     for line in &out {
         assert!(at.any(|l| l == line), "{line} not among the lines handled");
@@ -239,8 +244,13 @@ fn filter_into_a_full_filter_prints_exactly_what_it_inserted_then_one_error() {
     let f = rotabloom::BloomFilter::open(&mut conn, "small").unwrap();
     assert_eq!(f.count(&mut conn).unwrap(), 100);
     // Refused means not inserted.
-    let there = f.contains_many(&mut conn, &lines[first as usize - 1..]).unwrap();
-    assert!(there.iter().filter(|&&t| t).count() <= 5, "refused lines inserted");
+    let there = f
+        .contains_many(&mut conn, &lines[first as usize - 1..])
+        .unwrap();
+    assert!(
+        there.iter().filter(|&&t| t).count() <= 5,
+        "refused lines inserted"
+    );
 }
 
 #[test]
@@ -251,10 +261,7 @@ fn add_and_load_into_a_full_filter_count_only_what_they_inserted() {
     let (input, _) = new_lines(500);
     let file = dir.join("items.txt");
     std::fs::write(&file, &input).unwrap();
-    for (name, run) in [
-        ("viaadd", None),
-        ("viaload", Some(file.to_str().unwrap())),
-    ] {
+    for (name, run) in [("viaadd", None), ("viaload", Some(file.to_str().unwrap()))] {
         create_small(&url, name);
         let run = match run {
             None => bin::rotabloom(&["--redis", &url, "add", name], &[], input.as_bytes()),

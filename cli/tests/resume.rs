@@ -51,7 +51,9 @@ impl Streams {
                 if n == 0 {
                     break;
                 }
-                e.lock().unwrap().push_str(&String::from_utf8_lossy(&buf[..n]));
+                e.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
             }
         });
         Streams {
@@ -118,7 +120,9 @@ fn give_up(
     let streams = Streams::of(&mut child);
     let mut stdin = child.stdin.take().unwrap();
     let feed = |stdin: &mut std::process::ChildStdin, chunk: &[String]| {
-        stdin.write_all((chunk.join("\n") + "\n").as_bytes()).unwrap();
+        stdin
+            .write_all((chunk.join("\n") + "\n").as_bytes())
+            .unwrap();
         stdin.flush().unwrap();
     };
     feed(&mut stdin, &chunks[0]);
@@ -188,8 +192,15 @@ fn a_run_that_gave_up_is_resumed_with_the_answers_of_its_batches_in_flight() {
         .into_iter()
         .filter(|l| !printed.contains(l))
         .collect();
-    let applied = filter_holds(&server, &unprinted).iter().filter(|&&t| t).count();
-    assert!(applied >= 100, "{applied} applied and unprinted lines: {}", first.stderr);
+    let applied = filter_holds(&server, &unprinted)
+        .iter()
+        .filter(|&&t| t)
+        .count();
+    assert!(
+        applied >= 100,
+        "{applied} applied and unprinted lines: {}",
+        first.stderr
+    );
 
     // Resuming with other input is refused, and changes nothing.
     let mut other = first.input.clone();
@@ -203,7 +214,10 @@ fn a_run_that_gave_up_is_resumed_with_the_answers_of_its_batches_in_flight() {
         &[],
         (other.join("\n") + "\n").as_bytes(),
     );
-    assert!(run.failed(2).contains("not those of the interrupted run"), "{run:?}");
+    assert!(
+        run.failed(2).contains("not those of the interrupted run"),
+        "{run:?}"
+    );
 
     let run = bin::rotabloom(
         &["--redis", &url, "filter", "crawl", "--resume", st],
@@ -220,7 +234,12 @@ fn a_run_that_gave_up_is_resumed_with_the_answers_of_its_batches_in_flight() {
     assert_eq!(all.len(), n, "a line printed in both runs");
     let got: BTreeSet<&String> = all.into_iter().collect();
     let lost: Vec<&String> = first.input.iter().filter(|l| !got.contains(l)).collect();
-    assert!(lost.is_empty(), "{} new lines lost, from {:?}", lost.len(), lost.first());
+    assert!(
+        lost.is_empty(),
+        "{} new lines lost, from {:?}",
+        lost.len(),
+        lost.first()
+    );
     assert_eq!(got.len(), first.input.len());
     eprintln!(
         "gave up after {} lines printed ({applied} applied and not printed); the resumed run printed {}: 6000 of 6000 new lines printed once",
@@ -254,13 +273,23 @@ fn a_resumed_run_says_which_answers_were_lost_when_the_records_expired() {
     });
     let url = server.url();
     let run = bin::rotabloom(
-        &["--redis", &url, "filter", "crawl", "--resume", state.to_str().unwrap()],
+        &[
+            "--redis",
+            &url,
+            "filter",
+            "crawl",
+            "--resume",
+            state.to_str().unwrap(),
+        ],
         &[],
         (first.input.join("\n") + "\n").as_bytes(),
     );
     assert_eq!(run.code, 3, "{run:?}");
     let last = run.stderr.lines().last().unwrap_or_default();
-    assert!(last.contains("no longer held the answers of lines"), "{run:?}");
+    assert!(
+        last.contains("no longer held the answers of lines"),
+        "{run:?}"
+    );
     // Never "seen" in silence: every line is printed once or named.
     let unknown: u64 = last
         .split("but ")
@@ -271,7 +300,11 @@ fn a_resumed_run_says_which_answers_were_lost_when_the_records_expired() {
     assert!(unknown >= 100, "{last}");
     let second: Vec<String> = run.stdout.lines().map(String::from).collect();
     let printed: BTreeSet<&String> = first.printed.iter().chain(&second).collect();
-    assert_eq!(printed.len(), first.printed.len() + second.len(), "printed twice");
+    assert_eq!(
+        printed.len(),
+        first.printed.len() + second.len(),
+        "printed twice"
+    );
     let missing = first.input.iter().filter(|l| !printed.contains(l)).count();
     assert_eq!(missing as u64, unknown, "{last}");
     assert!(!state.exists());
