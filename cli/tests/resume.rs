@@ -309,3 +309,67 @@ fn a_resumed_run_says_which_answers_were_lost_when_the_records_expired() {
     assert_eq!(missing as u64, unknown, "{last}");
     assert!(!state.exists());
 }
+
+#[test]
+fn a_run_killed_with_sigkill_leaves_a_state_file_that_resumes_it() {
+    let server = RedisServer::start();
+    let url = server.url();
+    bin::create_roomy(&url, "crawl");
+    let state = server.dir().join("killed.state");
+    let st = state.to_str().unwrap();
+    let input = urls("k", 200_000);
+    let text = input.join("\n") + "\n";
+    let mut child = bin::spawn(&[
+        "--redis",
+        &url,
+        "--in-flight",
+        "4",
+        "filter",
+        "crawl",
+        "--batch",
+        "100",
+        "--state",
+        st,
+    ]);
+    let streams = Streams::of(&mut child);
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = {
+        let text = text.clone();
+        std::thread::spawn(move || {
+            // The pipe breaks when the process is killed.
+            let _ = stdin.write_all(text.as_bytes());
+        })
+    };
+    bin::wait_until(60, "some lines printed", || streams.printed() >= 20_000);
+    child.kill().unwrap(); // SIGKILL, mid-stream
+    child.wait().unwrap();
+    writer.join().unwrap();
+    let (first, _) = streams.close();
+    assert!(first.len() < input.len(), "the run ended before the kill");
+    // The file is whole, and a new run does not take it over.
+    let again = bin::rotabloom(
+        &["--redis", &url, "filter", "crawl", "--state", st],
+        &[],
+        b"x\n",
+    );
+    assert!(again.failed(2).contains("--resume"), "{again:?}");
+    let run = bin::rotabloom(
+        &["--redis", &url, "filter", "crawl", "--resume", st],
+        &[],
+        text.as_bytes(),
+    )
+    .ok();
+    assert!(!state.exists());
+    let second: Vec<String> = run.stdout.lines().map(String::from).collect();
+    let got: BTreeSet<&String> = first.iter().chain(&second).collect();
+    let lost = input.iter().filter(|l| !got.contains(l)).count();
+    assert_eq!(lost, 0, "new lines lost across the kill");
+    // Printed by the first run just before it could strike its batch out.
+    let twice = first.len() + second.len() - got.len();
+    assert!(twice <= 100, "{twice} lines printed twice");
+    eprintln!(
+        "SIGKILL after {} lines printed: the resumed run printed {}, 0 lost, {twice} twice",
+        first.len(),
+        second.len()
+    );
+}
