@@ -24,6 +24,7 @@ mod resilient;
 mod resume;
 mod rotate;
 mod show;
+mod statefile;
 mod status;
 mod tally;
 mod warnings;

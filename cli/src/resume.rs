@@ -10,13 +10,12 @@
 //! batches again under their tokens (the server then returns the answers
 //! it gave the first time) and goes on from there.
 //!
-//! The file is rewritten whole (it lists at most the batches in flight)
-//! into a temporary file renamed over it, so a process killed at any point
-//! leaves either the old list or the new one.
+//! The file's format is `statefile`'s: a process killed at any point
+//! leaves it readable.
 
 use crate::errors::{file_error, usage};
+use crate::statefile::{replay, Log, State};
 use serde::{Deserialize, Serialize};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -114,18 +113,6 @@ pub fn range(first: u64, len: u64) -> String {
     }
 }
 
-/// The file's content.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-struct State {
-    version: u32,
-    command: String,
-    filter: String,
-    /// Input lines cut into batches so far: every line before it that no
-    /// entry lists was handed on.
-    read: u64,
-    batches: Vec<Entry>,
-}
-
 /// The digest of a batch's lines.
 pub fn digest(lines: &[Vec<u8>]) -> String {
     use md5::{Digest, Md5};
@@ -151,7 +138,7 @@ pub fn now_ms() -> u64 {
 /// thread that hands answers on.
 pub struct Journal {
     path: PathBuf,
-    state: Mutex<State>,
+    state: Mutex<(State, Log)>,
     /// The command that resumes this run.
     resume: String,
     /// The retry window of the batches of this run.
@@ -230,20 +217,21 @@ impl Journal {
                 path.display()
             )));
         }
-        let j = Journal {
+        let state = State {
+            version: VERSION,
+            command: command.to_string(),
+            filter: filter.to_string(),
+            read: 0,
+            batches: Vec::new(),
+        };
+        let log = Log::create(path, &state)
+            .map_err(|e| file_error(format!("--state {}: cannot write it: {e}", path.display())))?;
+        Ok(Journal {
             path: path.to_path_buf(),
-            state: Mutex::new(State {
-                version: VERSION,
-                command: command.to_string(),
-                filter: filter.to_string(),
-                read: 0,
-                batches: Vec::new(),
-            }),
+            state: Mutex::new((state, log)),
             resume: resume(&path.display().to_string()),
             window_ms,
-        };
-        j.update(|_| ())?;
-        Ok(j)
+        })
     }
 
     fn reopen(
@@ -260,8 +248,8 @@ impl Journal {
                 _ => e.to_string(),
             })
         })?;
-        let state: State = serde_json::from_slice(&text)
-            .map_err(|e| bad(format!("not a state file of rotabloom ({e})")))?;
+        let state =
+            replay(&text).map_err(|e| bad(format!("not a state file of rotabloom ({e})")))?;
         if state.version != VERSION {
             return Err(bad(format!(
                 "state file version {} (this rotabloom reads {VERSION})",
@@ -276,9 +264,10 @@ impl Journal {
                 state.filter
             )));
         }
+        let log = Log::create(path, &state).map_err(|e| bad(format!("cannot write it: {e}")))?;
         Ok(Journal {
             path: path.to_path_buf(),
-            state: Mutex::new(state),
+            state: Mutex::new((state, log)),
             resume: resume(&path.display().to_string()),
             window_ms,
         })
@@ -377,12 +366,11 @@ impl Journal {
     /// resume, else written to disk for good. Returns whether batches are
     /// left.
     pub fn finish(&self) -> anyhow::Result<bool> {
-        let left = self.with(|s| !s.batches.is_empty());
+        let mut g = self.lock();
+        let (state, log) = &mut *g;
+        let left = !state.batches.is_empty();
         if left {
-            self.update(|_| ())?;
-            if let Ok(f) = std::fs::File::open(&self.path) {
-                let _ = f.sync_all();
-            }
+            log.settle(state).map_err(|e| self.cannot_write(e))?;
         } else {
             match std::fs::remove_file(&self.path) {
                 Ok(()) => {}
@@ -398,43 +386,33 @@ impl Journal {
         Ok(left)
     }
 
-    fn with<T>(&self, f: impl FnOnce(&State) -> T) -> T {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (State, Log)> {
         match self.state.lock() {
-            Ok(g) => f(&g),
-            Err(p) => f(&p.into_inner()),
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
         }
     }
 
-    /// Changes the state and writes it, under the lock, so that the file
-    /// follows the changes in order.
-    fn update(&self, f: impl FnOnce(&mut State)) -> anyhow::Result<()> {
-        let mut g = match self.state.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        f(&mut g);
-        write_atomically(&self.path, &g).map_err(|e| {
-            file_error(format!(
-                "cannot write the state file {}: {e}",
-                self.path.display()
-            ))
-        })
+    fn with<T>(&self, f: impl FnOnce(&State) -> T) -> T {
+        f(&self.lock().0)
     }
-}
 
-/// Writes `state` into a temporary file beside `path` and renames it over
-/// `path`: a reader (or a resumed run after a kill) sees the old content or
-/// the new, never a part.
-fn write_atomically(path: &Path, state: &State) -> std::io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let mut f = std::fs::File::create(&tmp)?;
-    let mut text = serde_json::to_vec(state).map_err(std::io::Error::other)?;
-    text.push(b'\n');
-    f.write_all(&text)?;
-    drop(f);
-    std::fs::rename(&tmp, path)
+    /// Changes the state and writes the change, under the lock, so that
+    /// the file follows the changes in order.
+    fn update(&self, f: impl FnOnce(&mut State)) -> anyhow::Result<()> {
+        let mut g = self.lock();
+        let (state, log) = &mut *g;
+        let before = state.clone();
+        f(state);
+        log.append(&before, state).map_err(|e| self.cannot_write(e))
+    }
+
+    fn cannot_write(&self, e: std::io::Error) -> anyhow::Error {
+        file_error(format!(
+            "cannot write the state file {}: {e}",
+            self.path.display()
+        ))
+    }
 }
 
 /// `words` as one shell command line, quoted where needed.
