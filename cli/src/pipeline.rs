@@ -151,12 +151,12 @@ where
     let (jobs_tx, jobs_rx) = sync_channel::<Job>(workers);
     let jobs_rx = Arc::new(Mutex::new(jobs_rx));
     let (done_tx, done_rx) = channel::<(Job, anyhow::Result<Vec<bool>>, u64)>();
-    let bytes = Arc::new(Reading::default());
+    let reading = Arc::new(Reading::default());
     let progress = Arc::new(Progress::default());
     // Not scoped: after a failure the reader may wait for input that never
     // comes (a pipe left open); the process must not wait for it.
     let reader = {
-        let (stop, bytes) = (Arc::clone(&stop), Arc::clone(&bytes));
+        let (stop, reading) = (Arc::clone(&stop), Arc::clone(&reading));
         let cut = Cut {
             batch: run.batch,
             what: run.what.to_string(),
@@ -165,7 +165,7 @@ where
             progress: Arc::clone(&progress),
             ahead: window(workers),
         };
-        std::thread::spawn(move || read(items, cut, plan, jobs_tx, &stop, &bytes))
+        std::thread::spawn(move || read(items, cut, plan, jobs_tx, &stop, &reading))
     };
     let words = Words {
         unit,
@@ -174,12 +174,12 @@ where
     };
     let tally = std::thread::scope(|s| {
         for (mut redis, handle) in links {
-            let (jobs, done, work, stop, bytes) =
-                (&jobs_rx, done_tx.clone(), &work, &*stop, &*bytes);
+            let (jobs, done, work, stop, reading) =
+                (&jobs_rx, done_tx.clone(), &work, &*stop, &*reading);
             s.spawn(move || {
                 while let Some(job) = next(jobs, stop) {
                     let result = work(&handle, &mut redis, &job);
-                    let read = bytes.bytes.load(Ordering::Relaxed);
+                    let read = reading.bytes.load(Ordering::Relaxed);
                     if done.send((job, result, read)).is_err() {
                         break;
                     }
@@ -193,7 +193,7 @@ where
         Some(j) => j.finish()?,
         None => false,
     };
-    tally.verdict(&words, left, bytes.stopped_at())?;
+    tally.verdict(&words, left, reading.stopped_at())?;
     // Every batch was handed on: the reader ended at the end of the input,
     // or with an error reading it.
     reader
@@ -358,7 +358,7 @@ fn read(
     plan: Option<Plan>,
     jobs: std::sync::mpsc::SyncSender<Job>,
     stop: &AtomicBool,
-    bytes: &Reading,
+    reading: &Reading,
 ) -> anyhow::Result<()> {
     let send = |seq: u64, first: u64, lines: Vec<Vec<u8>>, token: Option<String>, lost: bool| {
         let job = Job {
@@ -372,7 +372,7 @@ fn read(
         };
         jobs.send(job).is_ok()
     };
-    let reading =
+    let read_error =
         |e: std::io::Error| crate::errors::file_error(format!("reading {}: {e}", cut.what));
     let (mut seq, mut first) = (0u64, 0u64);
     if let Some(plan) = plan {
@@ -383,7 +383,7 @@ fn read(
             }
             skip(&mut items, e.first.saturating_sub(first), first, &cut.what)?;
             let mut lines = Vec::new();
-            let got = take(&mut items, &mut lines, e.len).map_err(reading)?;
+            let got = take(&mut items, &mut lines, e.len).map_err(read_error)?;
             if got < e.len || digest(&lines) != e.digest {
                 return Err(usage(format!(
                     "{}: lines {} are not those of the interrupted run ({}): resume needs the same input",
@@ -392,7 +392,7 @@ fn read(
                     if got < e.len { "the input ends before" } else { "they differ" }
                 )));
             }
-            bytes.bytes.store(items.bytes_read(), Ordering::Relaxed);
+            reading.bytes.store(items.bytes_read(), Ordering::Relaxed);
             first = e.first + e.len;
             if !send(seq, e.first, lines, e.token, e.lost) {
                 return Ok(());
@@ -413,14 +413,16 @@ fn read(
             return Ok(());
         }
         let mut lines = Vec::with_capacity(cut.batch.min(1 << 16));
-        let more = items.next_batch(&mut lines, cut.batch).map_err(reading)?;
+        let more = items
+            .next_batch(&mut lines, cut.batch)
+            .map_err(read_error)?;
         if !more {
-            bytes.ended.store(true, Ordering::Relaxed);
+            reading.ended.store(true, Ordering::Relaxed);
             return Ok(());
         }
         let n = lines.len() as u64;
-        bytes.bytes.store(items.bytes_read(), Ordering::Relaxed);
-        bytes.lines.store(first + n, Ordering::Relaxed);
+        reading.bytes.store(items.bytes_read(), Ordering::Relaxed);
+        reading.lines.store(first + n, Ordering::Relaxed);
         // Written down before any worker can send it.
         if let Some(j) = &cut.journal {
             j.queued(first, &lines)?;
