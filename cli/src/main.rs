@@ -23,9 +23,12 @@ mod metrics;
 mod outfile;
 mod pipeline;
 mod resilient;
+mod resume;
 mod rotate;
 mod show;
+mod statefile;
 mod status;
+mod tally;
 mod warnings;
 
 use chrono::{DateTime, Utc};
@@ -45,7 +48,9 @@ Exit codes:
   2  usage or configuration error, including a filter that does not exist,
      exists with other parameters than asked for, or exists already
      (restore)
-  3  Redis error: connection, authentication, server, or the data in it
+  3  Redis error: connection, authentication, server, or the data in it;
+     a full filter (filter, add, load: after what was inserted); retries
+     run out (the message says how to resume)
   4  status --check: a filter has an error-level warning
   5  a local file cannot be read or written (load, dump, restore,
      metrics --output; dump's reader gone before the end), or a dump
@@ -220,6 +225,8 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         items: Vec<OsString>,
         #[command(flatten)]
         output: Output,
+        #[command(flatten)]
+        state: resume::StateFlags,
     },
     /// Print the items that may be present (with --absent, those that are
     /// not), in input order. Exit 0 if any was printed, else 1.
@@ -237,6 +244,8 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         /// Lines per round trip to Redis.
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         batch: u32,
+        #[command(flatten)]
+        state: resume::StateFlags,
     },
     /// Insert every line of FILE ('-' for standard input), with progress.
     Load {
@@ -251,6 +260,8 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         /// terminal.
         #[arg(long, hide = true, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
         progress_every: u64,
+        #[command(flatten)]
+        state: resume::StateFlags,
     },
     /// Delete a filter and all its data.
     Drop {
@@ -465,20 +476,30 @@ fn run(ctx: &Ctx, command: Command) -> anyhow::Result<u8> {
             name,
             items,
             output,
-        } => add::run(ctx, &name, items, output),
+            state,
+        } => add::run(ctx, &name, items, output, &state),
         Command::Check {
             name,
             items,
             absent,
         } => check::run(ctx, &name, items, absent),
-        Command::Filter { name, batch } => filter::run(ctx, &name, batch as usize),
+        Command::Filter { name, batch, state } => filter::run(ctx, &name, batch as usize, &state),
         Command::Load {
             name,
             file,
             output,
             batch,
             progress_every,
-        } => load::run(ctx, &name, &file, batch as usize, progress_every, output),
+            state,
+        } => load::run(
+            ctx,
+            &name,
+            &file,
+            batch as usize,
+            progress_every,
+            output,
+            &state,
+        ),
         Command::Drop { name, yes, output } => drop::run(ctx, &name, yes, output),
         Command::List { json } => list::run(ctx, json),
         Command::Clear { name, yes, output } => drop::clear(ctx, &name, yes, output),
