@@ -15,7 +15,7 @@
 //! * rotations exactly as owed, whatever the number of callers.
 
 use crate::model::{MFilter, Model};
-use crate::steps::{Call, Fault, Full, Op, Shape, Spec, Step, Store, FILTERS};
+use crate::steps::{Call, Fault, Full, Midway, Op, Protocol, Runner, Shape, Spec, Step, Store, FILTERS};
 use crate::world::{item, name, Outcome, World};
 use rotabloom::{Error, ExpandingFilter, Legacy};
 use std::collections::{BTreeMap, BTreeSet};
@@ -174,6 +174,12 @@ impl Run {
             Step::Drop { f } => self.drop(*f),
             Step::Fault(fault) => self.fault(*fault),
             Step::Probe { f } => self.probe(*f),
+            Step::Stream {
+                f,
+                first,
+                midway,
+                second,
+            } => self.stream(*f, first, *midway, second),
         }
     }
 
@@ -266,6 +272,25 @@ impl Run {
             }
             return Ok(());
         };
+        // A user refused WATCH: a call that takes the guarded transaction
+        // must fail loudly; one that takes the script answers.
+        for (call, o) in calls.iter().zip(&outcomes) {
+            if !call.no_watch {
+                continue;
+            }
+            let refused = matches!(o, Outcome::Failed { error: Error::PermissionDenied { message }, .. } if message.contains("watch"));
+            match (takes_transaction(&pre, call), refused) {
+                (true, false) if !self.hazards.lossy && !pre.damaged => {
+                    if let Outcome::Answers(_) = o {
+                        return fail("a guarded transaction ran for a user refused WATCH");
+                    }
+                }
+                (false, true) => {
+                    return fail("a call that takes the script was refused for WATCH");
+                }
+                _ => {}
+            }
+        }
         // Pass 1: every answer against the filter as it was before the
         // step (the calls ran at once: only what held before is certain).
         let mut new_by_item: BTreeMap<u32, u32> = BTreeMap::new();
@@ -285,6 +310,7 @@ impl Run {
                 }
                 Outcome::Failed { error, answered } => {
                     match error {
+                        Error::PermissionDenied { .. } if call.no_watch => {}
                         Error::Full { .. } => {
                             if !pre.capped(call.full == Full::WarnOn) || call.op == Op::Contains {
                                 return fail(format!("full error where writes go on: {error}"));
@@ -308,13 +334,13 @@ impl Run {
             };
             if let Some(r) = refused {
                 if let Some(&it) = call.items.get(r) {
-                    if pre.present(it) && !pre.maybe(it) && !pre.damaged {
+                    if pre.present(it) && !pre.maybe(it) {
                         return fail(format!("item {it} refused as full, but it is present"));
                     }
                 }
             }
             for (&it, &a) in call.items.iter().zip(answers) {
-                let known = pre.present(it) && !pre.maybe(it) && !pre.damaged;
+                let known = pre.present(it) && !pre.maybe(it);
                 match call.op {
                     Op::Contains if known && !a => {
                         return fail(format!("false negative: item {it} is in the window"));
@@ -448,7 +474,7 @@ impl Run {
             return Ok(());
         }
         for &it in &call.items {
-            let known = pre.present(it) && !pre.maybe(it) && !pre.damaged;
+            let known = pre.present(it) && !pre.maybe(it);
             match call.op {
                 Op::Contains if known && !set.contains(&it) => {
                     return fail(format!(
@@ -784,6 +810,42 @@ impl Run {
                     }
                 }
             }
+            Fault::KillConnections => {
+                let _: redis::RedisResult<i64> = redis::cmd("CLIENT")
+                    .arg("KILL")
+                    .arg("TYPE")
+                    .arg("normal")
+                    .arg("SKIPME")
+                    .arg("yes")
+                    .query(&mut conn);
+                // The next step's calls meet dead connections.
+                self.pending = Some(Fault::LoseReplies { every: 0, budget: 0 });
+            }
+            Fault::DeleteFence { f } => {
+                let _: () = redis::cmd("DEL")
+                    .arg(format!("rotabloom:{{{}}}:fence", name(f)))
+                    .query(&mut conn)
+                    .map_err(|e| e.to_string())?;
+            }
+            Fault::CorruptCount { f } => {
+                let Some(m) = self.model.filters[f as usize].as_mut() else {
+                    return Ok(());
+                };
+                let seq = self
+                    .world
+                    .any(f)
+                    .ok()
+                    .and_then(|a| a.generations().get(m.decider()).map(|g| g.seq));
+                if let Some(seq) = seq {
+                    let _: () = redis::cmd("HSET")
+                        .arg(format!("rotabloom:{{{}}}:meta", name(f)))
+                        .arg(format!("gen.{seq}.count"))
+                        .arg("lots")
+                        .query(&mut conn)
+                        .map_err(|e| e.to_string())?;
+                    m.damaged = true;
+                }
+            }
             Fault::KillCli { f } => {
                 let items: Vec<u32> = (0..400).map(|i| self.fresh + i).collect();
                 self.fresh += 400;
@@ -799,6 +861,109 @@ impl Run {
             }
         }
         Ok(())
+    }
+
+    /// A `rotabloom filter` run with the filter changed in its middle:
+    /// lines of the second part that it did not print must be in the
+    /// filter (it said "seen"), whatever it saw in the first part.
+    fn stream(&mut self, f: u8, first: &[u32], midway: Midway, second: &[u32]) -> Result<(), String> {
+        let Some(pre) = self.model(f).cloned() else {
+            return Ok(());
+        };
+        if pre.damaged || pre.spec.store == Store::Module && !self.world.module.is_some() {
+            return Ok(());
+        }
+        let spec = pre.spec;
+        let mut midway_error = None;
+        let (printed, code, stderr) = {
+            let world = &self.world;
+            world.stream(f, first, second, || {
+                let r = match (midway, spec.shape) {
+                    // N manual rotations: every generation new.
+                    (Midway::EmptyWindow, Shape::Circular { n, .. }) => (0..n)
+                        .map(|_| world.rotate(f, 1).into_iter().next())
+                        .find_map(|r| match r {
+                            Some(Err(e)) => Some(Err(e.to_string())),
+                            _ => None,
+                        })
+                        .unwrap_or(Ok(())),
+                    (Midway::Recreate, _) => world
+                        .any(f)
+                        .and_then(|a| a.drop(&mut world.admin()))
+                        .map_err(|e| e.to_string())
+                        .and_then(|_| {
+                            let mut w = world.admin();
+                            crate::world::create_on(&mut w, f, &spec).map_err(|e| e.to_string())
+                        }),
+                    _ => world
+                        .any(f)
+                        .and_then(|a| a.clear(&mut world.admin()))
+                        .map_err(|e| e.to_string()),
+                };
+                midway_error = r.err();
+            })
+        };
+        if let Some(e) = midway_error {
+            return fail(format!("midway: {e}"));
+        }
+        if code != 0 && code != 3 {
+            return fail(format!("`filter` exited {code}: {}", stderr.trim()));
+        }
+        let mut seen = BTreeSet::new();
+        for &it in &printed {
+            if !seen.insert(it) && !first.contains(&it) {
+                return fail(format!("`filter` printed item {it} twice after the change"));
+            }
+        }
+        // The filter after the change: empty, then the second part.
+        let mut m = pre.clone();
+        match midway {
+            Midway::Recreate => {
+                let any = self.world.any(f).map_err(|e| e.to_string())?;
+                let info = any.info(&mut self.world.admin()).map_err(|e| e.to_string())?;
+                let caps = info.generations.iter().map(|g| g.capacity).collect();
+                let period = info.fields.get("period").and_then(|p| p.parse().ok()).unwrap_or(0);
+                m = MFilter::new(spec, caps, period);
+                self.reborn[f as usize] = true;
+            }
+            _ => {
+                m.clear();
+            }
+        }
+        // What the second part left: a line printed is new, a line not
+        // printed was "seen", so it must read present now.
+        if code == 0 {
+            let lines: Vec<String> = second.iter().map(|&i| item(i)).collect();
+            let found = self
+                .world
+                .any(f)
+                .and_then(|a| a.contains_many(&mut self.world.admin(), &lines))
+                .map_err(|e| e.to_string())?;
+            for (&it, &present) in second.iter().zip(&found) {
+                if !present {
+                    return fail(format!(
+                        "`filter` answered line {} of the second part seen, but the filter does not hold it",
+                        item(it)
+                    ));
+                }
+            }
+        }
+        // Everything the second part wrote is of unknown split between new
+        // and seen-by-a-false-positive once printed lines are taken out.
+        let mut printed_after: BTreeSet<u32> = printed.iter().copied().collect();
+        for &it in second {
+            if printed_after.remove(&it) {
+                m.changed(it);
+            } else if code == 0 {
+                m.unchanged(it, true);
+            } else {
+                m.unknown(it);
+            }
+        }
+        self.model.filters[f as usize] = Some(m);
+        // The first part's lines printed before the change were counted in
+        // generations the change emptied; counts are the second part's.
+        self.counts(f)
     }
 
     /// The key of block 0 of filter `f`'s deciding generation.
@@ -972,4 +1137,25 @@ mod tests {
         assert!((super::binomial_tail(10, 0.5, 0) - 1.0).abs() < 1e-9);
         assert!((super::binomial_tail(10, 0.5, 10) - 1.0 / 1024.0).abs() < 1e-12);
     }
+}
+
+/// Whether `call` takes the guarded transaction (as the library plans it):
+/// a library call of 16 items or more that allows transactions, on a
+/// filter whose operation a transaction can express.
+fn takes_transaction(m: &MFilter, call: &Call) -> bool {
+    let allowed = match call.protocol {
+        Protocol::Script => false,
+        Protocol::Transaction => true,
+        // A batch with a record takes the script; a query is no batch.
+        Protocol::Idempotent => call.op == Op::Contains,
+    };
+    let expressible = match call.op {
+        Op::Contains => true,
+        Op::Insert => m.spec.shape != Shape::Expanding,
+        Op::CheckAndInsert => {
+            m.spec.shape != Shape::Expanding
+                && !matches!(m.spec.shape, Shape::Circular { newest: false, .. })
+        }
+    };
+    call.runner != Runner::Cli && allowed && call.items.len() >= 16 && expressible
 }
