@@ -66,12 +66,13 @@ pub(crate) static CONVERT: LuaScript = LuaScript::new(with_prelude!("lua/convert
 pub(crate) static GUARD: LuaScript = LuaScript::new(with_prelude!("lua/guard.lua"));
 pub(crate) static COMMIT: LuaScript = LuaScript::new(with_prelude!("lua/commit.lua"));
 pub(crate) static PREALLOC: LuaScript = LuaScript::new(include_str!("lua/prealloc.lua"));
+pub(crate) static ALLOC_NEW: LuaScript = LuaScript::new(include_str!("lua/alloc_new.lua"));
 pub(crate) static RESTORE: LuaScript = LuaScript::new(include_str!("lua/restore.lua"));
 pub(crate) static RESTORE_WRITE: LuaScript = LuaScript::new(include_str!("lua/restore_write.lua"));
 
 /// Every script, for tests over all of them.
 #[cfg(test)]
-pub(crate) static ALL: [&LuaScript; 13] = [
+pub(crate) static ALL: [&LuaScript; 14] = [
     &LOAD,
     &DATA,
     &CREATE,
@@ -85,6 +86,7 @@ pub(crate) static ALL: [&LuaScript; 13] = [
     &PREALLOC,
     &RESTORE,
     &RESTORE_WRITE,
+    &ALLOC_NEW,
 ];
 
 #[cfg(test)]

@@ -125,13 +125,9 @@ pub enum Fault {
     /// Every client connection killed (`CLIENT KILL TYPE normal`).
     KillConnections,
     /// Filter `f`'s fence deleted (scripts and guards make it again).
-    DeleteFence {
-        f: u8,
-    },
+    DeleteFence { f: u8 },
     /// A count of filter `f`'s deciding generation overwritten with text.
-    CorruptCount {
-        f: u8,
-    },
+    CorruptCount { f: u8 },
 }
 
 /// One step of a sequence.

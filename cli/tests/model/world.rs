@@ -192,7 +192,9 @@ impl World {
 
     fn url_of(&self, no_watch: bool) -> String {
         match no_watch {
-            true => self.url().replace("redis://", &format!("redis://{NO_WATCH}:pw@")),
+            true => self
+                .url()
+                .replace("redis://", &format!("redis://{NO_WATCH}:pw@")),
             false => self.url(),
         }
     }
@@ -426,7 +428,16 @@ impl World {
         midway: impl FnOnce(),
     ) -> (Vec<u32>, i32, String) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_rotabloom"))
-            .args(["--redis", &self.url(), "--in-flight", "2", "filter", &name(f), "--batch", "1"])
+            .args([
+                "--redis",
+                &self.url(),
+                "--in-flight",
+                "2",
+                "filter",
+                &name(f),
+                "--batch",
+                "1",
+            ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
