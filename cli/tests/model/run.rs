@@ -945,7 +945,7 @@ impl Run {
         let Some(pre) = self.model(f).cloned() else {
             return Ok(());
         };
-        if pre.damaged || pre.spec.store == Store::Module && !self.world.module.is_some() {
+        if pre.damaged || (pre.spec.store == Store::Module && self.world.module.is_none()) {
             return Ok(());
         }
         let spec = pre.spec;
@@ -1261,14 +1261,6 @@ fn write_legacy(conn: &mut redis::Connection, key: &str, items: &[u32]) {
     let _: () = pipe.query(conn).unwrap();
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_binomial_tail_is_right_at_its_ends() {
-        assert!((super::binomial_tail(10, 0.5, 0) - 1.0).abs() < 1e-9);
-        assert!((super::binomial_tail(10, 0.5, 10) - 1.0 / 1024.0).abs() < 1e-12);
-    }
-}
 
 /// Whether `call` takes the guarded transaction (as the library plans it):
 /// a library call of 16 items or more that allows transactions, on a
@@ -1298,4 +1290,13 @@ fn converts(call: &Call) -> bool {
     call.full == Full::Grow
         && call.op != Op::Contains
         && (call.by_name || call.runner == Runner::Cli)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_binomial_tail_is_right_at_its_ends() {
+        assert!((super::binomial_tail(10, 0.5, 0) - 1.0).abs() < 1e-9);
+        assert!((super::binomial_tail(10, 0.5, 10) - 1.0 / 1024.0).abs() < 1e-12);
+    }
 }
