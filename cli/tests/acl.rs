@@ -132,7 +132,8 @@ mod bin;
 /// (docs/ACL.md): the scripts' commands are checked against the user too.
 const COMMANDS: &str = "+evalsha +eval +watch +unwatch +multi +exec +ping +time +wait \
     +bitfield +bitfield_ro +bitcount +getrange +setrange +strlen +get +set +exists +type \
-    +unlink +del +pexpire +rpush +lindex +lrem +hget +hmget +hgetall +hset +hdel +hexists +hincrby";
+    +unlink +del +pexpire +rpush +lindex +lrem +hget +hmget +hgetall +hset +hdel +hexists +hincrby \
+    +zadd +zrange +zrem +zremrangebyscore +persist";
 
 /// `ACL SETUSER name on >pw resetkeys ~rotabloom:{filter}:* -@all COMMANDS`.
 fn restricted_user(admin: &mut Connection, name: &str, filter: &str) {

@@ -9,7 +9,15 @@
 -- Returns 'OK', or 'EXISTS' (nothing written: the key is someone else's).
 if redis.call('EXISTS', KEYS[1]) == 1 then return 'EXISTS' end
 if ARGV[2] == 'bf' then
-  redis.call('BF.RESERVE', KEYS[1], ARGV[3], ARGV[4], 'NONSCALING')
+  local r = redis.pcall('BF.RESERVE', KEYS[1], ARGV[3], ARGV[4], 'NONSCALING')
+  if type(r) == 'table' and r.err then
+    -- Said as the server says it outside a script, so that the client
+    -- tells a missing module apart.
+    if string.find(string.lower(r.err), 'unknown') then
+      return redis.error_reply("ERR unknown command 'BF.RESERVE': no bloom module")
+    end
+    return r
+  end
 else
   redis.call('SETRANGE', KEYS[1], tonumber(ARGV[3]) - 1, '\0')
 end
