@@ -90,6 +90,10 @@ fn check_seed(seed: u64, total: &mut Stats) {
         "model: seed {seed} failed at step {}: {}\nshrinking...",
         failure.step, failure.message
     );
+    // scripts/mutants.sh wants the property, not a small sequence.
+    if std::env::var("ROTABLOOM_MODEL_NO_SHRINK").is_ok() {
+        panic!("model: seed {seed} failed at step {}: {}", failure.step, failure.message);
+    }
     if std::env::var("ROTABLOOM_MODEL_VERBOSE").is_ok() {
         eprintln!("{:#?}", &steps[..=failure.step]);
     }
@@ -138,6 +142,10 @@ fn sequences_hold_every_property() {
         }
     }
     let deadline = Duration::from_secs(minutes * 60);
+    if std::env::var("ROTABLOOM_MODEL_FIXED_ONLY").is_ok() {
+        eprintln!("model: {sequences} sequences, {total:?}");
+        return;
+    }
     loop {
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
