@@ -644,6 +644,11 @@ impl Connection {
                     )?,
                     (c, _) => redis::ConnectionLike::req_command(c, &cmd)?,
                 };
+                // An error reply (NOAUTH, NOPERM...) is the error, not a
+                // reply of the wrong shape.
+                if let Value::ServerError(e) = reply {
+                    return Err(e.into());
+                }
                 let (next, batch): (u64, Vec<Vec<u8>>) = redis::from_redis_value(reply)?;
                 keys.extend(batch);
                 if next == 0 {

@@ -310,12 +310,46 @@ impl std::error::Error for RedisError {
     }
 }
 
+/// The server's words without the location a script error ends with
+/// (`script: <sha>, on @user_script:23.`), which says nothing to a user.
+fn without_location(text: &str) -> &str {
+    text.split(" script: ").next().unwrap_or(text).trim()
+}
+
+/// `(sha, line)` of the script line an error reply points to.
+fn location(text: &str) -> Option<(&str, usize)> {
+    let at = text.split(" script: ").nth(1)?;
+    let (sha, rest) = at.split_once(", on @user_script:")?;
+    let line = rest.trim_end_matches('.').trim().parse().ok()?;
+    Some((sha.trim(), line))
+}
+
+/// What an ACL refused, when `e` is such a refusal: `NOPERM` (a command
+/// the client sent; on Redis 7.2 and later also one a script runs), or
+/// Redis 7.0's words for a command a script runs, which do not name it:
+/// the script's line does.
+pub(crate) fn acl_refusal(e: &redis::RedisError) -> Option<String> {
+    let detail = e.detail().unwrap_or_default();
+    let scripted = e.code() == Some("ERR")
+        && detail.contains("The user executing the script can't run this command");
+    if e.code() != Some("NOPERM") && !scripted {
+        return None;
+    }
+    let words = crate::redact::redact_urls(without_location(detail));
+    let command = location(detail).and_then(|(sha, line)| crate::scripts::command_at(sha, line));
+    Some(match command {
+        Some(c) if !words.contains(&format!("'{c}'")) => {
+            format!("this user has no permissions to run the '{c}' command (a rotabloom script calls it)")
+        }
+        _ if words.is_empty() => "NOPERM".to_string(),
+        _ => words,
+    })
+}
+
 impl From<redis::RedisError> for Error {
     fn from(e: redis::RedisError) -> Self {
-        if e.code() == Some("NOPERM") {
-            return Error::PermissionDenied {
-                message: crate::redact::redact_urls(e.detail().unwrap_or("NOPERM")),
-            };
+        if let Some(message) = acl_refusal(&e) {
+            return Error::PermissionDenied { message };
         }
         Error::Redis(RedisError(e))
     }

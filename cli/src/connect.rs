@@ -228,23 +228,53 @@ fn redis_url(from: RedisUrlFrom, config: Option<&Config>) -> Result<RedisUrl, Fa
     }
 }
 
-/// Opens an existing filter, with a hint when it does not exist.
+/// Opens an existing filter, with a hint when it does not exist (the
+/// library's [`Error::NotFound`] stays in the chain: see [`is_gone`]).
 pub fn open(conn: &mut Connection, name: &str) -> anyhow::Result<AnyFilter> {
     match AnyFilter::open(conn, name) {
         Ok(f) => Ok(f),
-        Err(Error::NotFound { .. }) => Err(usage(format!(
+        Err(e @ Error::NotFound { .. }) => Err(anyhow::Error::new(e).context(format!(
             "filter {name:?} does not exist (create it with `rotabloom create`)"
         ))),
         Err(e) => Err(e.into()),
     }
 }
 
-/// The named filters, or every filter in the database when none is named.
-pub fn names_or_all(conn: &mut Connection, names: Vec<String>) -> anyhow::Result<Vec<String>> {
-    if !names.is_empty() {
-        return Ok(names);
+/// Whether `e` says that the filter does not exist (any more).
+pub fn is_gone(e: &anyhow::Error) -> bool {
+    e.chain()
+        .any(|c| matches!(c.downcast_ref::<Error>(), Some(Error::NotFound { .. })))
+}
+
+/// The filters a command goes over: named on its command line, or every
+/// filter found in the database.
+pub struct Names {
+    pub list: Vec<String>,
+    /// Whether the user named them.
+    pub named: bool,
+}
+
+impl Names {
+    /// Whether the error of one filter is no error at all: a filter found
+    /// in the database that was dropped before the command got to it is
+    /// simply not there. A filter the user named must exist.
+    pub fn vanished(&self, e: &anyhow::Error) -> bool {
+        !self.named && is_gone(e)
     }
-    Ok(all_names(conn).map_err(Error::from)?)
+}
+
+/// The named filters, or every filter in the database when none is named.
+pub fn names_or_all(conn: &mut Connection, names: Vec<String>) -> anyhow::Result<Names> {
+    if !names.is_empty() {
+        return Ok(Names {
+            list: names,
+            named: true,
+        });
+    }
+    Ok(Names {
+        list: all_names(conn)?,
+        named: false,
+    })
 }
 
 /// Every filter name in the database (every primary of a cluster): SCAN
@@ -253,7 +283,7 @@ pub fn names_or_all(conn: &mut Connection, names: Vec<String>) -> anyhow::Result
 /// of the hash tag match themselves. The library's `Keys` gives the keys of
 /// one named filter only, so the pattern and the name's place in a key are
 /// spelled here.
-fn all_names(conn: &mut Connection) -> redis::RedisResult<Vec<String>> {
+fn all_names(conn: &mut Connection) -> rotabloom::Result<Vec<String>> {
     let prefix = format!("{KEY_PREFIX}:{{");
     let suffix = "}:meta";
     let pattern = format!("{prefix}*{suffix}");

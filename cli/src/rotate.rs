@@ -33,14 +33,15 @@ pub fn run(
     if let (Some(now), false) = (now, force) {
         refuse_future(&mut conn, now)?;
     }
-    let explicit = !names.is_empty();
     let names = connect::names_or_all(&mut conn, names)?;
     let mut out = io::stdout().lock();
     let mut worst = 0u8;
-    for name in &names {
-        match rotate_one(ctx, &mut conn, name, explicit, if_due, now) {
+    for name in &names.list {
+        match rotate_one(ctx, &mut conn, name, names.named, if_due, now) {
             Ok(Some(said)) => output.print(&mut out, &said.text, &said.json, said.rotated)?,
             Ok(None) => {}
+            // Dropped since the SCAN: nothing to rotate.
+            Err(e) if names.vanished(&e) => {}
             Err(e) => worst = worst.max(report(&e, ctx.secrets()).1),
         }
     }

@@ -217,8 +217,38 @@ fn a_user_with_the_documented_acl_does_everything_with_its_filter_and_nothing_wi
         );
         // No replica: the write is refused by the count, not by the ACL.
         assert!(out.stderr.contains("replicas acknowledged"), "{out:?}");
-        run(&user, &["drop", &name, "--yes"], "").ok();
+        // Without +scan the drop cannot find the records of the batches
+        // above: it says so, and they expire on their own.
+        let out = run(&user, &["drop", &name, "--yes"], "").ok();
+        assert!(out.stderr.contains("left to expire"), "{out:?}");
+        let left: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("rotabloom:{{{name}}}:*"))
+            .query(&mut admin)
+            .unwrap();
+        assert!(left.iter().all(|k| k.contains("}:done:")), "{left:?}");
     }
+
+    // With +scan (docs/ACL.md), nothing is left.
+    let user = "u-scan";
+    restricted_user(&mut admin, user, "acl-scan");
+    redis::cmd("ACL")
+        .arg(&["SETUSER", user, "+scan"])
+        .exec(&mut admin)
+        .unwrap();
+    run(
+        user,
+        &["create", "acl-scan", "--kind", "bloom", "--capacity", "100"],
+        "",
+    )
+    .ok();
+    run(user, &["filter", "acl-scan"], "a\nb\n").ok();
+    let out = run(user, &["drop", "acl-scan", "--yes"], "").ok();
+    assert_eq!(out.stderr, "");
+    let left: Vec<String> = redis::cmd("KEYS")
+        .arg("rotabloom:{acl-scan}:*")
+        .query(&mut admin)
+        .unwrap();
+    assert!(left.is_empty(), "{left:?}");
 
     // A user for another filter's keys: a permission error, exit 3,
     // nothing written.
