@@ -3,10 +3,13 @@
 use crate::any::{self, AnyFilter};
 use crate::errors::{usage, Fail};
 use rotabloom::config::{Config, FilterDef, RedisUrl, Secrets};
-use rotabloom::connect::{Connection, TlsOptions};
+use rotabloom::connect::{
+    Connection, TlsOptions, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT,
+};
 use rotabloom::{Error, FilterName, Keys, WaitReplicas, KEY_PREFIX};
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::time::Duration;
 
 const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
@@ -28,6 +31,8 @@ pub struct Ctx {
     mirror_bytes: u64,
     /// Batches in flight at once (`filter`, `add`, `load`).
     pub in_flight: usize,
+    /// How long to wait to connect, and for each reply.
+    timeouts: (Duration, Duration),
 }
 
 /// The flags about surviving failures: replicas to wait for, reconnections.
@@ -36,6 +41,8 @@ pub struct Durability {
     pub wait_timeout_ms: Option<u64>,
     pub retries: u32,
     pub when_full: Option<rotabloom::WhenFull>,
+    /// `--timeout`: how long to wait to connect and for each reply.
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl Ctx {
@@ -82,6 +89,10 @@ impl Ctx {
             retries: durability.retries,
             mirror_bytes: 0,
             in_flight: 1,
+            timeouts: match durability.timeout {
+                Some(t) => (t, t),
+                None => (DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT),
+            },
         })
     }
 
@@ -118,7 +129,10 @@ impl Ctx {
     /// Sentinels name. A failure is one line, exit code 3.
     pub fn connect(&self) -> anyhow::Result<Connection> {
         let url = self.url.clone()?;
-        let target = url.target(self.tls.clone()).map_err(usage)?;
+        let target = url
+            .target(self.tls.clone())
+            .map_err(usage)?
+            .with_timeouts(self.timeouts.0, self.timeouts.1);
         if target.is_insecure() {
             eprintln!(
                 "rotabloom: warning: insecure TLS: the server's certificate is not verified, \
@@ -126,6 +140,28 @@ impl Ctx {
             );
         }
         Ok(target.connect()?)
+    }
+
+    /// `e`, and for a timeout which flag sets how long: the error line
+    /// then says what to change.
+    pub fn explain(&self, e: anyhow::Error) -> anyhow::Error {
+        let hint = e.chain().find_map(|c| match c.downcast_ref::<Error>() {
+            Some(Error::TimedOut { .. }) => {
+                Some("--timeout SECONDS sets how long to wait".to_string())
+            }
+            Some(Error::Redis(r)) if r.inner().is_timeout() => Some(format!(
+                "none came within {} s; --timeout SECONDS sets how long to wait",
+                self.timeouts.1.as_secs_f64()
+            )),
+            _ => None,
+        });
+        match hint {
+            None => e,
+            Some(hint) => anyhow::Error::new(Fail {
+                code: crate::errors::exit_code(&e),
+                message: format!("{}; {hint}", crate::errors::describe(&e, &self.secrets)),
+            }),
+        }
     }
 
     /// The configuration's definition of `name`, if any.

@@ -4,7 +4,7 @@
 use crate::any;
 use crate::connect::{self, Ctx};
 use crate::errors::{report, usage};
-use crate::show::{count, rfc3339, time_ms};
+use crate::show::{count, rfc3339, rfc3339_checked, time_ms, writable};
 use crate::Output;
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use rotabloom::connect::Connection;
@@ -105,6 +105,18 @@ fn rotate_one(
         }
         return Ok(None);
     }
+    // A time the schedule's next rotation after it cannot be written in
+    // RFC 3339 would leave the filter saying `+10006-...` for ever.
+    if let (Some(now), Some(schedule)) = (now, c.schedule()) {
+        let next = schedule.next_at(now);
+        if !writable(next) {
+            return Err(usage(format!(
+                "{name}: --now {}: the schedule's next rotation after it falls after year 9999, \
+                 which RFC 3339 cannot write; refused",
+                rfc3339(now)
+            )));
+        }
+    }
     let before = c.generations();
     let said = match any::rotate(&c, conn, if_due, now)? {
         Rotation::Rotated {
@@ -125,7 +137,7 @@ fn rotate_one(
                     "result": "rotated",
                     "rotations": rotations,
                     "epoch": epoch,
-                    "next_rotation_at": next_at.map(rfc3339),
+                    "next_rotation_at": next_at.and_then(rfc3339_checked),
                 }),
                 rotated: true,
             }
@@ -136,7 +148,7 @@ fn rotate_one(
             json: json!({
                 "name": name,
                 "result": "not_due",
-                "next_rotation_at": rfc3339(next_at),
+                "next_rotation_at": rfc3339_checked(next_at),
             }),
             rotated: false,
         },
@@ -187,7 +199,7 @@ fn by_hand(name: &str, c: &CircularFilter, before: &[rotabloom::Generation], epo
                 "items": g.count,
             })),
             "window_starts_at": starts,
-            "next_rotation_at": next.map(rfc3339),
+            "next_rotation_at": next.and_then(rfc3339_checked),
         }),
         rotated: true,
     }

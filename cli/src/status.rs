@@ -3,7 +3,7 @@
 use crate::any::{self, AnyFilter};
 use crate::connect::{self, Ctx, Names};
 use crate::errors::{is_redis, report};
-use crate::show::{bytes, duration, rfc3339, time_ms as time};
+use crate::show::{bytes, duration, rfc3339, rfc3339_checked, time_ms as time};
 use chrono::{DateTime, TimeZone, Utc};
 use comfy_table::{presets, CellAlignment, Table};
 use rotabloom::connect::Connection;
@@ -352,7 +352,7 @@ impl Report {
             capacity: self.capacity(),
             false_positive_rate: i.false_positive_rate,
             memory_bytes: i.memory_bytes,
-            next_rotation_at: self.next_rotation_at.map(rfc3339),
+            next_rotation_at: self.next_rotation_at.and_then(rfc3339_checked),
             parameters,
             generations,
             warnings: &self.warnings,
