@@ -82,9 +82,43 @@ impl IdempotentBatch {
         self
     }
 
-    /// The batch's token (16 hex digits), as its record key names it.
+    /// The same batch under `token` instead of its random one: the record
+    /// of an earlier run that used `token` (in this process or another) then
+    /// answers for it, so a process that kept the token of a batch it could
+    /// not confirm can get that batch's answers after a restart, within
+    /// the retry window.
+    ///
+    /// The token is 1 to 64 ASCII letters, digits, `-` or `_`. It must
+    /// name this batch's items, in this order, and no other batch of the
+    /// filter within the retry window: a record is read by position, so
+    /// another batch under the same token would get this one's answers.
+    ///
+    /// ```
+    /// # fn demo(f: &rotabloom::BloomFilter) -> rotabloom::Result<()> {
+    /// let first = f.idempotent_batch(["a", "b"]);
+    /// let kept = first.token().to_string(); // written down before sending
+    /// // ... the process gives up, a new one starts ...
+    /// let again = f.idempotent_batch(["a", "b"]).with_token(&kept)?;
+    /// assert_eq!(again.token(), kept);
+    /// assert!(f.idempotent_batch(["a"]).with_token("no spaces").is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn with_token(mut self, token: &str) -> Result<IdempotentBatch> {
+        check_token(token)?;
+        self.token = token.to_string();
+        Ok(self)
+    }
+
+    /// The batch's token (16 hex digits unless given with
+    /// [`with_token`](Self::with_token)), as its record key names it.
     pub fn token(&self) -> &str {
         &self.token
+    }
+
+    /// How long the server keeps the answers (see
+    /// [`with_retry_window`](Self::with_retry_window)).
+    pub fn retry_window(&self) -> Duration {
+        self.window
     }
 
     /// How many items the batch holds.
@@ -163,5 +197,50 @@ impl IdempotentBatch {
     ) -> Result<Vec<bool>> {
         let m = self.machine(DataOp::Add)?;
         self.core.run_async(conn, m).await
+    }
+}
+
+/// The longest token [`IdempotentBatch::with_token`] takes.
+const MAX_TOKEN: usize = 64;
+
+/// A token names a key (the record, in the filter's hash slot): letters,
+/// digits, `-` and `_` only, so that it can never change the key's slot
+/// (`{`, `}`) nor its pattern (`*`, `?`, `[`).
+fn check_token(token: &str) -> Result<()> {
+    let bad = |reason: String| {
+        Err(Error::InvalidParameter {
+            name: "token",
+            reason,
+        })
+    };
+    if token.is_empty() || token.len() > MAX_TOKEN {
+        return bad(format!(
+            "a token is 1 to {MAX_TOKEN} characters, this one has {}",
+            token.len()
+        ));
+    }
+    match token
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
+    {
+        Some(c) => bad(format!(
+            "{c:?} is not allowed in a token (ASCII letters, digits, '-' and '_' only)"
+        )),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_token;
+
+    #[test]
+    fn tokens_are_checked() {
+        for ok in ["a", "0123456789abcdef", "run-7_batch-12", &"x".repeat(64)] {
+            assert!(check_token(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "a b", "a{b}", "a*", "é", "a:b", &"x".repeat(65)] {
+            assert!(check_token(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -24,6 +24,8 @@ use crate::view::View;
 use redis::Value;
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 pub use crate::proto::dump::{DUMP_VERSION, MAGIC};
 
@@ -116,18 +118,45 @@ pub async fn dump_async<C: redis::aio::ConnectionLike + Send, W: Write + Send>(
 
 /// Restores a dump read from `input` as filter `name` (default: the
 /// dumped filter's name), under a fresh instance id: every block first,
-/// one `SETRANGE` of at most 1 MiB per round trip, then the metadata and
-/// fence in one atomic step, so no reader ever sees a half-restored
-/// filter. A filter of that name is never overwritten
-/// ([`Error::AlreadyExists`]); a damaged or truncated file is
-/// [`Error::BadDump`]; a write the server refuses for memory is
-/// [`Error::OutOfMemory`]. Then what was written is deleted again.
+/// one write of at most 1 MiB per round trip, each block with a time to
+/// live (the lease, [`DEFAULT_LEASE`]) renewed as the restore goes on;
+/// then the metadata and fence in one atomic step that makes the blocks
+/// permanent, so no reader ever sees a half-restored filter, and a
+/// restore that dies leaves nothing that outlives its lease
+/// (docs/FORMAT.md §10.3). A filter of that name is never overwritten
+/// ([`Error::AlreadyExists`]); a damaged or truncated file, or bytes after
+/// its end record, are [`Error::BadDump`]; a write the server refuses for
+/// memory is [`Error::OutOfMemory`]. Before it reports an error, it
+/// deletes what it wrote (when the connection itself fails, the blocks
+/// expire with their lease). See [`restore_with`] to cancel it.
 pub fn restore<C: redis::ConnectionLike + ?Sized, R: Read>(
     conn: &mut C,
     input: R,
     name: Option<&str>,
 ) -> Result<Summary> {
-    exec::run(conn, RestoreMachine::new(input, name)?, None)
+    restore_with(conn, input, RestoreOptions::new().name(name))
+}
+
+/// [`restore`] with options: a flag that cancels it between two round
+/// trips ([`Error::Cancelled`], after deleting what it wrote), and the
+/// lease of its blocks.
+///
+/// ```no_run
+/// use std::sync::atomic::AtomicBool;
+/// use rotabloom::dump::{restore_with, RestoreOptions};
+/// let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+/// let stop = AtomicBool::new(false); // set from another thread to cancel
+/// let file = std::fs::File::open("crawl.rbdump")?;
+/// let options = RestoreOptions::new().name(Some("crawl-copy")).cancel_on(&stop);
+/// restore_with(&mut conn, file, options)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn restore_with<C: redis::ConnectionLike + ?Sized, R: Read>(
+    conn: &mut C,
+    input: R,
+    options: RestoreOptions<'_>,
+) -> Result<Summary> {
+    exec::run(conn, RestoreMachine::new(input, options)?, None)
 }
 
 #[cfg(feature = "async")]
@@ -137,7 +166,81 @@ pub async fn restore_async<C: redis::aio::ConnectionLike + Send, R: Read + Send>
     input: R,
     name: Option<&str>,
 ) -> Result<Summary> {
-    exec::run_async(conn, RestoreMachine::new(input, name)?, None).await
+    restore_with_async(conn, input, RestoreOptions::new().name(name)).await
+}
+
+#[cfg(feature = "async")]
+/// Async [`restore_with`] (the reads from `input` block).
+pub async fn restore_with_async<C: redis::aio::ConnectionLike + Send, R: Read + Send>(
+    conn: &mut C,
+    input: R,
+    options: RestoreOptions<'_>,
+) -> Result<Summary> {
+    exec::run_async(conn, RestoreMachine::new(input, options)?, None).await
+}
+
+/// How long the blocks of a restore in progress live unless renewed: a
+/// restore that dies (killed, its connection lost) leaves them for at
+/// most this long. Renewed every third of it, so only a pause of two
+/// thirds of it between two steps (an input that stalls) loses them, and
+/// then the restore fails ([`Error::RestoreExpired`]) rather than publish
+/// a filter with holes.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(15 * 60);
+
+/// The shortest lease [`RestoreOptions::lease`] takes.
+pub const MIN_LEASE: Duration = Duration::from_secs(1);
+
+/// Options of [`restore_with`].
+///
+/// ```
+/// use rotabloom::dump::RestoreOptions;
+/// let o = RestoreOptions::new().name(Some("copy")).lease(std::time::Duration::from_secs(60));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct RestoreOptions<'a> {
+    name: Option<&'a str>,
+    cancel: Option<&'a AtomicBool>,
+    lease: Duration,
+}
+
+impl Default for RestoreOptions<'_> {
+    fn default() -> Self {
+        RestoreOptions::new()
+    }
+}
+
+impl<'a> RestoreOptions<'a> {
+    /// The dumped name, no cancel flag, [`DEFAULT_LEASE`].
+    pub fn new() -> RestoreOptions<'a> {
+        RestoreOptions {
+            name: None,
+            cancel: None,
+            lease: DEFAULT_LEASE,
+        }
+    }
+
+    /// The name to restore as (`None`: the dumped filter's).
+    pub fn name(mut self, name: Option<&'a str>) -> RestoreOptions<'a> {
+        self.name = name;
+        self
+    }
+
+    /// Cancels the restore once `flag` is true: it stops before its next
+    /// write, deletes what it wrote and fails with [`Error::Cancelled`].
+    /// A restore already published stays. Set it from a signal handler or
+    /// another thread; an input that blocks a read is the caller's to
+    /// interrupt (the `rotabloom` CLI reads it on a thread of its own).
+    pub fn cancel_on(mut self, flag: &'a AtomicBool) -> RestoreOptions<'a> {
+        self.cancel = Some(flag);
+        self
+    }
+
+    /// The time to live of the blocks until the restore publishes them
+    /// (at least [`MIN_LEASE`]; default [`DEFAULT_LEASE`]).
+    pub fn lease(mut self, lease: Duration) -> RestoreOptions<'a> {
+        self.lease = lease;
+        self
+    }
 }
 
 /// Copies the string at `from` to `to` (which must not exist), 1 MiB per
@@ -385,13 +488,24 @@ enum RestoreState {
     Exists,
     /// A block allocated or written.
     Wrote,
+    /// The lease of every block written renewed.
+    Renewed,
     /// The metadata and fence.
     Publish,
     /// Deleting what was written (`i` of them so far), then failing.
     Undo(usize, Option<Error>),
 }
 
-struct RestoreMachine<R> {
+// Why a lease rather than keys that `list` and `drop` would find: the
+// blocks of an unfinished restore belong to no filter (a filter of that
+// name may exist, or be created meanwhile, and its `drop` must not take
+// them), and a restore killed with SIGKILL or cut off from the server
+// runs no undo. A time to live set in the same atomic step as every write
+// (src/lua/restore_write.lua) needs nobody to come back: the server
+// deletes them. The publish step (src/lua/restore.lua) removes it from
+// every block in the step that writes the metadata naming them.
+
+struct RestoreMachine<'a, R> {
     reader: format::Reader<R>,
     name: FilterName,
     keys: Keys,
@@ -403,11 +517,25 @@ struct RestoreMachine<R> {
     /// The block being written: key, its length, the next offset allowed.
     current: Option<(String, u64, u64)>,
     data_bytes: u64,
+    cancel: Option<&'a AtomicBool>,
+    lease: Duration,
+    /// When the leases were last renewed (or the restore began).
+    renewed: Instant,
 }
 
-impl<R: Read> RestoreMachine<R> {
+impl<'a, R: Read> RestoreMachine<'a, R> {
     /// Reads and checks the header and the metadata, before any Redis.
-    fn new(input: R, name: Option<&str>) -> Result<RestoreMachine<R>> {
+    fn new(input: R, options: RestoreOptions<'a>) -> Result<RestoreMachine<'a, R>> {
+        if options.lease < MIN_LEASE {
+            return Err(Error::InvalidParameter {
+                name: "lease",
+                reason: format!(
+                    "{} ms is shorter than the {} s a restore's blocks must live between two steps",
+                    options.lease.as_millis(),
+                    MIN_LEASE.as_secs()
+                ),
+            });
+        }
         let mut reader = format::Reader::new(input);
         let dumped_name = match reader.next_record()? {
             Record::Header {
@@ -426,7 +554,7 @@ impl<R: Read> RestoreMachine<R> {
             }
             _ => return Err(bad("the first record is not the header")),
         };
-        let name = FilterName::new(name.unwrap_or(&dumped_name))?;
+        let name = FilterName::new(options.name.unwrap_or(&dumped_name))?;
         let keys = Keys::new(name.clone());
         let Record::Meta(fields) = reader.next_record()? else {
             return Err(bad("the second record is not the metadata"));
@@ -460,11 +588,31 @@ impl<R: Read> RestoreMachine<R> {
             seen: BTreeSet::new(),
             current: None,
             data_bytes: 0,
+            cancel: options.cancel,
+            lease: options.lease,
+            renewed: Instant::now(),
         })
+    }
+
+    fn lease_ms(&self) -> u64 {
+        u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.is_some_and(|c| c.load(Ordering::SeqCst))
+    }
+
+    fn expired(&self, keys: Vec<String>) -> Error {
+        Error::RestoreExpired {
+            name: self.name.to_string(),
+            keys,
+            lease_secs: self.lease.as_secs(),
+        }
     }
 
     /// The next record's write, or the publication after the end record.
     fn next(&mut self) -> Result<Poll<Summary>> {
+        let lease = self.lease_ms();
         loop {
             let before = self.reader.records;
             match self.reader.next_record()? {
@@ -476,7 +624,13 @@ impl<R: Read> RestoreMachine<R> {
                         // records then overwrite in place.
                         self.written.push(key.clone());
                         self.state = RestoreState::Wrote;
-                        return Ok(Poll::Send(format::write_request(&key, len - 1, b"\0")));
+                        return Ok(Poll::Send(format::restore_write_request(
+                            &key,
+                            true,
+                            len - 1,
+                            b"\0",
+                            lease,
+                        )));
                     }
                 }
                 Record::Data { offset, bytes } => {
@@ -491,13 +645,16 @@ impl<R: Read> RestoreMachine<R> {
                     *next = offset + bytes.len() as u64;
                     self.data_bytes += bytes.len() as u64;
                     self.state = RestoreState::Wrote;
-                    return Ok(Poll::Send(format::write_request(key, offset, &bytes)));
+                    return Ok(Poll::Send(format::restore_write_request(
+                        key, false, offset, &bytes, lease,
+                    )));
                 }
                 Record::End {
                     records,
                     data_bytes,
                 } => {
                     self.end(before, records, data_bytes)?;
+                    self.reader.expect_end()?;
                     let fields: Vec<(Vec<u8>, Vec<u8>)> = self
                         .view
                         .fields
@@ -510,6 +667,7 @@ impl<R: Read> RestoreMachine<R> {
                         &self.keys,
                         &self.view.token(),
                         &fields,
+                        &self.written,
                     )));
                 }
                 Record::Header { .. } | Record::Meta(_) => {
@@ -517,6 +675,21 @@ impl<R: Read> RestoreMachine<R> {
                 }
             }
         }
+    }
+
+    /// After a write: the leases of all blocks renewed when a third of
+    /// the lease has passed (each write renews its own block's), else the
+    /// next record.
+    fn renew_or_next(&mut self) -> Result<Poll<Summary>> {
+        if !self.written.is_empty() && self.renewed.elapsed() >= self.lease / 3 {
+            self.renewed = Instant::now();
+            self.state = RestoreState::Renewed;
+            return Ok(Poll::Send(format::refresh_request(
+                &self.written,
+                self.lease_ms(),
+            )));
+        }
+        self.next()
     }
 
     /// Checks a block record against the metadata; returns its key under
@@ -572,15 +745,22 @@ impl<R: Read> RestoreMachine<R> {
 
     /// Fails with `e` once what was written is deleted again, one key per
     /// call. A refusal for memory is OutOfMemory with the filter's size,
-    /// as at creation.
+    /// as at creation; any error once the flag is set (the input's read
+    /// cut short by the canceller, say) is the cancellation.
     fn fail(&mut self, e: Error) -> Result<Poll<Summary>> {
-        let size = self
-            .view
-            .gens
-            .iter()
-            .map(|g| g.layout.bytes())
-            .fold(0, u64::saturating_add);
-        let e = crate::engine::create::out_of_memory(self.name.as_str(), size, e);
+        let e = if self.cancelled() {
+            Error::Cancelled {
+                name: self.name.to_string(),
+            }
+        } else {
+            let size = self
+                .view
+                .gens
+                .iter()
+                .map(|g| g.layout.bytes())
+                .fold(0, u64::saturating_add);
+            crate::engine::create::out_of_memory(self.name.as_str(), size, e)
+        };
         self.undo(0, Some(e))
     }
 
@@ -596,11 +776,21 @@ impl<R: Read> RestoreMachine<R> {
     }
 }
 
-impl<R: Read> Machine for RestoreMachine<R> {
+impl<R: Read> Machine for RestoreMachine<'_, R> {
     type Output = Summary;
 
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<Summary>> {
         let state = std::mem::replace(&mut self.state, RestoreState::Publish);
+        // A cancelled restore stops before its next write, whatever the
+        // reply; the publish step's reply and an undo run to their end.
+        if self.cancelled()
+            && matches!(
+                state,
+                RestoreState::Exists | RestoreState::Wrote | RestoreState::Renewed
+            )
+        {
+            return self.fail(Error::Internal("cancelled".into()));
+        }
         let result = match state {
             RestoreState::Exists if replies.is_none() => {
                 self.state = RestoreState::Exists;
@@ -615,18 +805,35 @@ impl<R: Read> Machine for RestoreMachine<R> {
                 }
             },
             RestoreState::Wrote => take_one(replies)
-                .and_then(|r| Ok(r?))
-                .and_then(|_| self.next()),
+                .and_then(format::decode_restore_write)
+                .and_then(|wrote| match wrote {
+                    format::Wrote::Len(_) => self.renew_or_next(),
+                    format::Wrote::Gone => {
+                        let key = self.current.as_ref().map(|c| c.0.clone());
+                        Err(self.expired(key.into_iter().collect()))
+                    }
+                    format::Wrote::Exists => Err(Error::Internal(
+                        "a block key of the restore's fresh uid exists already".into(),
+                    )),
+                }),
+            RestoreState::Renewed => replies
+                .ok_or_else(|| Error::Internal("a request's reply is missing".into()))
+                .and_then(|r| format::decode_refresh(&self.written, r))
+                .and_then(|gone| match gone.is_empty() {
+                    true => self.next(),
+                    false => Err(self.expired(gone)),
+                }),
             RestoreState::Publish => {
                 match format::decode_publish(self.name.as_str(), take_one(replies)?) {
-                    Ok(true) => {
+                    Ok(format::Published::Done) => {
                         let mut s = Summary::of(self.name.as_str(), &self.view);
                         s.bytes = self.data_bytes;
                         return Ok(Poll::Ready(s));
                     }
-                    Ok(false) => Err(Error::AlreadyExists {
+                    Ok(format::Published::Exists) => Err(Error::AlreadyExists {
                         name: self.name.to_string(),
                     }),
+                    Ok(format::Published::Gone(keys)) => Err(self.expired(keys)),
                     Err(e) => Err(e),
                 }
             }
@@ -754,6 +961,19 @@ mod tests {
         file
     }
 
+    /// The same dump, whole: with its end record.
+    fn whole_dump() -> Vec<u8> {
+        let mut file = truncated_dump();
+        file.extend(
+            Record::End {
+                records: 4,
+                data_bytes: 1,
+            }
+            .encode(),
+        );
+        file
+    }
+
     fn command(req: &Request) -> Vec<String> {
         assert_eq!(req.len(), 1, "one command per round trip");
         req.args(0)
@@ -770,18 +990,31 @@ mod tests {
         Some(vec![Ok(v)])
     }
 
-    #[test]
-    fn a_truncated_restore_deletes_what_it_wrote() {
-        let file = truncated_dump();
-        let mut m = RestoreMachine::new(&file[..], Some("copy")).unwrap();
+    fn machine<'a>(file: &'a [u8], options: RestoreOptions<'a>) -> RestoreMachine<'a, &'a [u8]> {
+        RestoreMachine::new(file, options).unwrap()
+    }
+
+    /// Steps through the existence check and the block's allocation;
+    /// returns the block's key.
+    fn allocate(m: &mut RestoreMachine<'_, &[u8]>) -> String {
         assert_eq!(
             send(m.step(None).unwrap()),
             ["EXISTS", "rotabloom:{copy}:meta"]
         );
         let alloc = send(m.step(ok(Value::Int(0))).unwrap());
-        assert_eq!(alloc[0], "SETRANGE");
-        assert_eq!(&alloc[2..], ["124", "\0"]);
-        let key = alloc[1].clone();
+        assert_eq!(alloc[0], "EVALSHA");
+        assert_eq!(alloc[1], crate::scripts::RESTORE_WRITE.sha());
+        // One key, allocated at its full length, with the lease in ms.
+        assert_eq!(alloc[2], "1");
+        assert_eq!(&alloc[4..], ["NEW", "124", "\0", "900000"]);
+        alloc[3].clone()
+    }
+
+    #[test]
+    fn a_truncated_restore_deletes_what_it_wrote() {
+        let file = truncated_dump();
+        let mut m = machine(&file, RestoreOptions::new().name(Some("copy")));
+        let key = allocate(&mut m);
         assert!(
             key.starts_with("rotabloom:{copy}:gen:") && key.ends_with("-0:0"),
             "{key}"
@@ -791,7 +1024,7 @@ mod tests {
             "a fresh uid, not the dumped one"
         );
         let data = send(m.step(ok(Value::Int(125))).unwrap());
-        assert_eq!(data[..3], ["SETRANGE".to_string(), key.clone(), "3".into()]);
+        assert_eq!(data[3..6], [key.clone(), "MORE".into(), "3".into()]);
         // The file ends there: the block is deleted, then the error.
         let undo = send(m.step(ok(Value::Int(125))).unwrap());
         assert_eq!(undo, ["UNLINK".to_string(), key]);
@@ -800,9 +1033,108 @@ mod tests {
     }
 
     #[test]
+    fn the_publish_step_names_every_block_written() {
+        let file = whole_dump();
+        let mut m = machine(&file, RestoreOptions::new().name(Some("copy")));
+        let key = allocate(&mut m);
+        send(m.step(ok(Value::Int(125))).unwrap());
+        let publish = send(m.step(ok(Value::Int(125))).unwrap());
+        assert_eq!(publish[1], crate::scripts::RESTORE.sha());
+        assert_eq!(
+            publish[2..6],
+            ["3", "rotabloom:{copy}:meta", "rotabloom:{copy}:fence", &key]
+        );
+        let gone = Value::Array(vec![
+            Value::BulkString(b"GONE".to_vec()),
+            Value::BulkString(key.clone().into_bytes()),
+        ]);
+        // The block expired before it: undone, and said.
+        let undo = send(m.step(ok(gone)).unwrap());
+        assert_eq!(undo, ["UNLINK".to_string(), key.clone()]);
+        let e = m.step(ok(Value::Int(0))).err();
+        assert!(
+            matches!(&e, Some(Error::RestoreExpired { keys, lease_secs: 900, .. }) if keys == &[key]),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn bytes_after_the_end_record_restore_nothing() {
+        let mut file = whole_dump();
+        file.push(b'\n');
+        let mut m = machine(&file, RestoreOptions::new().name(Some("copy")));
+        let key = allocate(&mut m);
+        send(m.step(ok(Value::Int(125))).unwrap());
+        // No publish: the block is deleted, then the error.
+        let undo = send(m.step(ok(Value::Int(125))).unwrap());
+        assert_eq!(undo, ["UNLINK".to_string(), key]);
+        let e = m.step(ok(Value::Int(1))).err();
+        assert!(
+            matches!(&e, Some(Error::BadDump { reason }) if reason.contains("follow the end record")),
+            "{e:?}"
+        );
+    }
+
+    #[test]
+    fn a_cancelled_restore_stops_before_its_next_write_and_undoes() {
+        let file = whole_dump();
+        let stop = AtomicBool::new(false);
+        let options = RestoreOptions::new().name(Some("copy")).cancel_on(&stop);
+        let mut m = machine(&file, options);
+        let key = allocate(&mut m);
+        stop.store(true, Ordering::SeqCst);
+        let undo = send(m.step(ok(Value::Int(125))).unwrap());
+        assert_eq!(undo, ["UNLINK".to_string(), key]);
+        let e = m.step(ok(Value::Int(1))).err();
+        assert!(matches!(e, Some(Error::Cancelled { .. })), "{e:?}");
+
+        // Cancelled before anything: nothing sent at all.
+        let mut m = machine(&file, options);
+        let e = m.step(None).err();
+        assert!(matches!(e, Some(Error::Cancelled { .. })), "{e:?}");
+    }
+
+    #[test]
+    fn leases_are_renewed_and_a_vanished_block_fails_the_restore() {
+        let file = whole_dump();
+        let mut m = machine(&file, RestoreOptions::new().name(Some("copy")));
+        // A lease of 0: every write is followed by the renewal.
+        m.lease = Duration::ZERO;
+        assert_eq!(send(m.step(None).unwrap())[0], "EXISTS");
+        let key = send(m.step(ok(Value::Int(0))).unwrap())[3].clone();
+        let renew = send(m.step(ok(Value::Int(125))).unwrap());
+        assert_eq!(renew, ["PEXPIRE".to_string(), key.clone(), "0".into()]);
+        // PEXPIRE found no key: it expired, the restore fails.
+        let undo = send(m.step(ok(Value::Int(0))).unwrap());
+        assert_eq!(undo, ["UNLINK".to_string(), key.clone()]);
+        let e = m.step(ok(Value::Int(0))).err();
+        assert!(matches!(e, Some(Error::RestoreExpired { .. })), "{e:?}");
+
+        // A data write that finds its block gone fails it too.
+        let mut m = machine(&file, RestoreOptions::new().name(Some("copy")));
+        let key = allocate(&mut m);
+        send(m.step(ok(Value::Int(125))).unwrap());
+        let undo = send(m.step(ok(Value::SimpleString("GONE".into()))).unwrap());
+        assert_eq!(undo, ["UNLINK".to_string(), key]);
+        let e = m.step(ok(Value::Int(0))).err();
+        assert!(matches!(e, Some(Error::RestoreExpired { .. })), "{e:?}");
+    }
+
+    #[test]
+    fn a_lease_under_a_second_is_refused() {
+        let file = whole_dump();
+        let options = RestoreOptions::new().lease(Duration::from_millis(999));
+        let e = RestoreMachine::new(&file[..], options).err();
+        assert!(
+            matches!(e, Some(Error::InvalidParameter { name: "lease", .. })),
+            "{e:?}"
+        );
+    }
+
+    #[test]
     fn an_existing_filter_is_never_overwritten() {
         let file = truncated_dump();
-        let mut m = RestoreMachine::new(&file[..], None).unwrap();
+        let mut m = machine(&file, RestoreOptions::new());
         assert_eq!(
             send(m.step(None).unwrap()),
             ["EXISTS", "rotabloom:{t}:meta"]

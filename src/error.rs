@@ -110,6 +110,19 @@ pub enum Error {
         expected: &'static str,
     },
 
+    /// A legacy bitmap (see [`Legacy`](crate::Legacy)) cannot be adopted
+    /// as it is: the key is missing, empty, saturated or not a bitmap, its
+    /// shape does not fit the legacy parameters, or items known to be in it
+    /// are absent. Checked before anything moves: nothing was changed, the
+    /// legacy keys are where they were.
+    #[error("cannot adopt {key:?}: {reason}; nothing was changed")]
+    NotAdoptable {
+        /// The legacy key (or key prefix).
+        key: String,
+        /// Why, and what to check.
+        reason: String,
+    },
+
     /// The metadata hash is present but cannot be decoded.
     #[error("corrupt metadata for filter {name:?}: field {field}: {reason}")]
     CorruptMetadata {
@@ -297,6 +310,32 @@ pub enum Error {
     AlreadyExists {
         /// The filter's name.
         name: String,
+    },
+
+    /// A restore was cancelled through its flag
+    /// ([`RestoreOptions::cancel_on`](crate::dump::RestoreOptions::cancel_on);
+    /// the CLI sets it on SIGINT, SIGTERM and SIGHUP) before it published
+    /// the filter. Nothing was restored, and the blocks it had written
+    /// were deleted.
+    #[error("the restore of filter {name:?} was interrupted: nothing was restored, and the blocks it had written are deleted")]
+    Cancelled {
+        /// The name it was restoring.
+        name: String,
+    },
+
+    /// Blocks a restore had written vanished before it published the
+    /// filter: they expired after the restore paused longer than its
+    /// lease ([`RestoreOptions::lease`](crate::dump::RestoreOptions::lease);
+    /// a stalled input), or a `volatile-*` maxmemory policy evicted them.
+    /// Nothing was restored; the rest of its blocks were deleted.
+    #[error("the restore of filter {name:?} lost {} of the blocks it had written before it could finish ({}): they expired after a pause longer than its lease of {lease_secs} s, or a volatile-* maxmemory policy evicted them; nothing was restored", keys.len(), keys.iter().take(3).cloned().collect::<Vec<_>>().join(", "))]
+    RestoreExpired {
+        /// The name it was restoring.
+        name: String,
+        /// The vanished block keys.
+        keys: Vec<String>,
+        /// The lease, in seconds.
+        lease_secs: u64,
     },
 
     /// An error from Redis or the connection to it. Its message says the

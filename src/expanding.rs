@@ -26,7 +26,7 @@ use crate::scripts;
 use crate::view::{Absorb, Accept, Codec, Growth, NewGen, Policy, Role, View};
 use std::sync::Arc;
 
-use crate::legacy::Legacy;
+use crate::legacy::Adoption;
 
 /// The most generations a filter may be configured for.
 pub const MAX_GENERATIONS: u32 = 1024;
@@ -78,7 +78,7 @@ impl ExpandingFilter {
             max_bytes: 0,
             max_bits: DEFAULT_MAX_BITS,
             max_block_bits: DEFAULT_MAX_BLOCK_BITS,
-            backend: Backend::Bitmap,
+            backend: None,
             wait: None,
         }
     }
@@ -123,7 +123,8 @@ pub struct ExpandingBuilder {
     max_bytes: u64,
     max_bits: u64,
     max_block_bits: u64,
-    backend: Backend,
+    /// None: bitmap for a new filter; a converted base filter's own.
+    backend: Option<Backend>,
     wait: Option<crate::WaitReplicas>,
 }
 
@@ -183,9 +184,11 @@ impl ExpandingBuilder {
     /// [`Backend::Bitmap`](crate::Backend::Bitmap)); with
     /// [`Backend::RedisBloom`](crate::Backend::RedisBloom) each generation
     /// is one non-scaling RedisBloom filter, reserved at its own capacity
-    /// and rate, and the filter grows as with bitmaps.
+    /// and rate, and the filter grows as with bitmaps. A base filter
+    /// converted in place keeps its own backend: asking for another one
+    /// there is refused before anything is written.
     pub fn backend(mut self, backend: Backend) -> Self {
-        self.backend = backend;
+        self.backend = Some(backend);
         self
     }
 
@@ -218,7 +221,8 @@ impl ExpandingBuilder {
             p * (1.0 - self.tightening),
             self.max_bits,
         )?;
-        let layout = self.backend.layout(first, self.max_block_bits);
+        let backend = self.backend.unwrap_or_default();
+        let layout = backend.layout(first, self.max_block_bits);
         if self.max_bytes > 0 && layout.bytes() > self.max_bytes {
             return invalid(
                 "max_bytes",
@@ -239,7 +243,7 @@ impl ExpandingBuilder {
             max_bits: self.max_bits,
             max_block_bits: self.max_block_bits.clamp(8, crate::MAX_BLOCK_BITS),
             legacy_gens: 0,
-            backend: self.backend,
+            backend,
         };
         Ok(ExpandingSpec {
             name,
@@ -276,9 +280,20 @@ impl ExpandingBuilder {
     /// Creates the filter with a legacy bitmap as its frozen generation 0,
     /// moved into place (RENAME: no copy, no rebuild) in the same atomic
     /// step; new items go to generation 1 and later, sized by this builder.
-    /// Calling it again once adopted just opens the filter. The legacy keys
-    /// must be in the filter's slot in a cluster (RENAME cannot cross
-    /// slots); on a standalone server any key works.
+    ///
+    /// Before anything moves, the bitmap is checked against its parameters
+    /// ([`Error::NotAdoptable`], [`Error::WrongType`], or
+    /// [`Error::InvalidParameter`] naming `bit` or `blocks`; see
+    /// `docs/LEGACY.md`), and with
+    /// [`Legacy::verify`](crate::Legacy::verify) every item known to be in
+    /// it is looked up where the legacy code put it. On any failure the
+    /// legacy keys are where they were.
+    ///
+    /// Calling it again once adopted opens the filter if every parameter,
+    /// the legacy ones included (scheme, key or prefix, bits, hashes,
+    /// blocks), is the same, and fails with [`Error::ParameterMismatch`]
+    /// otherwise. The legacy keys must be in the filter's slot in a cluster
+    /// (RENAME cannot cross slots); on a standalone server any key works.
     ///
     /// ```no_run
     /// use rotabloom::{ExpandingFilter, Legacy};
@@ -294,7 +309,7 @@ impl ExpandingBuilder {
     pub fn adopt_legacy<C: redis::ConnectionLike + ?Sized>(
         self,
         conn: &mut C,
-        legacy: Legacy,
+        legacy: impl Into<Adoption>,
     ) -> Result<ExpandingFilter> {
         crate::exec::run(conn, self.adopt_machine(legacy)?, self.wait)
     }
@@ -304,14 +319,14 @@ impl ExpandingBuilder {
     pub async fn adopt_legacy_async<C: redis::aio::ConnectionLike + Send>(
         self,
         conn: &mut C,
-        legacy: Legacy,
+        legacy: impl Into<Adoption>,
     ) -> Result<ExpandingFilter> {
         crate::exec::run_async(conn, self.adopt_machine(legacy)?, self.wait).await
     }
 
     fn adopt_machine(
         &self,
-        legacy: Legacy,
+        legacy: impl Into<Adoption>,
     ) -> Result<impl Machine<Output = ExpandingFilter> + Send> {
         let mut b = self.clone();
         // The legacy generation does not count against the limit.
@@ -321,7 +336,8 @@ impl ExpandingBuilder {
         let k = keys.clone();
         let mut bp = spec.blueprint();
         bp.params.push((field::LEGACY_GENS, "1".into()));
-        let adopt = crate::legacy::adopt(keys, Accept::One(CODEC), bp, legacy)?;
+        let adopt =
+            crate::legacy::adopt(keys, Accept::One(CODEC), bp, legacy.into(), self.error_rate)?;
         let wait = self.wait;
         Ok(adopt.map(move |(view, _)| {
             let mut core = Core::new(k, view, Accept::One(CODEC), Vec::new());
@@ -679,11 +695,43 @@ impl ConvertMachine {
             .unwrap_or_else(|| {
                 crate::false_positive_rate(g.layout.bits, g.layout.hashes, g.capacity)
             });
+        // Generation 0 stays what it is, on its backend: the new ones grow
+        // on the same one.
+        let backend = view
+            .policy
+            .params()
+            .iter()
+            .find(|(k, _)| *k == field::BACKEND)
+            .and_then(|(_, v)| v.parse::<Backend>().ok())
+            .unwrap_or_default();
+        if let Some(asked) = b.backend.filter(|&asked| asked != backend) {
+            return Err(Error::ParameterMismatch {
+                name: view.name.clone(),
+                field: field::BACKEND.to_string(),
+                stored: backend.as_str().to_string(),
+                requested: asked.as_str().to_string(),
+            });
+        }
         let mut nb = b.clone();
         nb.capacity = g.capacity;
         nb.error_rate = (p0 / (1.0 - r)).min(0.999_999);
         nb.max_block_bits = g.layout.block_bits().max(8);
+        nb.backend = Some(backend);
         let spec = nb.spec()?;
+        // What the filter will say once converted must read back as an
+        // expanding filter: checked here, before anything is written, so a
+        // conversion never leaves a filter nobody can open.
+        let mut after = view.fields.clone();
+        after
+            .raw
+            .insert(field::KIND.into(), Kind::Expanding.as_str().into());
+        for (f, v) in &spec.params {
+            after.raw.insert((*f).into(), v.clone().into_bytes());
+        }
+        View::decode(after, None, "", Accept::One(CODEC)).map_err(|e| Error::Internal(format!(
+            "converting filter {:?} would leave metadata that cannot be read ({e}); nothing was written",
+            view.name
+        )))?;
         let epoch = view
             .epoch
             .checked_add(1)

@@ -52,11 +52,6 @@ impl Scheme {
         }
     }
 
-    /// Whether positions need the item's own bytes, not just its MD5.
-    pub(crate) fn needs_item(self) -> bool {
-        matches!(self, Scheme::ScrapyRedisBloomfilter | Scheme::RedisBloom)
-    }
-
     /// Whether rotabloom may write with this scheme (legacy ones are frozen).
     pub fn writable(self) -> bool {
         matches!(self, Scheme::Md5Edh | Scheme::RedisBloom)
@@ -175,7 +170,14 @@ impl Layout {
     pub fn split(params: BloomParams, max_block_bits: u64) -> Layout {
         let max = max_block_bits.clamp(8, MAX_BLOCK_BITS);
         let m = params.bits();
-        let blocks = m.div_ceil(max);
+        let mut blocks = m.div_ceil(max);
+        // Blocks of fewer than 8 bits are not a valid layout (§6.4 of
+        // docs/FORMAT.md): a tiny generation with a tiny limit (a base
+        // filter converted with its own block size) takes fewer, a little
+        // over the limit. Every layout that was valid stays as it was.
+        if m.div_ceil(blocks) < 8 {
+            blocks = (m / 8).max(1);
+        }
         let block_bits = m.div_ceil(blocks);
         Layout {
             bits: block_bits * blocks,
@@ -232,6 +234,48 @@ impl Layout {
     /// Bytes of memory when every block is full-sized.
     pub fn bytes(&self) -> u64 {
         u64::from(self.blocks) * self.block_bits().div_ceil(8)
+    }
+
+    /// What a data call checks of each block before it answers, in the
+    /// same atomic step: rotabloom allocates every block of a generation it
+    /// makes at its full size, so a missing or shorter one is lost data
+    /// (§8.12 of docs/FORMAT.md).
+    pub(crate) fn block_check(&self) -> BlockCheck {
+        match (self.scheme.always_allocated(), self.scheme.is_module()) {
+            (false, _) => BlockCheck::MayBeAbsent,
+            (true, true) => BlockCheck::Exists,
+            (true, false) => BlockCheck::AtLeast(self.block_bits().div_ceil(8)),
+        }
+    }
+}
+
+/// What must hold of a generation's block keys before a call reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BlockCheck {
+    /// An adopted legacy bitmap: blocks its crawler never wrote are absent.
+    MayBeAbsent,
+    /// A key the module manages: it must exist; its length means nothing.
+    Exists,
+    /// A bitmap block: it must exist and hold at least this many bytes.
+    AtLeast(u64),
+}
+
+impl BlockCheck {
+    /// The data script's `must` argument (src/lua/data.lua).
+    pub fn script_arg(self) -> String {
+        match self {
+            BlockCheck::MayBeAbsent => "0".into(),
+            BlockCheck::Exists => "1".into(),
+            BlockCheck::AtLeast(n) => format!("={n}"),
+        }
+    }
+
+    /// The guard's size argument for a key it checks (src/lua/guard.lua).
+    pub fn guard_arg(self) -> String {
+        match self {
+            BlockCheck::AtLeast(n) => n.to_string(),
+            BlockCheck::MayBeAbsent | BlockCheck::Exists => String::new(),
+        }
     }
 }
 

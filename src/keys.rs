@@ -9,6 +9,7 @@
 //! rotabloom:{NAME}:meta                     metadata hash
 //! rotabloom:{NAME}:fence                    string "UID:EPOCH:CLEARED", changed by every structural change and clear
 //! rotabloom:{NAME}:gen:UID-SEQ:BLOCK        bitmap of one block of one generation
+//! rotabloom:{NAME}:reserved                 room held by guarded transactions in flight
 //! ```
 
 use crate::error::{Error, Result};
@@ -171,6 +172,13 @@ impl Keys {
             .and_then(|k| k.strip_prefix(":{"))
             .and_then(|k| k.strip_prefix(self.name.as_str()))
             .is_some_and(|k| k.starts_with("}:gen:"))
+    }
+
+    /// The room guarded transactions in flight hold in their generations
+    /// (a sorted set of `SEQ:ITEMS:ID` scored by deadline), so that
+    /// concurrent writers never take a generation past its capacity.
+    pub fn reservations(&self) -> String {
+        format!("{KEY_PREFIX}:{{{}}}:reserved", self.name)
     }
 
     /// The record of one idempotent batch's answers (`token`: 16 hex

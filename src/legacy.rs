@@ -1,14 +1,20 @@
 //! Adopting bitmaps written by legacy Python crawlers: a frozen, read-only
 //! generation 0 of an expanding filter, read with its own hash scheme (see
-//! `docs/LEGACY.md`), moved into place without a copy.
+//! `docs/LEGACY.md`), moved into place without a copy once it has been
+//! checked.
+
+mod check;
 
 use crate::engine::create::create_whole;
+use crate::engine::load::LoadMachine;
 use crate::error::{Error, Result};
-use crate::exec::{Machine, Poll, Replies, Request};
+use crate::exec::{Machine, Poll, Replies};
 use crate::generation::Layout;
 use crate::keys::Keys;
+use crate::metadata::field;
 use crate::proto::create::{Blueprint, Opened};
 use crate::view::{Accept, View};
+use check::Verdict;
 
 /// A bitmap written by a legacy Python crawler, adopted as a frozen,
 /// read-only generation read with its own hash scheme (see
@@ -73,6 +79,50 @@ impl Legacy {
         }
     }
 
+    /// The key (scrapy-redis-bloomfilter) or key prefix (seed 000) it
+    /// is read from, as the metadata records it (`legacy_source`).
+    pub fn source(&self) -> &str {
+        match self {
+            Legacy::ScrapyRedisBloomfilter { key, .. } => key,
+            Legacy::Seed000 { prefix, .. } => prefix,
+        }
+    }
+
+    /// The same bitmap, to be adopted only if every one of `known` (items
+    /// its crawler stored: request fingerprints for
+    /// scrapy-redis-bloomfilter's dupefilter) is found in it with these
+    /// parameters, read where the legacy code put them before anything
+    /// moves. A passing check also lifts the doubts the bitmap's shape may
+    /// raise (see [`Error::NotAdoptable`]). Empty items are skipped: the
+    /// legacy code never reports one present.
+    ///
+    /// ```no_run
+    /// use rotabloom::{ExpandingFilter, Legacy};
+    /// let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+    /// let known = ["8e7f80913230debca7264dfb3c055dcda5aaf9f8"];
+    /// let legacy = Legacy::ScrapyRedisBloomfilter {
+    ///     key: "myspider:bloomfilter".into(), bit: 30, hashes: 6,
+    /// };
+    /// let f = ExpandingFilter::builder("myspider")
+    ///     .capacity(10_000_000)
+    ///     .adopt_legacy(&mut conn, legacy.verify(known))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn verify<I, T>(self, known: I) -> Adoption
+    where
+        I: IntoIterator<Item = T>,
+        T: AsRef<[u8]>,
+    {
+        Adoption {
+            legacy: self,
+            known: known
+                .into_iter()
+                .map(|i| i.as_ref().to_vec())
+                .filter(|i| !i.is_empty())
+                .collect(),
+        }
+    }
+
     pub(crate) fn keys(&self) -> Vec<String> {
         match self {
             Legacy::ScrapyRedisBloomfilter { key, .. } => vec![key.clone()],
@@ -83,96 +133,255 @@ impl Legacy {
     }
 }
 
-/// Adoption: measure the legacy keys (STRLEN, BITCOUNT), then create the
-/// filter moving them into place in the same atomic step.
+/// What [`adopt_legacy`](crate::ExpandingBuilder::adopt_legacy) takes: a
+/// [`Legacy`] bitmap, and items known to be in it
+/// ([`Legacy::verify`]). A `Legacy` alone converts into one that checks
+/// no items.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Adoption {
+    legacy: Legacy,
+    known: Vec<Vec<u8>>,
+}
+
+impl Adoption {
+    /// The bitmap to adopt.
+    pub fn legacy(&self) -> &Legacy {
+        &self.legacy
+    }
+
+    /// How many items are checked before anything moves.
+    pub fn known(&self) -> usize {
+        self.known.len()
+    }
+}
+
+impl From<Legacy> for Adoption {
+    fn from(legacy: Legacy) -> Adoption {
+        Adoption {
+            legacy,
+            known: Vec::new(),
+        }
+    }
+}
+
+/// Where the adoption stands.
+enum State {
+    /// Is there a filter of that name already?
+    Load(LoadMachine),
+    /// The legacy keys are being measured.
+    Measure,
+    /// Known items `start..next` are being looked up, `absent` of those
+    /// before missing (the first at `first_absent`).
+    Verify {
+        start: usize,
+        next: usize,
+        absent: u64,
+        first_absent: Option<usize>,
+        target: Target,
+    },
+    /// The create script (and the allocation before it) runs.
+    Create(Box<dyn Machine<Output = (View, Opened)> + Send>),
+    Done,
+}
+
+/// What a verification precedes.
+enum Target {
+    /// A new filter, from this measurement.
+    New(Verdict),
+    /// The filter adopted before (the items are looked up in its legacy
+    /// generation).
+    Existing(Box<View>),
+}
+
+/// Adoption: an existing filter is compared and opened; otherwise the
+/// legacy keys are measured and judged, the known items looked up, and
+/// only then is the filter created, the keys moving into place in the same
+/// atomic step (so until that step succeeds they stay where they were).
 struct AdoptMachine {
     keys: Keys,
     accept: Accept,
     bp: Blueprint,
     legacy: Legacy,
+    known: Vec<Vec<u8>>,
     layout: Layout,
-    create: Option<Box<dyn Machine<Output = (View, Opened)> + Send>>,
-    sent: bool,
+    /// The error rate of the new generations: a legacy bitmap answering
+    /// more new items "seen" is adopted with a warning.
+    error_rate: f64,
+    /// The share of new items the legacy bitmap answers "seen".
+    fpr: f64,
+    state: State,
 }
 
-/// The adoption of `legacy` as generation 0 of the filter `bp` describes.
+/// The adoption of `adoption` as generation 0 of the filter `bp` describes.
 pub(crate) fn adopt(
     keys: Keys,
     accept: Accept,
     bp: Blueprint,
-    legacy: Legacy,
+    adoption: Adoption,
+    error_rate: f64,
 ) -> Result<impl Machine<Output = (View, Opened)> + Send> {
+    let Adoption { legacy, known } = adoption;
     Ok(AdoptMachine {
         accept,
         layout: legacy.layout()?,
+        state: State::Load(LoadMachine::new(keys.clone(), accept)),
         keys,
         bp,
         legacy,
-        create: None,
-        sent: false,
+        known,
+        error_rate,
+        fpr: 0.0,
     })
 }
 
 impl AdoptMachine {
-    fn measured(&mut self, replies: Replies) -> Result<Poll<(View, Opened)>> {
-        let mut replies = replies.into_iter();
-        let block_bits = self.layout.block_bits();
-        let mut items = 0f64;
-        let mut sources = Vec::new();
-        for (b, key) in self.legacy.keys().into_iter().enumerate() {
-            let mut int = |what: &str| -> Result<u64> {
-                match replies.next() {
-                    Some(Ok(redis::Value::Int(i))) => Ok(u64::try_from(i).unwrap_or(0)),
-                    Some(Err(e)) => {
-                        let e: Error = e.into();
-                        if crate::proto::is_wrongtype(&e) {
-                            return Err(Error::WrongType {
-                                key: key.clone(),
-                                found: "not a string".into(),
-                                expected: "string",
-                            });
-                        }
-                        Err(e)
-                    }
-                    Some(Ok(v)) => Err(crate::proto::unexpected(what, &v)),
-                    None => Err(Error::Internal(format!("the reply to {what} is missing"))),
-                }
+    /// The filter exists: same parameters, legacy ones included, or an
+    /// error; then its legacy generation must hold the known items.
+    fn existing(&mut self, view: View) -> Result<Poll<(View, Opened)>> {
+        view.check_params(&self.bp.params)?;
+        check::compare(&view, &self.legacy, &self.layout)?;
+        self.verify_from(0, 0, None, Target::Existing(Box::new(view)))
+    }
+
+    /// The keys the known items are looked up in.
+    fn verify_keys(&self, target: &Target) -> Vec<String> {
+        match target {
+            Target::New(_) => self.legacy.keys(),
+            Target::Existing(view) => match view.gens.first() {
+                Some(g) => (0..g.layout.blocks)
+                    .map(|b| self.keys.block(&view.uid, g.seq, b))
+                    .collect(),
+                None => Vec::new(),
+            },
+        }
+    }
+
+    /// The next round of the verification from item `next`, or what
+    /// follows it.
+    fn verify_from(
+        &mut self,
+        next: usize,
+        absent: u64,
+        first_absent: Option<usize>,
+        target: Target,
+    ) -> Result<Poll<(View, Opened)>> {
+        if next < self.known.len() {
+            let end = (next + check::verify_chunk(self.layout.hashes)).min(self.known.len());
+            let items = self.known.get(next..end).unwrap_or_default();
+            let req = check::verify_request(&self.layout, &self.verify_keys(&target), items);
+            self.state = State::Verify {
+                start: next,
+                next: end,
+                absent,
+                first_absent,
+                target,
             };
-            let len = int("STRLEN")?;
-            let set = int("BITCOUNT")?;
-            if len.saturating_mul(8) > block_bits {
-                return Err(Error::InvalidParameter {
-                    name: "bit",
-                    reason: format!(
-                        "{key:?} holds {len} bytes, more than the {block_bits} bits its parameters allow: \
-                         check BLOOMFILTER_BIT / the block count"
-                    ),
-                });
+            return Ok(Poll::Send(req));
+        }
+        let doubt = match &target {
+            Target::New(v) => v.doubt.as_ref(),
+            Target::Existing(_) => None,
+        };
+        if let Some(i) = first_absent {
+            let total = self.known.len() as u64;
+            let first = self.known.get(i).map_or(&[][..], Vec::as_slice);
+            return Err(check::unverified(&self.legacy, absent, total, first, doubt));
+        }
+        match target {
+            Target::Existing(view) => {
+                self.state = State::Done;
+                Ok(Poll::Ready((*view, Opened::Existing)))
             }
-            items += crate::params::estimate_items(block_bits, self.layout.hashes, set);
-            sources.push((key, b as u32));
+            Target::New(verdict) => self.create(verdict),
         }
-        if sources.is_empty() {
-            return Err(Error::InvalidParameter {
-                name: "legacy",
-                reason: "no keys to adopt".into(),
-            });
+    }
+
+    fn verified(&mut self, replies: Replies) -> Result<Poll<(View, Opened)>> {
+        let State::Verify {
+            start,
+            next,
+            absent,
+            first_absent,
+            target,
+        } = std::mem::replace(&mut self.state, State::Done)
+        else {
+            return Err(Error::Internal("an adoption lost its verification".into()));
+        };
+        let items = self
+            .known
+            .get(start..next)
+            .ok_or_else(|| Error::Internal("a verification round out of range".into()))?;
+        let present = check::decode_verify(&self.layout, items, replies)?;
+        let mut absent = absent;
+        let mut first_absent = first_absent;
+        for (i, p) in present.into_iter().enumerate() {
+            if !p {
+                absent += 1;
+                first_absent.get_or_insert(start + i);
+            }
         }
-        let count = if items.is_finite() {
-            items.ceil() as u64
+        self.verify_from(next, absent, first_absent, target)
+    }
+
+    fn measured(&mut self, replies: Replies) -> Result<Poll<(View, Opened)>> {
+        let found = check::decode_measure(&self.legacy.keys(), replies)?;
+        let verdict = check::judge(&self.legacy, &self.layout, &found)?;
+        if self.known.is_empty() {
+            if let Some(doubt) = verdict.doubt {
+                return Err(doubt);
+            }
+        }
+        self.verify_from(0, 0, None, Target::New(verdict))
+    }
+
+    /// Creates the filter, moving the legacy keys that exist into place in
+    /// the create script itself.
+    fn create(&mut self, verdict: Verdict) -> Result<Poll<(View, Opened)>> {
+        let count = if verdict.items.is_finite() {
+            verdict.items.ceil() as u64
         } else {
             u64::MAX / 2
         };
         let mut bp = self.bp.clone();
         bp.gens.insert(0, (self.layout, count.max(1)));
-        bp.adopt = sources;
+        bp.adopt = verdict.sources;
+        bp.extra
+            .push((field::LEGACY_SOURCE, self.legacy.source().to_string()));
+        self.fpr = verdict.fpr;
         // The new generation is allocated whole before the filter is
         // listed, as at every creation; the adopted bitmap stays as it was.
         let mut m: Box<dyn Machine<Output = (View, Opened)> + Send> =
             Box::new(create_whole(self.keys.clone(), self.accept, bp));
         let first = m.step(None)?;
-        self.create = Some(m);
-        Ok(first)
+        self.state = State::Create(m);
+        self.created(first)
+    }
+
+    /// The create machine's step: an existing filter found instead (another
+    /// process adopted first) is compared like one found at the start.
+    fn created(&mut self, poll: Poll<(View, Opened)>) -> Result<Poll<(View, Opened)>> {
+        match poll {
+            Poll::Ready((view, Opened::Existing)) => {
+                self.state = State::Done;
+                check::compare(&view, &self.legacy, &self.layout)?;
+                Ok(Poll::Ready((view, Opened::Existing)))
+            }
+            Poll::Ready((view, Opened::Created)) => {
+                self.state = State::Done;
+                if self.fpr > self.error_rate {
+                    log::warn!(
+                        "{}: the adopted bitmap {:?} alone answers about {:.2}% of new items \
+                         \"seen\", more than the error rate {} of the new generations",
+                        self.keys.name(),
+                        self.legacy.source(),
+                        self.fpr * 100.0,
+                        self.error_rate
+                    );
+                }
+                Ok(Poll::Ready((view, Opened::Created)))
+            }
+            other => Ok(other),
+        }
     }
 }
 
@@ -180,18 +389,23 @@ impl Machine for AdoptMachine {
     type Output = (View, Opened);
 
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<(View, Opened)>> {
-        if let Some(m) = &mut self.create {
-            return m.step(replies);
+        match &mut self.state {
+            State::Load(m) => match m.step(replies) {
+                Ok(Poll::Send(req)) => Ok(Poll::Send(req)),
+                Ok(Poll::Ready(view)) => self.existing(view),
+                Err(Error::NotFound { .. }) => {
+                    self.state = State::Measure;
+                    Ok(Poll::Send(check::measure_request(&self.legacy.keys())))
+                }
+                Err(e) => Err(e),
+            },
+            State::Measure => self.measured(replies.unwrap_or_default()),
+            State::Verify { .. } => self.verified(replies.unwrap_or_default()),
+            State::Create(m) => {
+                let poll = m.step(replies)?;
+                self.created(poll)
+            }
+            State::Done => Err(Error::Internal("a finished adoption was stepped".into())),
         }
-        if self.sent {
-            return self.measured(replies.unwrap_or_default());
-        }
-        self.sent = true;
-        let mut req = Request::new().read_only();
-        for k in self.legacy.keys() {
-            req.push(redis::cmd("STRLEN").arg(&k).clone(), None);
-            req.push(redis::cmd("BITCOUNT").arg(&k).clone(), None);
-        }
-        Ok(Poll::Send(req))
     }
 }

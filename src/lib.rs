@@ -19,6 +19,7 @@ mod full;
 mod generation;
 mod hashing;
 mod info;
+mod items;
 mod keys;
 mod legacy;
 mod metadata;
@@ -51,12 +52,12 @@ pub use generation::{Backend, Generation, ItemPositions, Layout, Scheme};
 pub use hashing::{ItemHash, Positions};
 pub use info::{GenerationInfo, Info, Level, Warning, WarningCode};
 pub use keys::{FilterName, Keys, KEY_PREFIX};
-pub use legacy::Legacy;
+pub use legacy::{Adoption, Legacy};
 pub use metadata::{Kind, FORMAT_VERSION};
 pub use params::{
     current_false_positive_rate, estimate_items, false_positive_rate, optimal_bits,
     optimal_bits_per_item, optimal_hashes, BloomParams, ErrorRate, DEFAULT_MAX_BITS,
-    DEFAULT_MAX_BLOCK_BITS, MAX_BLOCK_BITS, MAX_HASHES, MIN_BITS,
+    DEFAULT_MAX_BLOCK_BITS, MAX_BLOCK_BITS, MAX_HASHES, MIN_BITS, MIN_SIZED_BITS,
 };
 pub use proto::create::Opened;
 pub use redact::redact_urls;

@@ -11,6 +11,10 @@ pub const MAX_HASHES: u32 = 64;
 /// The smallest generation, in bits.
 pub const MIN_BITS: u64 = 8;
 
+/// The fewest bits a generation sized by capacity gets (see
+/// [`BloomParams::for_capacity`]).
+pub const MIN_SIZED_BITS: u64 = 1024;
+
 /// The largest one Redis string can hold, in bits (512 MiB). Generations
 /// larger than this are split into blocks; see `docs/FORMAT.md`.
 pub const MAX_BLOCK_BITS: u64 = 1 << 32;
@@ -83,7 +87,8 @@ impl BloomParams {
     /// `error_rate`, with the default size limit ([`DEFAULT_MAX_BITS`]):
     /// `m = ceil(-n ln p / (ln 2)^2)` and `k = round(m/n ln 2)`, then `m`
     /// raised (by well under 1 %) where the rounding of `k` would leave the
-    /// expected rate at capacity above `p`.
+    /// expected rate at capacity above `p`, and to at least
+    /// [`MIN_SIZED_BITS`].
     pub fn for_capacity(capacity: u64, error_rate: f64) -> Result<BloomParams> {
         Self::for_capacity_within(capacity, error_rate, DEFAULT_MAX_BITS)
     }
@@ -109,6 +114,12 @@ impl BloomParams {
         } else {
             m
         };
+        // A tiny bitmap cannot keep its promise: on a few dozen bits the
+        // k positions of enhanced double hashing repeat, and a filter of
+        // 10 bits sized for 1 item at 0.87 % answered 2.6 % of new items
+        // present. 1024 bits (128 bytes) costs nothing and keeps the rate
+        // below the target; k stays what the sizing gave.
+        let m = m.max(MIN_SIZED_BITS);
         Self::from_bits_hashes_within(m, k, max_bits)
     }
 
@@ -325,8 +336,10 @@ mod tests {
                     p.false_positive_rate(n) <= rate * (1.0 + 1e-9),
                     "{rate} {n}"
                 );
+                // Within 1 % of the optimum, or the floor for tiny ones.
+                let optimal = n as f64 * optimal_bits_per_item(rate);
                 assert!(
-                    p.bits() as f64 / n as f64 / optimal_bits_per_item(rate) < 1.01,
+                    p.bits() as f64 / optimal < 1.01 || p.bits() == MIN_SIZED_BITS,
                     "{rate} {n}"
                 );
             }
@@ -341,5 +354,21 @@ mod tests {
         assert!((est - n as f64).abs() / (n as f64) < 0.001, "{est}");
         assert_eq!(estimate_items(m, k, 0), 0.0);
         assert!(estimate_items(m, k, m).is_infinite());
+    }
+
+    #[test]
+    fn tiny_generations_get_at_least_the_floor_and_keep_their_k() {
+        for n in [1u64, 3, 10, 40, 100] {
+            let p = BloomParams::for_capacity(n, 0.1).unwrap();
+            assert!(p.bits() >= MIN_SIZED_BITS, "{n}");
+            // k as the sizing gave it, not inflated by the floor.
+            let m0 = optimal_bits(n, 0.1).unwrap();
+            assert_eq!(p.hashes(), optimal_hashes(m0, n).unwrap(), "{n}");
+        }
+        // Big ones are untouched.
+        assert_eq!(
+            BloomParams::for_capacity(1_000_000, 0.01).unwrap().bits(),
+            9_592_955
+        );
     }
 }

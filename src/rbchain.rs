@@ -26,6 +26,12 @@
 use crate::error::{Error, Result};
 use strength_reduce::StrengthReducedU64;
 
+/// The most hash functions a link may have. The module sizes a tiny
+/// filter at a low rate with many (78 for one item at 1e-4 was seen); a
+/// header past this is damage, not a filter, and would make every probe
+/// slow.
+const MAX_LINK_HASHES: u32 = 1024;
+
 /// Option bit of a chain whose items are hashed with 64-bit MurmurHash.
 const OPT_FORCE64: u32 = 4;
 const HEADER_BYTES: usize = 20;
@@ -82,7 +88,7 @@ fn u32_at(b: &[u8], at: usize) -> Result<u32> {
 impl Chain {
     /// Reads the header (the first `BF.SCANDUMP` chunk). A header that
     /// does not add up (wrong length, a modulus of 0 or past the link's
-    /// bits, over 64 hashes) is an error, never a filter that answers
+    /// bits, over 1024 hashes) is an error, never a filter that answers
     /// wrongly.
     pub fn from_header(h: &[u8]) -> Result<Chain> {
         let n = u32_at(h, 8)? as usize;
@@ -106,7 +112,11 @@ impl Chain {
                 1..=63 => 1u64 << n2,
                 _ => 0,
             };
-            if modulus == 0 || modulus > bits || bits != bytes.saturating_mul(8) || hashes > 64 {
+            if modulus == 0
+                || modulus > bits
+                || bits != bytes.saturating_mul(8)
+                || hashes > MAX_LINK_HASHES
+            {
                 return Err(bad(format!(
                     "link {i}: {bytes} bytes, {bits} bits, n2 {n2}, {hashes} hashes"
                 )));
@@ -292,7 +302,9 @@ mod tests {
         // n2 = 7 is 128 bits, past the link's 64.
         assert!(Chain::from_header(&header(&[(8, 7, 7)], 4)).is_err());
         assert!(Chain::from_header(&header(&[(0, 7, 0)], 4)).is_err());
-        assert!(Chain::from_header(&header(&[(8, 65, 0)], 4)).is_err());
+        assert!(Chain::from_header(&header(&[(8, 1025, 0)], 4)).is_err());
+        // The module gives tiny filters at low rates many hashes.
+        assert!(Chain::from_header(&header(&[(8, 78, 0)], 4)).is_ok());
         // Sizes that add up past u64 saturate rather than panic.
         let big = u64::MAX / 8;
         let c = Chain::from_header(&header(&[(big, 7, 0); 9], 4)).unwrap();

@@ -63,17 +63,30 @@ pub(crate) static ZERO: LuaScript = LuaScript::new(with_prelude!("lua/zero.lua")
 pub(crate) static DROP: LuaScript = LuaScript::new(with_prelude!("lua/drop.lua"));
 pub(crate) static ROLL: LuaScript = LuaScript::new(with_prelude!("lua/roll.lua"));
 pub(crate) static CONVERT: LuaScript = LuaScript::new(with_prelude!("lua/convert.lua"));
-pub(crate) static GUARD: LuaScript = LuaScript::new(include_str!("lua/guard.lua"));
+pub(crate) static GUARD: LuaScript = LuaScript::new(with_prelude!("lua/guard.lua"));
 pub(crate) static COMMIT: LuaScript = LuaScript::new(with_prelude!("lua/commit.lua"));
 pub(crate) static PREALLOC: LuaScript = LuaScript::new(include_str!("lua/prealloc.lua"));
 pub(crate) static RESTORE: LuaScript = LuaScript::new(include_str!("lua/restore.lua"));
+pub(crate) static RESTORE_WRITE: LuaScript = LuaScript::new(include_str!("lua/restore_write.lua"));
 pub(crate) static SWEEP: LuaScript = LuaScript::new(include_str!("lua/sweep.lua"));
 
 /// Every script: tests go over all of them, and an error names the
 /// command of the line it points to ([`command_at`]).
-pub(crate) static ALL: [&LuaScript; 13] = [
-    &LOAD, &DATA, &CREATE, &CLEAR, &ZERO, &DROP, &ROLL, &CONVERT, &GUARD, &COMMIT, &PREALLOC,
-    &RESTORE, &SWEEP,
+pub(crate) static ALL: [&LuaScript; 14] = [
+    &LOAD,
+    &DATA,
+    &CREATE,
+    &CLEAR,
+    &ZERO,
+    &DROP,
+    &ROLL,
+    &CONVERT,
+    &GUARD,
+    &COMMIT,
+    &PREALLOC,
+    &RESTORE,
+    &RESTORE_WRITE,
+    &SWEEP,
 ];
 
 /// The Redis command a script calls on `line` (1-based, as an error's

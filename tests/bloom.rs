@@ -494,3 +494,46 @@ fn handles_are_cheap_send_sync_clones_and_their_futures_are_send() {
     });
     assert_eq!(joined, vec![true, true, false]);
 }
+
+#[test]
+fn a_batch_under_a_kept_token_gets_the_answers_of_the_run_that_gave_up() {
+    let server = RedisServer::start();
+    let mut conn = server.connection();
+    let f = filter(&mut conn, "tokens", 10_000, 0.001);
+    let items: Vec<String> = (0..500).map(|i| format!("t{i}")).collect();
+    // The first process: applied, its reply never read (as if lost).
+    let mut first = f.idempotent_batch(&items);
+    let token = first.token().to_string();
+    assert!(first
+        .check_and_insert(&mut conn)
+        .unwrap()
+        .iter()
+        .all(|&n| n));
+    // Another process, another handle, the token it kept: the answers
+    // of the first run; under a new token, "seen".
+    let g = BloomFilter::open(&mut server.connection(), "tokens").unwrap();
+    let mut again = g.idempotent_batch(&items).with_token(&token).unwrap();
+    assert_eq!(again.token(), token);
+    assert!(again
+        .check_and_insert(&mut conn)
+        .unwrap()
+        .iter()
+        .all(|&n| n));
+    let mut fresh = g.idempotent_batch(&items);
+    assert!(fresh
+        .check_and_insert(&mut conn)
+        .unwrap()
+        .iter()
+        .all(|&n| !n));
+    assert_eq!(g.count(&mut conn).unwrap(), 500, "counted once");
+    // A token that could change the key's slot or pattern is refused.
+    for bad in ["", "a{b}", "a*", "x y", &"y".repeat(65)] {
+        assert!(
+            matches!(
+                g.idempotent_batch(["a"]).with_token(bad),
+                Err(Error::InvalidParameter { name: "token", .. })
+            ),
+            "{bad:?}"
+        );
+    }
+}

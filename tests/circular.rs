@@ -302,6 +302,12 @@ fn a_hundred_rotations_under_eight_writers_leave_exactly_n_generations() {
             // Let writers get some batches in between rotations.
             let before = writes.load(Ordering::SeqCst);
             while writes.load(Ordering::SeqCst) < before + 8 {
+                // A writer that failed stops writing: say why, not hang.
+                if let Some(w) = writers.iter().position(|w| w.is_finished()) {
+                    stop.store(true, Ordering::SeqCst);
+                    let failed = writers.into_iter().nth(w).map(|w| w.join());
+                    panic!("writer {w} ended early: {failed:?}");
+                }
                 std::thread::yield_now();
             }
             if let Rotation::Rotated { .. } = rotator.rotate(&mut conn).unwrap() {

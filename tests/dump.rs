@@ -4,7 +4,7 @@
 #[path = "support/harness.rs"]
 mod harness;
 
-use harness::RedisServer;
+use harness::{scan, RedisServer};
 use rotabloom::{CircularFilter, Error};
 use std::io::Write;
 
@@ -154,4 +154,166 @@ async fn dump_and_restore_async() {
             .unwrap(),
         0
     );
+}
+
+/// A dump file read in slices of 64 KiB that calls `at` once, when the
+/// reading passes `mark` bytes: what the restore wrote before that is in
+/// Redis then, and its next write not sent yet.
+struct Spy<'a, F: FnMut()> {
+    file: &'a [u8],
+    pos: usize,
+    mark: usize,
+    at: Option<F>,
+}
+
+impl<F: FnMut()> std::io::Read for Spy<'_, F> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.pos >= self.mark {
+            if let Some(mut f) = self.at.take() {
+                f();
+            }
+        }
+        let end = self.file.len().min(self.pos + buf.len().min(64 << 10));
+        let end = if self.pos < self.mark {
+            end.min(self.mark)
+        } else {
+            end
+        };
+        let n = end - self.pos;
+        buf[..n].copy_from_slice(&self.file[self.pos..end]);
+        self.pos = end;
+        Ok(n)
+    }
+}
+
+fn pttl(conn: &mut redis::Connection, key: &str) -> i64 {
+    redis::cmd("PTTL").arg(key).query(conn).unwrap()
+}
+
+/// A dump of about 4 MiB in 4 blocks, every 1 MiB slice with bits set.
+fn four_blocks(conn: &mut redis::Connection) -> (Vec<u8>, Vec<String>) {
+    let f = rotabloom::BloomFilter::builder("big")
+        .capacity(3_000_000)
+        .max_block_bits(8 << 20)
+        .create_or_open(conn)
+        .unwrap();
+    let items: Vec<String> = (0..20_000).map(|i| format!("i{i}")).collect();
+    f.insert_many(conn, &items).unwrap();
+    let mut file = Vec::new();
+    let s = rotabloom::dump::dump(conn, "big", &mut file).unwrap();
+    assert!(s.blocks >= 3 && s.bytes > 3 << 20, "{s:?}");
+    (file, items)
+}
+
+#[test]
+fn a_restore_in_progress_writes_its_blocks_with_a_lease_that_the_publish_removes() {
+    let server = RedisServer::start();
+    let mut conn = server.connection();
+    let (file, items) = four_blocks(&mut conn);
+    let mut spy_conn = server.connection();
+    let mut during = Vec::new();
+    let spy = Spy {
+        file: &file,
+        pos: 0,
+        mark: file.len() / 2,
+        at: Some(|| {
+            for k in scan(&mut spy_conn, "rotabloom:{copy}:*") {
+                during.push((k.clone(), pttl(&mut spy_conn, &k)));
+            }
+        }),
+    };
+    rotabloom::dump::restore(&mut conn, spy, Some("copy")).unwrap();
+    // Halfway, blocks were there, each with a lease of at most 15 min,
+    // and no metadata yet.
+    assert!(!during.is_empty());
+    for (k, ttl) in &during {
+        assert!(k.contains(":gen:"), "{k}");
+        assert!(*ttl > 0 && *ttl <= 15 * 60 * 1000, "{k}: {ttl}");
+    }
+    // Published: every block is permanent.
+    let blocks = scan(&mut conn, "rotabloom:{copy}:gen:*");
+    assert_eq!(blocks.len(), scan(&mut conn, "rotabloom:{big}:gen:*").len());
+    for k in &blocks {
+        assert_eq!(pttl(&mut conn, k), -1, "{k}");
+    }
+    let copy = rotabloom::BloomFilter::open(&mut conn, "copy").unwrap();
+    assert!(copy
+        .contains_many(&mut conn, &items)
+        .unwrap()
+        .iter()
+        .all(|&b| b));
+}
+
+#[test]
+fn a_cancelled_restore_deletes_what_it_wrote() {
+    let server = RedisServer::start();
+    let mut conn = server.connection();
+    let (file, _) = four_blocks(&mut conn);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut spy_conn = server.connection();
+    let mut seen = 0;
+    let spy = Spy {
+        file: &file,
+        pos: 0,
+        mark: file.len() / 2,
+        at: Some(|| {
+            seen = scan(&mut spy_conn, "rotabloom:{copy}:gen:*").len();
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        }),
+    };
+    let options = rotabloom::dump::RestoreOptions::new()
+        .name(Some("copy"))
+        .cancel_on(&stop);
+    let e = rotabloom::dump::restore_with(&mut conn, spy, options).unwrap_err();
+    assert!(matches!(e, Error::Cancelled { .. }), "{e}");
+    assert!(seen > 0, "blocks were written before the cancel");
+    assert_eq!(scan(&mut conn, "rotabloom:{copy}:*"), Vec::<String>::new());
+}
+
+#[test]
+fn a_restore_whose_blocks_expire_in_a_pause_fails_and_leaves_nothing() {
+    let server = RedisServer::start();
+    let mut conn = server.connection();
+    let (file, _) = four_blocks(&mut conn);
+    let mut spy_conn = server.connection();
+    let mut expired = Vec::new();
+    let spy = Spy {
+        file: &file,
+        pos: 0,
+        mark: file.len() / 2,
+        // The input stalls until the blocks written so far expire.
+        at: Some(|| {
+            expired = scan(&mut spy_conn, "rotabloom:{copy}:gen:*");
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+            while !scan(&mut spy_conn, "rotabloom:{copy}:gen:*").is_empty() {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the leases never ran out"
+                );
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        }),
+    };
+    let options = rotabloom::dump::RestoreOptions::new()
+        .name(Some("copy"))
+        .lease(std::time::Duration::from_secs(1));
+    let e = rotabloom::dump::restore_with(&mut conn, spy, options).unwrap_err();
+    assert!(
+        matches!(&e, Error::RestoreExpired { lease_secs: 1, .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("nothing was restored"), "{e}");
+    assert!(!expired.is_empty());
+    assert_eq!(scan(&mut conn, "rotabloom:{copy}:*"), Vec::<String>::new());
+}
+
+#[test]
+fn bytes_after_the_end_record_restore_nothing() {
+    let server = RedisServer::start();
+    let mut conn = server.connection();
+    let (mut file, _) = four_blocks(&mut conn);
+    file.extend_from_slice(b"more");
+    let e = rotabloom::dump::restore(&mut conn, &file[..], Some("copy")).unwrap_err();
+    assert!(e.to_string().contains("follow the end record"), "{e}");
+    assert_eq!(scan(&mut conn, "rotabloom:{copy}:*"), Vec::<String>::new());
 }

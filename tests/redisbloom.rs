@@ -471,3 +471,126 @@ fn frozen_redisbloom_generations_are_mirrored_with_the_modules_answers() {
     );
     assert!(harness::command_calls(&mut conn, "bf.mexists") - exists > 40);
 }
+
+/// `convert` of a base filter on RedisBloom keeps generation 0 where it
+/// is, grows on RedisBloom, and every item stays found; asking for the
+/// other backend is refused before anything is written. The same for a
+/// full base filter whose handle says `when_full = expand`.
+#[test]
+fn converting_a_redisbloom_filter_keeps_its_backend() {
+    let server = server();
+    let mut conn = server.connection();
+    let items: Vec<String> = (0..500).map(|i| format!("m{i}")).collect();
+    for name in ["m", "m2"] {
+        BloomFilter::builder(name)
+            .capacity(1_000)
+            .error_rate(0.01)
+            .backend(Backend::RedisBloom)
+            .create_or_open(&mut conn)
+            .unwrap()
+            .insert_many(&mut conn, &items)
+            .unwrap();
+    }
+    match ExpandingFilter::builder("m2")
+        .backend(Backend::Bitmap)
+        .convert_bloom(&mut conn)
+    {
+        Err(Error::ParameterMismatch { field, .. }) => assert_eq!(field, "backend"),
+        other => panic!("{other:?}"),
+    }
+    assert!(rotabloom::AnyFilter::open(&mut conn, "m2")
+        .unwrap()
+        .bloom()
+        .is_some());
+    let f = ExpandingFilter::builder("m")
+        .convert_bloom(&mut conn)
+        .unwrap();
+    assert!(f
+        .contains_many(&mut conn, &items)
+        .unwrap()
+        .iter()
+        .all(|&x| x));
+    let more: Vec<String> = (0..3_000).map(|i| format!("n{i}")).collect();
+    f.insert_many(&mut conn, &more).unwrap();
+    let info = f.info(&mut conn).unwrap();
+    assert!(info.generations.len() >= 2);
+    for g in &info.generations {
+        let ty: String = redis::cmd("TYPE")
+            .arg(format!(
+                "rotabloom:{{m}}:gen:{}-{}:0",
+                info.fields["uid"], g.seq
+            ))
+            .query(&mut conn)
+            .unwrap();
+        assert_eq!(ty, "MBbloom--", "generation {} on RedisBloom", g.seq);
+    }
+    let any = rotabloom::AnyFilter::open(&mut conn, "m").unwrap();
+    assert!(any
+        .contains_many(&mut conn, &items)
+        .unwrap()
+        .iter()
+        .all(|&x| x));
+    assert!(any
+        .contains_many(&mut conn, &more)
+        .unwrap()
+        .iter()
+        .all(|&x| x));
+
+    // Full, then expanded by a write.
+    BloomFilter::builder("w")
+        .capacity(100)
+        .error_rate(0.01)
+        .backend(Backend::RedisBloom)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let w = rotabloom::AnyFilter::open(&mut conn, "w")
+        .unwrap()
+        .with_when_full(rotabloom::WhenFull::Expand);
+    let new = w.check_and_insert_many(&mut conn, &items).unwrap();
+    assert!(new.iter().filter(|&&x| x).count() > 490);
+    let w = rotabloom::AnyFilter::open(&mut conn, "w").unwrap();
+    assert!(w.expanding().is_some());
+    assert!(w
+        .contains_many(&mut conn, &items)
+        .unwrap()
+        .iter()
+        .all(|&x| x));
+}
+
+/// A handle opened by name on a bitmap filter that is then dropped and
+/// re-created on RedisBloom: the batch's first snapshot needed no item
+/// bytes, its second does. Every item reaches the module as itself (no
+/// empty item, no "seen" for what was never inserted).
+#[test]
+fn a_batch_that_meets_a_redisbloom_filter_mid_operation_sends_its_items() {
+    let server = server();
+    let mut conn = server.connection();
+    BloomFilter::builder("flip")
+        .capacity(10_000)
+        .error_rate(0.01)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let handle = rotabloom::AnyFilter::open(&mut conn, "flip").unwrap();
+    rotabloom::AnyFilter::open(&mut conn, "flip")
+        .unwrap()
+        .drop(&mut conn)
+        .unwrap();
+    BloomFilter::builder("flip")
+        .capacity(10_000)
+        .error_rate(0.01)
+        .backend(Backend::RedisBloom)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let items: Vec<String> = (0..200).map(|i| format!("flip{i}")).collect();
+    let new = handle.check_and_insert_many(&mut conn, &items).unwrap();
+    assert!(new.iter().all(|&x| x), "every item new");
+    assert!(
+        !handle.contains(&mut conn, "").unwrap(),
+        "no empty item was inserted"
+    );
+    assert!(handle
+        .contains_many(&mut conn, &items)
+        .unwrap()
+        .iter()
+        .all(|&x| x));
+}

@@ -2,28 +2,61 @@
 
 use crate::connect::Ctx;
 use crate::lines::Source;
-use crate::pipeline;
+use crate::pipeline::{self, Run};
+use crate::resume::{shell_words, StateFlags};
 use crate::show::count;
+use crate::tally::{is_refusal, Writes};
 use crate::Output;
 use serde_json::json;
 use std::ffi::OsString;
 use std::io;
 
-pub fn run(ctx: &Ctx, name: &str, items: Vec<OsString>, output: Output) -> anyhow::Result<u8> {
-    let total = pipeline::insert_all(
+pub fn run(
+    ctx: &Ctx,
+    name: &str,
+    items: Vec<OsString>,
+    output: Output,
+    state: &StateFlags,
+) -> anyhow::Result<u8> {
+    let journal = state.journal("add", name, |file| {
+        let mut words = vec!["rotabloom", "add", name, "--resume", file];
+        let args: Vec<String> = items
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        if !args.is_empty() {
+            words.push("--");
+            words.extend(args.iter().map(String::as_str));
+        }
+        shell_words(&words)
+    })?;
+    let mut total = 0;
+    let result = pipeline::insert_all(
         ctx,
         name,
         Source::new(items),
-        1000,
-        "items",
-        "items",
-        |_, _| {},
-    )?;
+        Run {
+            batch: 1000,
+            what: "items",
+            unit: "items",
+            writes: Writes::Inserts,
+            journal,
+            window: state.window(),
+            name,
+        },
+        |n, _| total = n,
+    );
+    // Refused by a full filter: what was inserted before is said too.
+    let refused = match result {
+        Ok(_) => None,
+        Err(e) if is_refusal(&e) => Some(e),
+        Err(e) => return Err(e),
+    };
     output.print(
         &mut io::stdout(),
         &format!("{name}: added {}", count(total, "item")),
         &json!({ "name": name, "added": total }),
         false,
     )?;
-    Ok(0)
+    refused.map_or(Ok(0), Err)
 }

@@ -3,7 +3,8 @@
 
 use crate::connect::{self, Ctx};
 use crate::lines::{write_kept, Source};
-use crate::pipeline;
+use crate::pipeline::{self, Run};
+use crate::tally::Writes;
 use std::ffi::OsString;
 use std::io;
 
@@ -13,9 +14,15 @@ pub fn run(ctx: &Ctx, name: &str, items: Vec<OsString>, absent: bool) -> anyhow:
     pipeline::ordered(
         ctx,
         Source::new(items),
-        1000,
-        "items",
-        "items",
+        Run {
+            batch: 1000,
+            what: "items",
+            unit: "items",
+            writes: Writes::None,
+            journal: None,
+            window: rotabloom::DEFAULT_RETRY_WINDOW,
+            name,
+        },
         |conn| Ok(ctx.reader(connect::open(conn, name)?)),
         // Every line is asked: a query of a repeated line is answered
         // alike wherever it stands.

@@ -2,13 +2,13 @@
 //! (the file format is in docs/FORMAT.md §10).
 
 use crate::connect::Ctx;
-use crate::errors::{file_error, usage};
+use crate::errors::{describe, file_error, usage, Fail};
 use crate::show::{bytes, count};
-use crate::Output;
+use crate::{interrupt, outfile, Output};
 use rotabloom::dump::{self, Summary};
 use serde_json::json;
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, IsTerminal, Write};
+use std::io::{self, BufWriter, IsTerminal, Read, Write};
 use std::path::Path;
 
 /// `-` for standard input or output.
@@ -39,27 +39,48 @@ fn said(s: &Summary, verb: &str, path: &Path) -> (String, serde_json::Value) {
     (text, doc)
 }
 
-/// `rotabloom dump NAME FILE`: written to a temporary file beside FILE and
-/// renamed over it once complete, so that FILE is never half a dump.
+/// `rotabloom dump NAME FILE`: a regular FILE is written to a temporary
+/// file beside it and renamed over it once complete, so that it is never
+/// half a dump; a FIFO or a device is written straight through
+/// (`crate::outfile`).
 pub fn dump(ctx: &Ctx, name: &str, path: &Path, output: Output) -> anyhow::Result<u8> {
     if is_std(path) && io::stdout().is_terminal() {
         return Err(usage(
             "dump: a dump is binary: give a FILE, or redirect standard output",
         ));
     }
+    // The file first: a path that cannot be written fails before Redis
+    // is asked anything.
+    let mut first = match is_std(path) {
+        true => None,
+        false => Some(outfile::open(path)?),
+    };
     let mut conn = ctx.connect()?;
     crate::connect::open(&mut conn, name)?;
     let summary = if is_std(path) {
         let mut out = BufWriter::new(io::stdout().lock());
-        dump::dump(&mut conn, name, &mut out)?
+        dump::dump(&mut conn, name, &mut out).map_err(|e| written(e, "standard output"))?
     } else {
         // A rotation, expansion or clear during the dump makes it
-        // inconsistent: a file can be written again, a few times.
+        // inconsistent: a file can be written again, a few times; what
+        // went through a pipe cannot.
         let mut attempt = 1;
         loop {
-            match dump_to_file(&mut conn, name, path) {
-                Err(e) if attempt < DUMP_ATTEMPTS && is_contention(&e) => attempt += 1,
-                other => break other?,
+            let mut sink = match first.take() {
+                Some(sink) => sink,
+                None => outfile::open(path)?,
+            };
+            match dump::dump(&mut conn, name, sink.out()) {
+                Ok(s) => {
+                    sink.commit()?;
+                    break s;
+                }
+                Err(rotabloom::Error::Contention { .. })
+                    if !sink.is_through() && attempt < DUMP_ATTEMPTS =>
+                {
+                    attempt += 1
+                }
+                Err(e) => return Err(written(e, &sink.shown())),
             }
         }
     };
@@ -73,48 +94,19 @@ pub fn dump(ctx: &Ctx, name: &str, path: &Path, output: Output) -> anyhow::Resul
 /// How many times `dump FILE` tries when the filter changes under it.
 const DUMP_ATTEMPTS: u32 = 3;
 
-fn is_contention(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        matches!(
-            c.downcast_ref::<rotabloom::Error>(),
-            Some(rotabloom::Error::Contention { .. })
-        )
-    })
-}
-
-/// One dump into a temporary file beside `path`, renamed over it once
-/// complete and on disk; removed on failure.
-fn dump_to_file(
-    conn: &mut rotabloom::connect::Connection,
-    name: &str,
-    path: &Path,
-) -> anyhow::Result<Summary> {
-    let tmp = crate::metrics::temp_beside(path);
-    let file = File::create(&tmp)
-        .map_err(|e| file_error(format!("cannot write {}: {e}", tmp.display())))?;
-    let mut out = BufWriter::new(file);
-    let done = dump::dump(conn, name, &mut out).and_then(|s| {
-        out.into_inner()
-            .map_err(|e| e.into_error())
-            .and_then(|f| f.sync_all())
-            .map_err(|source| rotabloom::Error::Io {
-                what: format!("writing {}", tmp.display()),
-                source,
-            })?;
-        Ok(s)
-    });
-    let renamed = done.map_err(anyhow::Error::from).and_then(|s| {
-        std::fs::rename(&tmp, path)
-            .map_err(|e| file_error(format!("cannot write {}: {e}", path.display())))?;
-        Ok(s)
-    });
-    if renamed.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+/// A dump's error: one that writing `shown` met is a local file error
+/// (exit 5), a reader that went away included: the dump is incomplete.
+fn written(e: rotabloom::Error, shown: &str) -> anyhow::Error {
+    match e {
+        rotabloom::Error::Io { source, .. } => outfile::write_error(shown, &source),
+        e => e.into(),
     }
-    renamed
 }
 
-/// `rotabloom restore FILE [--as NAME]`.
+/// `rotabloom restore FILE [--as NAME]`. SIGINT, SIGTERM and SIGHUP stop
+/// it before its next write, and it deletes what it wrote before it exits
+/// (128 + the signal); the input is read on a thread of its own so that a
+/// stalled pipe does not hold the signal back.
 pub fn restore(
     ctx: &Ctx,
     path: &Path,
@@ -122,12 +114,37 @@ pub fn restore(
     output: Output,
 ) -> anyhow::Result<u8> {
     let mut conn = ctx.connect()?;
-    let summary = if is_std(path) {
-        dump::restore(&mut conn, BufReader::new(io::stdin().lock()), as_name)?
+    // Opened before the signals are caught: a FIFO's open blocks until a
+    // writer comes, and a signal then ends the process, nothing written.
+    let input: Box<dyn Read + Send> = if is_std(path) {
+        Box::new(io::stdin())
     } else {
-        let file = File::open(path)
-            .map_err(|e| file_error(format!("cannot read {}: {e}", path.display())))?;
-        dump::restore(&mut conn, BufReader::new(file), as_name)?
+        Box::new(
+            File::open(path)
+                .map_err(|e| file_error(format!("cannot read {}: {e}", path.display())))?,
+        )
+    };
+    let (caught, input) = interrupt::cancellable(input)
+        .map_err(|e| file_error(format!("cannot read {}: {e}", path.display())))?;
+    let options = dump::RestoreOptions::new()
+        .name(as_name)
+        .cancel_on(caught.flag());
+    // Unbuffered: the input thread reads in large chunks already.
+    let restored = dump::restore_with(&mut conn, input, options);
+    let summary = match (restored, caught.signal()) {
+        (Ok(summary), _) => summary,
+        (Err(e), Some(signal)) => {
+            let e = anyhow::Error::from(e);
+            return Err(anyhow::Error::new(Fail {
+                code: interrupt::exit_code(signal),
+                message: format!(
+                    "{}: {}",
+                    interrupt::name(signal),
+                    describe(&e, ctx.secrets())
+                ),
+            }));
+        }
+        (Err(e), None) => return Err(e.into()),
     };
     let (text, doc) = said(&summary, "restored from", path);
     let mut out = io::stdout();

@@ -42,8 +42,9 @@ pub fn file_error(message: impl Into<String>) -> anyhow::Error {
 }
 
 /// The exit code of a library error: 2 for what the user asked (bad
-/// parameters, names, a missing, existing or different filter), 5 for a
-/// local dump file, 3 for Redis and the data in it.
+/// parameters, names, a missing, existing or different filter, a legacy
+/// bitmap that does not fit the parameters given for it), 5 for a local
+/// dump file, 3 for Redis and the data in it.
 fn lib_code(e: &Error) -> u8 {
     match e {
         Error::InvalidParameter { .. }
@@ -52,7 +53,8 @@ fn lib_code(e: &Error) -> u8 {
         | Error::NotFound { .. }
         | Error::ParameterMismatch { .. }
         | Error::KindMismatch { .. }
-        | Error::AlreadyExists { .. } => 2,
+        | Error::AlreadyExists { .. }
+        | Error::NotAdoptable { .. } => 2,
         Error::Io { .. } | Error::BadDump { .. } => EXIT_FILE,
         _ => 3,
     }

@@ -3,7 +3,8 @@
 //! frozen first generation of a new expanding filter).
 
 use crate::connect::{self, Ctx};
-use crate::errors::usage;
+use crate::errors::{file_error, usage};
+use crate::lines::{Batches, Items};
 use crate::show::count;
 use crate::Output;
 use clap::Args;
@@ -11,7 +12,8 @@ use rotabloom::config::{parse_bytes, parse_count, parse_number};
 use rotabloom::connect::Connection;
 use rotabloom::{AnyFilter, ExpandingBuilder, ExpandingFilter, Legacy};
 use serde_json::json;
-use std::io;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
 
 /// How an expanding filter grows: the flags of `convert` and `adopt`,
 /// with the library's defaults.
@@ -72,6 +74,12 @@ pub struct AdoptArgs {
     /// Seed 000's blockNum: how many keys of 2^31 bits.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     block_num: u32,
+    /// A file of items known to be in the legacy bitmap, one per line
+    /// (request fingerprints for scrapy-redis-bloomfilter; `-`: standard
+    /// input): each must be found with the given parameters before
+    /// anything moves.
+    #[arg(long, value_name = "FILE")]
+    verify: Option<PathBuf>,
     /// Items of the first new generation (10M, 1e6 and 1_000_000 work).
     #[arg(long, value_parser = parse_count)]
     capacity: u64,
@@ -171,20 +179,25 @@ pub fn adopt(ctx: &Ctx, a: &AdoptArgs) -> anyhow::Result<u8> {
             ))
         }
     };
+    let known = match &a.verify {
+        Some(file) => Some(known_items(file)?),
+        None => None,
+    };
     let mut conn = ctx.connect()?;
     // Adopting again opens the filter: say so rather than "adopted".
     let existed = AnyFilter::open(&mut conn, &a.name).is_ok();
-    let (legacy, copies) = if existed {
-        (legacy, Vec::new())
-    } else {
-        into_slot(&mut conn, &a.name, legacy)?
+    let (legacy, copies) = into_slot(&mut conn, &a.name, legacy, !existed)?;
+    let checked = known.as_ref().map_or(0, Vec::len);
+    let adoption = match known {
+        Some(items) => legacy.verify(items),
+        None => legacy.into(),
     };
     let adopted = a
         .growth
         .builder(&a.name)
         .capacity(a.capacity)
         .error_rate(a.error_rate)
-        .adopt_legacy(&mut conn, legacy);
+        .adopt_legacy(&mut conn, adoption);
     let f = match adopted {
         Ok(f) => f,
         Err(e) => {
@@ -194,10 +207,14 @@ pub fn adopt(ctx: &Ctx, a: &AdoptArgs) -> anyhow::Result<u8> {
     };
     let gens = f.generations();
     let estimate = gens.first().map_or(0, |g| g.capacity);
+    let found = match checked {
+        0 => String::new(),
+        n => format!(", all {n} known items found"),
+    };
     let (text, result) = if existed {
         (
             format!(
-                "{}: exists, same parameters (expanding, {})",
+                "{}: exists, same parameters (expanding, {}{found})",
                 a.name,
                 shape(&f)
             ),
@@ -206,7 +223,7 @@ pub fn adopt(ctx: &Ctx, a: &AdoptArgs) -> anyhow::Result<u8> {
     } else {
         (
             format!(
-                "{}: adopted (expanding, {}; the legacy bitmap holds about {estimate} items){}",
+                "{}: adopted (expanding, {}; the legacy bitmap holds about {estimate} items{found}){}",
                 a.name,
                 shape(&f),
                 if copies.is_empty() {
@@ -223,10 +240,47 @@ pub fn adopt(ctx: &Ctx, a: &AdoptArgs) -> anyhow::Result<u8> {
         "result": result,
         "generations": gens.len(),
         "legacy_items_estimate": estimate,
+        "verified": checked,
         "copied": !copies.is_empty(),
     });
     a.output.print(&mut io::stdout(), &text, &doc, !existed)?;
     Ok(0)
+}
+
+/// The items of `--verify FILE`, one per line (`-`: standard input);
+/// empty lines are left out, as the legacy code never reports an empty
+/// item present.
+fn known_items(file: &Path) -> anyhow::Result<Vec<Vec<u8>>> {
+    let cannot = |why: String| file_error(format!("cannot read {}: {why}", file.display()));
+    let reader: Box<dyn Read> = if file.as_os_str() == "-" {
+        Box::new(io::stdin())
+    } else {
+        if file.is_dir() {
+            return Err(cannot("it is a directory".into()));
+        }
+        Box::new(std::fs::File::open(file).map_err(|e| {
+            cannot(match e.kind() {
+                io::ErrorKind::NotFound => "no such file".to_string(),
+                _ => e.to_string(),
+            })
+        })?)
+    };
+    let mut lines = Batches::new(reader);
+    let mut items = Vec::new();
+    let mut batch = Vec::new();
+    while lines
+        .next_batch(&mut batch, 1 << 16)
+        .map_err(|e| cannot(e.to_string()))?
+    {
+        items.extend(batch.drain(..).filter(|i| !i.is_empty()));
+    }
+    if items.is_empty() {
+        return Err(usage(format!(
+            "--verify {}: no items in it: give items known to be in the legacy bitmap",
+            file.display()
+        )));
+    }
+    Ok(items)
 }
 
 /// The keys a legacy layout reads.
@@ -247,6 +301,42 @@ fn keyslot(conn: &mut Connection, key: &str) -> anyhow::Result<i64> {
         .map_err(rotabloom::Error::from)?)
 }
 
+/// Copies each of `from` to `PREFIX<index>`; returns the copies made (a
+/// missing key is not copied). On a failure the copies are deleted.
+fn copy_all(conn: &mut Connection, from: &[String], prefix: &str) -> anyhow::Result<Vec<String>> {
+    let mut copies = Vec::new();
+    for (b, k) in from.iter().enumerate() {
+        let to = format!("{prefix}{b}");
+        match rotabloom::dump::copy_string(conn, k, &to) {
+            Ok(0) => {}
+            Ok(_) => copies.push(to),
+            Err(e) => {
+                copies.push(to);
+                unlink(conn, &copies);
+                return Err(e.into());
+            }
+        }
+    }
+    Ok(copies)
+}
+
+/// Whether the legacy keys are worth copying: strings, at least one.
+fn copyable(conn: &mut Connection, keys: &[String]) -> anyhow::Result<bool> {
+    let mut strings = 0;
+    for k in keys {
+        let ty: String = redis::cmd("TYPE")
+            .arg(k)
+            .query(conn)
+            .map_err(rotabloom::Error::from)?;
+        match ty.as_str() {
+            "string" => strings += 1,
+            "none" => {}
+            _ => return Ok(false),
+        }
+    }
+    Ok(strings > 0)
+}
+
 fn unlink(conn: &mut Connection, keys: &[String]) {
     for k in keys {
         let _ = redis::cmd("UNLINK").arg(k).exec(conn);
@@ -257,11 +347,15 @@ fn unlink(conn: &mut Connection, keys: &[String]) {
 /// which `RENAME` cannot do across slots: keys elsewhere are first copied
 /// (1 MiB per step) to `rotabloom-import:{NAME}:B`, in the filter's slot,
 /// and those are adopted; the originals stay. Returns the layout to adopt
-/// and the copies made.
+/// and the copies made. Without `copy` (the filter exists: adopting again
+/// compares) only the names are mapped, as the first adoption recorded
+/// them. Keys that are missing, or not strings, are not copied: the
+/// library refuses them by their own names.
 fn into_slot(
     conn: &mut Connection,
     name: &str,
     legacy: Legacy,
+    copy: bool,
 ) -> anyhow::Result<(Legacy, Vec<String>)> {
     if !matches!(conn, Connection::Cluster(_)) {
         return Ok((legacy, Vec::new()));
@@ -276,19 +370,11 @@ fn into_slot(
         return Ok((legacy, Vec::new()));
     }
     let prefix = format!("rotabloom-import:{{{name}}}:");
-    let mut copies = Vec::new();
-    for (b, k) in from.iter().enumerate() {
-        let to = format!("{prefix}{b}");
-        match rotabloom::dump::copy_string(conn, k, &to) {
-            Ok(0) => {}
-            Ok(_) => copies.push(to),
-            Err(e) => {
-                copies.push(to);
-                unlink(conn, &copies);
-                return Err(e.into());
-            }
-        }
-    }
+    let copies = match copy {
+        true if !copyable(conn, &from)? => return Ok((legacy, Vec::new())),
+        true => copy_all(conn, &from, &prefix)?,
+        false => Vec::new(),
+    };
     let legacy = match legacy {
         Legacy::ScrapyRedisBloomfilter { bit, hashes, .. } => Legacy::ScrapyRedisBloomfilter {
             key: format!("{prefix}0"),

@@ -3,7 +3,9 @@
 use crate::connect::Ctx;
 use crate::errors::file_error;
 use crate::lines::Batches;
-use crate::pipeline;
+use crate::pipeline::{self, Run};
+use crate::resume::{shell_words, StateFlags};
+use crate::tally::{is_refusal, Writes};
 use crate::Output;
 use indicatif::{HumanCount, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
@@ -18,6 +20,7 @@ pub fn run(
     batch_size: usize,
     progress_every: u64,
     output: Output,
+    state: &StateFlags,
 ) -> anyhow::Result<u8> {
     let reader: Box<dyn Read + Send> = if file.as_os_str() == "-" {
         Box::new(io::stdin())
@@ -38,19 +41,37 @@ pub fn run(
         .ok()
         .filter(|m| m.is_file())
         .map(|m| m.len());
-    let mut progress = Progress::new(size, progress_every, !output.quiet);
     let what = file.display().to_string();
+    let journal = state.journal("load", name, |state_file| {
+        shell_words(&["rotabloom", "load", name, &what, "--resume", state_file])
+    })?;
+    let mut progress = Progress::new(size, progress_every, !output.quiet);
+    let mut total = 0;
     let result = pipeline::insert_all(
         ctx,
         name,
         Batches::new(reader),
-        batch_size,
-        &what,
-        "lines",
-        |total, bytes| progress.update(total, bytes),
+        Run {
+            batch: batch_size,
+            what: &what,
+            unit: "lines",
+            writes: Writes::Inserts,
+            journal,
+            window: state.window(),
+            name,
+        },
+        |n, bytes| {
+            total = n;
+            progress.update(n, bytes)
+        },
     );
     progress.finish();
-    let total = result?;
+    // Refused by a full filter: what was inserted before is said too.
+    let refused = match result {
+        Ok(_) => None,
+        Err(e) if is_refusal(&e) => Some(e),
+        Err(e) => return Err(e),
+    };
     let secs = progress.start.elapsed().as_secs_f64();
     let rate = progress.rate(total);
     output.print(
@@ -59,7 +80,7 @@ pub fn run(
         &json!({ "name": name, "loaded": total, "seconds": secs, "items_per_second": rate }),
         false,
     )?;
-    Ok(0)
+    refused.map_or(Ok(0), Err)
 }
 
 /// Progress of `load`: a bar on a terminal, else a line every million items.

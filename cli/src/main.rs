@@ -15,15 +15,20 @@ mod errors;
 mod expanding;
 mod filter;
 mod generate;
+mod interrupt;
 mod lines;
 mod list;
 mod load;
 mod metrics;
+mod outfile;
 mod pipeline;
 mod resilient;
+mod resume;
 mod rotate;
 mod show;
+mod statefile;
 mod status;
+mod tally;
 mod warnings;
 
 use chrono::{DateTime, Utc};
@@ -44,10 +49,15 @@ Exit codes:
   2  usage or configuration error, including a filter that does not exist,
      exists with other parameters than asked for, or exists already
      (restore)
-  3  Redis error: connection, authentication, server, or the data in it
+  3  Redis error: connection, authentication, server, or the data in it;
+     a full filter (filter, add, load: after what was inserted); retries
+     run out (the message says how to resume)
   4  status --check: a filter has an error-level warning
   5  a local file cannot be read or written (load, dump, restore,
-     metrics --output), or a dump file is damaged or not a dump
+     metrics --output; dump's reader gone before the end), or a dump
+     file is damaged, has bytes after its end, or is not a dump
+  128+N  restore or dump FILE stopped by signal N (130: SIGINT) after
+     cleaning up
 
 Redis URL: --redis, else the configuration's redis_url / redis_url_env /
 cluster_nodes / sentinels, else $REDIS_URL, else redis://127.0.0.1:6379
@@ -228,6 +238,8 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         items: Vec<OsString>,
         #[command(flatten)]
         output: Output,
+        #[command(flatten)]
+        state: resume::StateFlags,
     },
     /// Print the items that may be present (with --absent, those that are
     /// not), in input order. Exit 0 if any was printed, else 1.
@@ -245,6 +257,8 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         /// Lines per round trip to Redis.
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         batch: u32,
+        #[command(flatten)]
+        state: resume::StateFlags,
     },
     /// Insert every line of FILE ('-' for standard input), with progress.
     Load {
@@ -259,6 +273,8 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         /// terminal.
         #[arg(long, hide = true, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1..))]
         progress_every: u64,
+        #[command(flatten)]
+        state: resume::StateFlags,
     },
     /// Delete a filter and all its data.
     Drop {
@@ -307,7 +323,9 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
     /// see docs/LEGACY.md).
     Adopt(expanding::AdoptArgs),
     /// Write a filter's metadata and bits to FILE ('-': standard output),
-    /// a slice at a time (format in docs/FORMAT.md).
+    /// a slice at a time (format in docs/FORMAT.md). A regular FILE is
+    /// replaced whole once complete (through a symbolic link, its
+    /// target); a FIFO or a device is written straight through.
     Dump {
         name: String,
         file: PathBuf,
@@ -315,7 +333,8 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         output: Output,
     },
     /// Create a filter from a dump FILE ('-': standard input), on any
-    /// server or cluster; never over an existing filter.
+    /// server or cluster; never over an existing filter. Interrupted
+    /// (SIGINT, SIGTERM, SIGHUP), it deletes what it wrote.
     Restore {
         file: PathBuf,
         /// The name to restore it as (default: the dumped filter's).
@@ -330,7 +349,8 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         /// Filters to export (default: every filter in the database).
         names: Vec<String>,
         /// Write to FILE (through a temporary file renamed over it, as
-        /// the textfile collector needs) instead of standard output.
+        /// the textfile collector needs; a FIFO or a device straight
+        /// through) instead of standard output.
         #[arg(long, short = 'o', value_name = "FILE")]
         output: Option<PathBuf>,
     },
@@ -483,20 +503,30 @@ fn run(ctx: &Ctx, command: Command) -> anyhow::Result<u8> {
             name,
             items,
             output,
-        } => add::run(ctx, &name, items, output),
+            state,
+        } => add::run(ctx, &name, items, output, &state),
         Command::Check {
             name,
             items,
             absent,
         } => check::run(ctx, &name, items, absent),
-        Command::Filter { name, batch } => filter::run(ctx, &name, batch as usize),
+        Command::Filter { name, batch, state } => filter::run(ctx, &name, batch as usize, &state),
         Command::Load {
             name,
             file,
             output,
             batch,
             progress_every,
-        } => load::run(ctx, &name, &file, batch as usize, progress_every, output),
+            state,
+        } => load::run(
+            ctx,
+            &name,
+            &file,
+            batch as usize,
+            progress_every,
+            output,
+            &state,
+        ),
         Command::Drop { name, yes, output } => drop::run(ctx, &name, yes, output),
         Command::List { json } => list::run(ctx, json),
         Command::Clear { name, yes, output } => drop::clear(ctx, &name, yes, output),

@@ -3,7 +3,7 @@
 //! scraper that reads a file.
 
 use crate::connect::{self, Ctx};
-use crate::errors::file_error;
+use crate::outfile;
 use crate::status::{self, Report, Server};
 use rotabloom::{Error, Level, Warning};
 use std::fmt::Write as _;
@@ -200,25 +200,16 @@ fn render(reports: &[Report], failed: &[status::Failed], server: &Server) -> Str
     out
 }
 
-/// A temporary file in `path`'s directory (a rename stays on one file
-/// system), named after this process.
-pub fn temp_beside(path: &Path) -> std::path::PathBuf {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".{}.tmp", std::process::id()));
-    tmp.into()
-}
-
-/// Writes `text` to `path` as the textfile collector needs: a temporary
-/// file in the same directory, renamed over the old one, so that a scrape
-/// never reads half a file.
-fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
-    let fail = |e: io::Error| file_error(format!("cannot write {}: {e}", path.display()));
-    let tmp = temp_beside(path);
-    std::fs::write(&tmp, text).map_err(fail)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        fail(e)
-    })
+/// Writes `text` to `path` as the textfile collector needs: a regular
+/// file is replaced whole (a scrape never reads half of it); a FIFO or a
+/// device is written straight through (`crate::outfile`).
+fn write_out(path: &Path, text: &str) -> anyhow::Result<()> {
+    let mut sink = outfile::open(path)?;
+    let shown = sink.shown();
+    sink.out()
+        .write_all(text.as_bytes())
+        .map_err(|e| outfile::write_error(&shown, &e))?;
+    sink.commit()
 }
 
 pub fn run(ctx: &Ctx, names: Vec<String>, output: Option<&Path>) -> anyhow::Result<u8> {
@@ -230,7 +221,7 @@ pub fn run(ctx: &Ctx, names: Vec<String>, output: Option<&Path>) -> anyhow::Resu
     let (reports, failed, worst) = status::collect(ctx, &mut conn, &names, &server)?;
     let text = render(&reports, &failed, &server);
     match output {
-        Some(path) => write_atomically(path, &text)?,
+        Some(path) => write_out(path, &text)?,
         None => {
             let mut out = io::stdout().lock();
             out.write_all(text.as_bytes())?;

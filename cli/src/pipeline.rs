@@ -4,19 +4,28 @@
 //! server works on one batch while the client reads, hashes and writes the
 //! others.
 //!
+//! Every line is sent: only the filter knows whether a line is new (it may
+//! have been cleared, dropped and made again, or rotated since the line
+//! was last sent). A line in two batches in flight together is answered
+//! "new" in exactly one of them by the atomic check-and-insert, which may
+//! be the later one.
+//!
 //! When a batch fails, the batches after it that were answered are still
-//! handed on (their new lines are recorded as seen: dropping them would lose
-//! them), and the error says from which line to run again; a rerun finds
-//! those later lines seen.
+//! handed on, and [`Tally`] says what is left; with a state file
+//! ([`Journal`]), a resumed run gets the answers of the batches that were
+//! sent and not handed on.
 
-use crate::errors::Fail;
+use crate::errors::usage;
 use crate::lines::Items;
 use crate::resilient::Resilient;
+use crate::resume::{digest, fate, Fate, Journal, Plan};
+use crate::tally::{Tally, Words, Writes};
+use rotabloom::IdempotentBatch;
 use std::collections::BTreeMap;
-use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 /// One batch: its place in the input and its lines.
 pub struct Job {
@@ -24,36 +33,52 @@ pub struct Job {
     /// Lines of the input before this batch.
     pub first: u64,
     pub lines: Vec<Vec<u8>>,
-    /// Lines that an earlier batch still in the window holds too: they are
-    /// seen by the time this batch comes, as they would be one batch at a
-    /// time, so they are not sent (a concurrent batch must not win them).
-    skip: Vec<bool>,
+    /// Resumed: the token the interrupted run sent it under.
+    token: Option<String>,
+    /// Resumed although its record was gone.
+    lost: bool,
+    journal: Option<Arc<Journal>>,
+    window: Duration,
 }
 
 impl Job {
-    /// The lines to send.
-    pub fn sent(&self) -> impl Iterator<Item = &Vec<u8>> {
-        self.lines
-            .iter()
-            .zip(&self.skip)
-            .filter(|(_, s)| !**s)
-            .map(|(l, _)| l)
-    }
-
-    /// Answers for every line from the answers for the lines sent: a
-    /// skipped line was seen.
-    pub fn expand(&self, answers: Vec<bool>) -> Vec<bool> {
-        let mut sent = answers.into_iter();
-        self.skip
-            .iter()
-            .map(|&s| !s && sent.next().unwrap_or(false))
-            .collect()
+    /// `batch` (an idempotent batch of this job's lines) as it goes out:
+    /// under the interrupted run's token when resumed, and written down in
+    /// the state file before it is sent.
+    pub fn prepare(&self, batch: IdempotentBatch) -> anyhow::Result<IdempotentBatch> {
+        let batch = batch.with_retry_window(self.window);
+        let batch = match &self.token {
+            Some(t) => batch.with_token(t)?,
+            None => batch,
+        };
+        if let Some(j) = &self.journal {
+            j.sending(self.first, batch.token(), self.window)?;
+        }
+        Ok(batch)
     }
 }
 
+/// What a run is: how its input is cut, what it is called, and what its
+/// batches write.
+pub struct Run<'a> {
+    /// Lines per batch.
+    pub batch: usize,
+    /// The input, for messages ("standard input", a file name).
+    pub what: &'a str,
+    /// "lines" or "items".
+    pub unit: &'static str,
+    pub writes: Writes,
+    /// The state file, for a run that can be resumed.
+    pub journal: Option<Journal>,
+    /// How long the server keeps the answers of each batch.
+    pub window: Duration,
+    /// The filter, whose records a resumed run looks for.
+    pub name: &'a str,
+}
+
 /// How far the reader may run ahead of what was handed on, in batches.
-/// Bounded, so a worker stuck retrying cannot leave an unbounded backlog,
-/// and so the duplicate check needs only this many batches.
+/// Bounded, so a worker stuck retrying cannot leave an unbounded backlog
+/// (nor a state file listing more than this many batches).
 fn window(workers: usize) -> u64 {
     2 * workers as u64
 }
@@ -91,65 +116,70 @@ impl Progress {
     }
 }
 
-/// What `in_flight` workers made of `items`, cut into batches of `batch`:
-/// each worker gets a connection (`Resilient`) and `open`'s handle (opened
-/// with the same retries as a batch), runs
-/// `work` on each of its batches, and `emit` gets every batch's lines and
-/// result in input order, with the bytes of input read so far.
-#[allow(clippy::too_many_arguments)] // Each is one setting of the run.
-pub fn ordered<H, T>(
+/// What `in_flight` workers made of `items`, cut into batches as `run`
+/// says: each worker gets a connection (`Resilient`) and `open`'s handle
+/// (opened with the same retries as a batch), runs `work` on each of its
+/// batches, and `emit` gets every batch's lines and answers in input order
+/// (the answers of a prefix only when a full filter refused the rest),
+/// with the bytes of input read so far.
+pub fn ordered<H>(
     ctx: &crate::connect::Ctx,
     items: impl Items + Send + 'static,
-    batch: usize,
-    what: &str,
-    unit: &'static str,
+    run: Run<'_>,
     open: impl Fn(&mut rotabloom::connect::Connection) -> anyhow::Result<H>,
-    work: impl Fn(&H, &mut Resilient, &Job) -> anyhow::Result<T> + Sync,
-    mut emit: impl FnMut(&[Vec<u8>], T, u64) -> anyhow::Result<()>,
+    work: impl Fn(&H, &mut Resilient, &Job) -> anyhow::Result<Vec<bool>> + Sync,
+    mut emit: impl FnMut(&[Vec<u8>], Vec<bool>, u64) -> anyhow::Result<()>,
 ) -> anyhow::Result<()>
 where
     H: Clone + Send,
-    T: Send,
 {
     let workers = ctx.in_flight.max(1);
-    // Connections first, in this thread: a failure to connect or to open
-    // the filter is reported before anything is read.
-    // One handle, cloned: clones share what the handle learns (the view,
-    // a full generation, a warning already given).
-    let mut first = Resilient::connect(ctx, unit)?;
-    let handle = first.open(&open)?;
-    let mut links = vec![(first, handle.clone())];
-    for _ in 1..workers {
-        links.push((Resilient::connect(ctx, unit)?, handle.clone()));
-    }
+    let unit = run.unit;
+    let journal = run.journal.map(Arc::new);
+    let (links, plan) = match connect_all(ctx, unit, workers, &open, journal.as_deref(), run.name) {
+        Ok(ready) => ready,
+        Err(e) => {
+            // Nothing was sent: a new state file goes, a resumed one stays.
+            if let Some(j) = &journal {
+                let _ = j.finish();
+            }
+            return Err(e);
+        }
+    };
     let stop = Arc::new(AtomicBool::new(false));
     // Bounded: at most `workers` batches wait besides those in flight.
     let (jobs_tx, jobs_rx) = sync_channel::<Job>(workers);
     let jobs_rx = Arc::new(Mutex::new(jobs_rx));
-    let (done_tx, done_rx) = channel::<(Job, anyhow::Result<T>, u64)>();
-    let bytes = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (done_tx, done_rx) = channel::<(Job, anyhow::Result<Vec<bool>>, u64)>();
+    let reading = Arc::new(Reading::default());
     let progress = Arc::new(Progress::default());
     // Not scoped: after a failure the reader may wait for input that never
     // comes (a pipe left open); the process must not wait for it.
     let reader = {
-        let (stop, bytes, what) = (Arc::clone(&stop), Arc::clone(&bytes), what.to_string());
-        let (progress, window) = (Arc::clone(&progress), window(workers));
-        std::thread::spawn(move || {
-            let ahead = Ahead {
-                progress: &progress,
-                window,
-            };
-            read(items, batch, &what, jobs_tx, &stop, &bytes, ahead)
-        })
+        let (stop, reading) = (Arc::clone(&stop), Arc::clone(&reading));
+        let cut = Cut {
+            batch: run.batch,
+            what: run.what.to_string(),
+            journal: journal.clone(),
+            window: run.window,
+            progress: Arc::clone(&progress),
+            ahead: window(workers),
+        };
+        std::thread::spawn(move || read(items, cut, plan, jobs_tx, &stop, &reading))
     };
-    let emitted = std::thread::scope(|s| {
+    let words = Words {
+        unit,
+        writes: run.writes,
+        journal: journal.clone(),
+    };
+    let tally = std::thread::scope(|s| {
         for (mut redis, handle) in links {
-            let (jobs, done, work, stop, bytes) =
-                (&jobs_rx, done_tx.clone(), &work, &*stop, &*bytes);
+            let (jobs, done, work, stop, reading) =
+                (&jobs_rx, done_tx.clone(), &work, &*stop, &*reading);
             s.spawn(move || {
                 while let Some(job) = next(jobs, stop) {
                     let result = work(&handle, &mut redis, &job);
-                    let read = bytes.load(Ordering::Relaxed);
+                    let read = reading.bytes.load(Ordering::Relaxed);
                     if done.send((job, result, read)).is_err() {
                         break;
                     }
@@ -157,9 +187,13 @@ where
             });
         }
         drop(done_tx);
-        in_order(done_rx, &stop, &progress, &mut emit, unit)
+        in_order(done_rx, &stop, &progress, &mut emit, &words)
     });
-    emitted?;
+    let left = match &journal {
+        Some(j) => j.finish()?,
+        None => false,
+    };
+    tally.verdict(&words, left, reading.stopped_at())?;
     // Every batch was handed on: the reader ended at the end of the input,
     // or with an error reading it.
     reader
@@ -167,35 +201,99 @@ where
         .map_err(|_| anyhow::anyhow!("the input reader panicked"))?
 }
 
+/// A connection and a handle per worker, and the plan of a resumed run.
+#[allow(clippy::type_complexity)] // Each worker's pair, and the plan.
+fn connect_all<'c, H: Clone>(
+    ctx: &'c crate::connect::Ctx,
+    unit: &'static str,
+    workers: usize,
+    open: impl Fn(&mut rotabloom::connect::Connection) -> anyhow::Result<H>,
+    journal: Option<&Journal>,
+    name: &str,
+) -> anyhow::Result<(Vec<(Resilient<'c>, H)>, Option<Plan>)> {
+    // Connections first, in this thread: a failure to connect or to open
+    // the filter is reported before anything is read.
+    // One handle, cloned: clones share what the handle learns (the view,
+    // a full generation, a warning already given).
+    let mut first = Resilient::connect(ctx, unit)?;
+    let handle = first.open(&open)?;
+    let plan = match journal {
+        Some(j) => Some(resumed(j, &mut first, name)?),
+        None => None,
+    };
+    let mut links = vec![(first, handle.clone())];
+    for _ in 1..workers {
+        links.push((Resilient::connect(ctx, unit)?, handle.clone()));
+    }
+    Ok((links, plan))
+}
+
+/// The plan of a resumed run (nothing to run again for a new one): each
+/// batch the interrupted run sent is judged by whether its record is still
+/// on the server, and a record found is kept for another window, so that
+/// it cannot expire before its batch runs again.
+fn resumed(j: &Journal, redis: &mut Resilient, name: &str) -> anyhow::Result<Plan> {
+    let plan = j.plan();
+    let sent: Vec<_> = plan
+        .batches
+        .iter()
+        .filter_map(|e| e.token.as_ref().map(|t| (e.first, t.clone(), e.window_ms)))
+        .collect();
+    if sent.is_empty() {
+        return Ok(plan);
+    }
+    let keys = rotabloom::Keys::new(rotabloom::FilterName::existing(name)?);
+    let kept: Vec<bool> = redis.open(|c| {
+        sent.iter()
+            .map(|(_, token, window_ms)| {
+                let n: i64 = redis::cmd("PEXPIRE")
+                    .arg(keys.record(token))
+                    .arg(*window_ms)
+                    .query(c)
+                    .map_err(rotabloom::Error::from)?;
+                Ok(n == 1)
+            })
+            .collect()
+    })?;
+    let now = crate::resume::now_ms();
+    let fates: Vec<(u64, Fate)> = sent
+        .iter()
+        .zip(kept)
+        .map(|((first, _, _), kept)| {
+            let e = plan.batches.iter().find(|e| e.first == *first);
+            (*first, e.map_or(Fate::NotApplied, |e| fate(e, kept, now)))
+        })
+        .collect();
+    j.judged(&fates, now)?;
+    Ok(j.plan())
+}
+
 /// How often a waiting worker looks at the stop flag.
 const POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Inserts every item of `items` into filter `name` (`add`, `load`), in
 /// idempotent batches; `done` gets the count inserted so far and the bytes
-/// read, batch by batch.
+/// read, batch by batch (a batch refused by a full filter counts the items
+/// it took before it refused).
 pub fn insert_all(
     ctx: &crate::connect::Ctx,
     name: &str,
     items: impl Items + Send + 'static,
-    batch: usize,
-    what: &str,
-    unit: &'static str,
+    run: Run<'_>,
     mut done: impl FnMut(u64, u64),
 ) -> anyhow::Result<u64> {
     let mut total = 0u64;
     ordered(
         ctx,
         items,
-        batch,
-        what,
-        unit,
+        run,
         |conn| ctx.open_for_write(conn, name),
         |f, redis, job| {
-            let mut once = f.idempotent_batch(job.sent());
+            let mut once = job.prepare(f.idempotent_batch(&job.lines))?;
             redis.run(job.first, job.lines.len(), |c| once.insert(c))
         },
-        |lines, _, bytes| {
-            total += lines.len() as u64;
+        |_, inserted, bytes| {
+            total += inserted.len() as u64;
             done(total, bytes);
             Ok(())
         },
@@ -222,54 +320,114 @@ fn next(jobs: &Mutex<Receiver<Job>>, stop: &AtomicBool) -> Option<Job> {
     }
 }
 
-/// How far the reader may run ahead of what was handed on.
-struct Ahead<'a> {
-    progress: &'a Progress,
-    window: u64,
+/// How far the reader got.
+#[derive(Default)]
+struct Reading {
+    /// Bytes of input read (for progress).
+    bytes: std::sync::atomic::AtomicU64,
+    /// Lines cut into batches.
+    lines: std::sync::atomic::AtomicU64,
+    /// The input ended.
+    ended: AtomicBool,
 }
 
-/// The reader: batches into `jobs` until the input ends or `stop` is set.
+impl Reading {
+    /// The lines cut so far, unless the input ended: what a refusal says
+    /// was not read after.
+    fn stopped_at(&self) -> Option<u64> {
+        (!self.ended.load(Ordering::Relaxed)).then(|| self.lines.load(Ordering::Relaxed))
+    }
+}
+
+/// How the reader cuts the input.
+struct Cut {
+    batch: usize,
+    what: String,
+    journal: Option<Arc<Journal>>,
+    window: Duration,
+    progress: Arc<Progress>,
+    /// How far it may run ahead of what was handed on, in batches.
+    ahead: u64,
+}
+
+/// The reader: batches into `jobs` until the input ends or `stop` is set;
+/// first, in a resumed run, the batches of `plan`.
 fn read(
     mut items: impl Items,
-    batch: usize,
-    what: &str,
+    cut: Cut,
+    plan: Option<Plan>,
     jobs: std::sync::mpsc::SyncSender<Job>,
     stop: &AtomicBool,
-    bytes: &std::sync::atomic::AtomicU64,
-    ahead: Ahead<'_>,
+    reading: &Reading,
 ) -> anyhow::Result<()> {
-    let (mut seq, mut first) = (0u64, 0u64);
-    // The lines of the batches that may still be at work.
-    let mut recent: VecDeque<HashSet<Vec<u8>>> = VecDeque::new();
-    loop {
-        ahead.progress.wait_for(seq, ahead.window, stop);
-        if stop.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        let mut lines = Vec::with_capacity(batch.min(1 << 16));
-        let more = items
-            .next_batch(&mut lines, batch)
-            .map_err(|e| crate::errors::file_error(format!("reading {what}: {e}")))?;
-        if !more {
-            return Ok(());
-        }
-        bytes.store(items.bytes_read(), Ordering::Relaxed);
-        let n = lines.len() as u64;
-        let skip = lines
-            .iter()
-            .map(|l| recent.iter().any(|set| set.contains(l)))
-            .collect();
-        if recent.len() as u64 >= ahead.window {
-            recent.pop_front();
-        }
-        recent.push_back(lines.iter().cloned().collect());
+    let send = |seq: u64, first: u64, lines: Vec<Vec<u8>>, token: Option<String>, lost: bool| {
         let job = Job {
             seq,
             first,
             lines,
-            skip,
+            token,
+            lost,
+            journal: cut.journal.clone(),
+            window: cut.window,
         };
-        if jobs.send(job).is_err() {
+        jobs.send(job).is_ok()
+    };
+    let read_error =
+        |e: std::io::Error| crate::errors::file_error(format!("reading {}: {e}", cut.what));
+    let (mut seq, mut first) = (0u64, 0u64);
+    if let Some(plan) = plan {
+        for e in plan.batches {
+            cut.progress.wait_for(seq, cut.ahead, stop);
+            if stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            skip(&mut items, e.first.saturating_sub(first), first, &cut.what)?;
+            let mut lines = Vec::new();
+            let got = take(&mut items, &mut lines, e.len).map_err(read_error)?;
+            if got < e.len || digest(&lines) != e.digest {
+                return Err(usage(format!(
+                    "{}: lines {} are not those of the interrupted run ({}): resume needs the same input",
+                    cut.what,
+                    e.range(),
+                    if got < e.len { "the input ends before" } else { "they differ" }
+                )));
+            }
+            reading.bytes.store(items.bytes_read(), Ordering::Relaxed);
+            first = e.first + e.len;
+            if !send(seq, e.first, lines, e.token, e.lost) {
+                return Ok(());
+            }
+            seq += 1;
+        }
+        skip(
+            &mut items,
+            plan.read.saturating_sub(first),
+            first,
+            &cut.what,
+        )?;
+        first = first.max(plan.read);
+    }
+    loop {
+        cut.progress.wait_for(seq, cut.ahead, stop);
+        if stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let mut lines = Vec::with_capacity(cut.batch.min(1 << 16));
+        let more = items
+            .next_batch(&mut lines, cut.batch)
+            .map_err(read_error)?;
+        if !more {
+            reading.ended.store(true, Ordering::Relaxed);
+            return Ok(());
+        }
+        let n = lines.len() as u64;
+        reading.bytes.store(items.bytes_read(), Ordering::Relaxed);
+        reading.lines.store(first + n, Ordering::Relaxed);
+        // Written down before any worker can send it.
+        if let Some(j) = &cut.journal {
+            j.queued(first, &lines)?;
+        }
+        if !send(seq, first, lines, None, false) {
             return Ok(());
         }
         seq += 1;
@@ -277,59 +435,73 @@ fn read(
     }
 }
 
-/// Hands results on in input order; after a failure, hands on the later
-/// successes too and returns the first failure (in input order), saying
-/// how many later lines were done.
-fn in_order<T>(
-    done: Receiver<(Job, anyhow::Result<T>, u64)>,
+/// Reads exactly `n` lines into `lines` (fewer only at the end of the
+/// input); returns how many.
+fn take(items: &mut impl Items, lines: &mut Vec<Vec<u8>>, n: u64) -> std::io::Result<u64> {
+    let mut part = Vec::new();
+    while (lines.len() as u64) < n {
+        let want = usize::try_from(n - lines.len() as u64).unwrap_or(usize::MAX);
+        if !items.next_batch(&mut part, want.min(1 << 16))? {
+            break;
+        }
+        lines.append(&mut part);
+    }
+    Ok(lines.len() as u64)
+}
+
+/// Passes over `n` lines that the interrupted run handed on, the input
+/// being at line `at`.
+fn skip(items: &mut impl Items, n: u64, at: u64, what: &str) -> anyhow::Result<()> {
+    let mut part = Vec::new();
+    let mut left = n;
+    while left > 0 {
+        part.clear();
+        let got = take(items, &mut part, left.min(1 << 16))
+            .map_err(|e| crate::errors::file_error(format!("reading {what}: {e}")))?;
+        if got == 0 {
+            return Err(usage(format!(
+                "{what}: the input ends at line {}, before the lines the interrupted run handed on (to line {}): resume needs the same input",
+                at + n - left,
+                at + n
+            )));
+        }
+        left -= got;
+    }
+    Ok(())
+}
+
+/// Hands results on in input order, through `emit`, and tallies them;
+/// after a failure, hands on the later successes too.
+fn in_order(
+    done: Receiver<(Job, anyhow::Result<Vec<bool>>, u64)>,
     stop: &AtomicBool,
     progress: &Progress,
-    emit: &mut impl FnMut(&[Vec<u8>], T, u64) -> anyhow::Result<()>,
-    unit: &str,
-) -> anyhow::Result<()> {
-    let mut waiting: BTreeMap<u64, (Job, anyhow::Result<T>, u64)> = BTreeMap::new();
+    emit: &mut impl FnMut(&[Vec<u8>], Vec<bool>, u64) -> anyhow::Result<()>,
+    words: &Words,
+) -> Tally {
+    let mut waiting: BTreeMap<u64, (Job, anyhow::Result<Vec<bool>>, u64)> = BTreeMap::new();
     let mut next_seq = 0u64;
-    let mut failed: Option<anyhow::Error> = None;
-    let mut later = 0u64;
+    let mut tally = Tally::default();
     for (job, result, read) in done {
         waiting.insert(job.seq, (job, result, read));
         while let Some((job, result, read)) = waiting.remove(&next_seq) {
             next_seq += 1;
             progress.advance();
-            match (result, failed.is_some()) {
-                (Ok(v), false) => {
-                    if let Err(e) = emit(&job.lines, v, read) {
-                        stop.store(true, Ordering::Relaxed);
-                        failed = Some(e);
-                    }
-                }
-                (Ok(v), true) => {
-                    later += job.lines.len() as u64;
-                    let _ = emit(&job.lines, v, read);
-                }
-                (Err(e), false) => {
-                    stop.store(true, Ordering::Relaxed);
-                    failed = Some(e);
-                }
-                (Err(_), true) => {}
+            tally.take(
+                job.first,
+                &job.lines,
+                job.lost,
+                result,
+                words,
+                |lines, answers| emit(lines, answers, read),
+            );
+            if tally.stopping() {
+                stop.store(true, Ordering::Relaxed);
             }
         }
     }
     // Batches after a gap (a failed one is never missing: it is sent as an
     // error) cannot be left: the channel only closes when every worker
     // ended.
-    match failed {
-        None => Ok(()),
-        Some(e) if later == 0 => Err(e),
-        Some(e) => match e.downcast::<Fail>() {
-            Ok(f) => Err(anyhow::Error::new(Fail {
-                code: f.code,
-                message: format!(
-                    "{}; {later} {unit} after those were done too (a rerun finds them seen)",
-                    f.message
-                ),
-            })),
-            Err(e) => Err(e),
-        },
-    }
+    tally
 }

@@ -2,8 +2,8 @@
 //! connection, a restarted server or a failover: each batch is an
 //! idempotent batch of the library, run again on a new connection after a
 //! retryable error, so every item is answered exactly once across the
-//! failure. When the reconnections run out, the error says how many lines
-//! were done.
+//! failure. When the reconnections run out, the caller says what was done
+//! and what is left (`pipeline`).
 
 use crate::connect::Ctx;
 use crate::errors::Fail;
@@ -36,7 +36,9 @@ impl<'a> Resilient<'a> {
     /// Runs one batch of `len` lines, the `first` lines of the input
     /// before it, until it succeeds: after a retryable error it reconnects,
     /// with backoff, up to the `--retries` limit, and runs it again (the
-    /// batch must be idempotent: run twice, it answers as once).
+    /// batch must be idempotent: run twice, it answers as once). When the
+    /// retries run out, the error is a [`GaveUp`]: the caller knows what
+    /// the batch was, and says what is left.
     pub fn run<T>(
         &mut self,
         first: u64,
@@ -49,28 +51,29 @@ impl<'a> Resilient<'a> {
             self.unit.trim_end_matches('s'),
             first + 1
         );
-        let given_up = format!(
-            "{first} {} were done, the next {len} are not confirmed (run again from {} {})",
-            self.unit,
-            self.unit.trim_end_matches('s'),
-            first + 1
-        );
-        self.retrying(&what, &given_up, |c| batch(c).map_err(anyhow::Error::from))
+        self.retrying(&what, |c| batch(c).map_err(anyhow::Error::from))
     }
 
-    /// Opens what the run works on (a filter handle) with the same
-    /// retries: reading a filter's metadata is a request like any other.
+    /// Opens what the run works on (a filter handle), or runs another
+    /// request that comes before the batches, with the same retries:
+    /// reading a filter's metadata is a request like any other.
     pub fn open<H>(
         &mut self,
-        mut open: impl FnMut(&mut Connection) -> anyhow::Result<H>,
+        open: impl FnMut(&mut Connection) -> anyhow::Result<H>,
     ) -> anyhow::Result<H> {
-        self.retrying("opening the filter", "nothing was done", |c| open(c))
+        self.retrying("opening the filter", open)
+            .map_err(|e| match e.downcast::<GaveUp>() {
+                Ok(g) => anyhow::Error::new(Fail {
+                    code: 3,
+                    message: format!("{g}; nothing was done"),
+                }),
+                Err(e) => e,
+            })
     }
 
     fn retrying<T>(
         &mut self,
         what: &str,
-        given_up: &str,
         mut step: impl FnMut(&mut Connection) -> anyhow::Result<T>,
     ) -> anyhow::Result<T> {
         let mut wait = FIRST_BACKOFF;
@@ -101,16 +104,30 @@ impl<'a> Resilient<'a> {
                 Err(e) => last = retryable(e)?,
             }
         }
-        Err(anyhow::Error::new(Fail {
-            code: 3,
+        Err(anyhow::Error::new(GaveUp {
             message: format!(
-                "{}: gave up after {} reconnection attempts: {last}; {given_up}",
+                "{}: gave up after {} reconnection attempts: {last}",
                 self.ctx.describe(),
                 self.ctx.retries,
             ),
         }))
     }
 }
+
+/// The retries ran out: the server is gone, or unreachable, for longer
+/// than `--retries` allows. What was sent may have been applied.
+#[derive(Debug)]
+pub struct GaveUp {
+    pub message: String,
+}
+
+impl std::fmt::Display for GaveUp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for GaveUp {}
 
 /// The warning's reason for a retryable error; any other error as it is.
 fn retryable(e: anyhow::Error) -> anyhow::Result<String> {

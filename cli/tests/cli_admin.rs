@@ -11,7 +11,7 @@ mod harness;
 mod venv;
 
 use bin::{rb, rotabloom, Run};
-use harness::RedisServer;
+use harness::{scan, RedisServer};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -370,6 +370,33 @@ fn adopt_copies_legacy_keys_from_another_cluster_slot() {
         .query(&mut conn)
         .unwrap();
     assert!(!copy, "the copy became the filter's block");
+    // Adopting again compares with what the copy was adopted as.
+    let out = run(&url, &[&ADOPT_SPIDER[..], &["--json"]].concat()).ok();
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["result"], "exists", "{out:?}");
+    // A set elsewhere is not copied: it is refused by its own name.
+    redis::cmd("SADD")
+        .arg("spider:dupefilter")
+        .arg("x")
+        .exec(&mut conn)
+        .unwrap();
+    let line = run(
+        &url,
+        &[
+            "adopt",
+            "other",
+            "--scrapy-redis-bloomfilter",
+            "spider:dupefilter",
+            "--capacity",
+            "10",
+        ],
+    )
+    .failed(2)
+    .to_string();
+    assert!(
+        line.contains("cannot adopt \"spider:dupefilter\": it is a Redis set"),
+        "{line}"
+    );
 }
 
 #[test]
@@ -412,9 +439,11 @@ fn adopt_takes_over_legacy_bitmaps() {
 
     // Seed 000: keys PREFIX0.. of 2^31 bits; a short one reads as zeros
     // past its end.
+    let mut short = vec![0u8; 64];
+    short[63] = 1;
     redis::cmd("SET")
         .arg("seedbf0")
-        .arg(vec![0u8; 64])
+        .arg(short)
         .exec(&mut conn)
         .unwrap();
     let out = run(
@@ -460,6 +489,135 @@ fn adopt_takes_over_legacy_bitmaps() {
     assert_eq!(out.code, 3, "{out:?}");
     out.failed(3);
     assert_eq!(run(&url, &["list"]).ok().stdout, "seed\nspider\n");
+}
+
+#[test]
+fn adopt_refuses_what_it_cannot_read_and_verifies_known_items() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut conn = server.connection();
+    // `adopt spider --scrapy-redis-bloomfilter KEY --capacity 10k FLAGS`.
+    let adopt = |key: &str, flags: &[&str]| {
+        let mut args = vec![
+            "adopt",
+            "spider",
+            "--scrapy-redis-bloomfilter",
+            key,
+            "--capacity",
+            "10k",
+        ];
+        args.extend_from_slice(flags);
+        run(&url, &args)
+    };
+    fn bit20<'a>(flags: &[&'a str]) -> Vec<&'a str> {
+        [&["--bit", "20"][..], flags].concat()
+    }
+    // No such key: refused, nothing written.
+    let line = adopt("nokey", &bit20(&[])).failed(2).to_string();
+    assert!(
+        line.starts_with("rotabloom: cannot adopt \"nokey\": there is no such key"),
+        "{line}"
+    );
+    let keys: u64 = redis::cmd("DBSIZE").query(&mut conn).unwrap();
+    assert_eq!(keys, 0);
+    // scrapy-redis's own dupefilter, a SET: named, with the way out.
+    redis::cmd("SADD")
+        .arg("spider:dupefilter")
+        .arg("8e7f80913230debca7264dfb3c055dcda5aaf9f8")
+        .exec(&mut conn)
+        .unwrap();
+    let line = adopt("spider:dupefilter", &bit20(&[]))
+        .failed(2)
+        .to_string();
+    assert!(line.contains("it is a Redis set, not a bitmap"), "{line}");
+    assert!(line.contains("| rotabloom load NAME -"), "{line}");
+
+    // The bitmap, adopted with the wrong bit: refused, naming the right
+    // one.
+    let fps = write_scrapy_bitmap(&mut conn, "spider:bloomfilter");
+    let line = adopt("spider:bloomfilter", &[]).failed(2).to_string();
+    assert!(line.contains("it fits BLOOMFILTER_BIT = 20 only"), "{line}");
+
+    // --verify: one fingerprint the crawler never stored, and the key
+    // stays where it was.
+    let file = server.dir().join("known.txt");
+    let stranger = "ffffffffffffffffffffffffffffffffffffffff";
+    let mut text: String = fps.iter().map(|f| format!("{f}\r\n")).collect();
+    text.push_str(stranger);
+    text.push_str("\n\n");
+    std::fs::write(&file, &text).unwrap();
+    let path = file.to_str().unwrap();
+    let line = adopt("spider:bloomfilter", &bit20(&["--verify", path]))
+        .failed(2)
+        .to_string();
+    assert!(
+        line.contains(&format!(
+            "1 of the 201 items known to be in it are absent with these parameters (the first: \"{stranger}\")"
+        )),
+        "{line}"
+    );
+    let len: u64 = redis::cmd("STRLEN")
+        .arg("spider:bloomfilter")
+        .query(&mut conn)
+        .unwrap();
+    assert!(len > 0, "the legacy key stays");
+    assert_eq!(run(&url, &["list"]).ok().stdout, "");
+    let missing = server.dir().join("none.txt");
+    adopt(
+        "spider:bloomfilter",
+        &bit20(&["--verify", missing.to_str().unwrap()]),
+    )
+    .failed(5);
+
+    // Every known item found: adopted, and said so.
+    let text: String = fps.iter().map(|f| format!("{f}\n")).collect();
+    std::fs::write(&file, &text).unwrap();
+    let out = adopt("spider:bloomfilter", &bit20(&["--verify", path])).ok();
+    assert!(
+        out.stdout.contains(", all 200 known items found)"),
+        "{out:?}"
+    );
+    // Again with another legacy parameter: the difference is named.
+    let line = adopt("spider:bloomfilter", &bit20(&["--hash-number", "5"]))
+        .failed(2)
+        .to_string();
+    assert!(
+        line.contains("exists with gen.0.hashes = 6, but 5 was requested"),
+        "{line}"
+    );
+    let out = adopt("spider:bloomfilter", &bit20(&["--verify", path, "--json"])).ok();
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["result"], "exists");
+
+    // A bitmap half full with 2 hash functions answers a quarter of new
+    // items "seen": adopted, with a warning.
+    redis::cmd("SET")
+        .arg("half")
+        .arg(vec![0x55u8; 1 << 13])
+        .exec(&mut conn)
+        .unwrap();
+    let out = run(
+        &url,
+        &[
+            "adopt",
+            "half",
+            "--scrapy-redis-bloomfilter",
+            "half",
+            "--bit",
+            "16",
+            "--hash-number",
+            "2",
+            "--capacity",
+            "1000",
+        ],
+    )
+    .ok();
+    assert!(out.stdout.starts_with("half: adopted"), "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "rotabloom: warning: half: the adopted bitmap \"half\" alone answers about 25.00% of new \
+         items \"seen\", more than the error rate 0.01 of the new generations\n"
+    );
 }
 
 /// A venv with the reference implementation of the Prometheus text
@@ -1005,11 +1163,10 @@ fn usage_errors_of_the_new_commands_are_one_line() {
     assert!(out.stdout.contains("--as <NAME>"), "{out:?}");
 }
 
-#[test]
-fn a_restore_that_runs_out_of_memory_leaves_nothing_behind() {
-    let source = RedisServer::start();
-    let url = source.url();
-    // About 12 MiB in 2 blocks, with bits in both.
+/// Filter `big` on `server`, about 12 MiB in 2 blocks with bits in every
+/// 1 MiB slice, and its dump in the server's directory.
+fn big_dump(server: &RedisServer) -> std::path::PathBuf {
+    let url = server.url();
     let big = [
         "--kind",
         "bloom",
@@ -1025,9 +1182,17 @@ fn a_restore_that_runs_out_of_memory_leaves_nothing_behind() {
         items("x", 5000).as_bytes(),
     )
     .ok();
-    let file = source.dir().join("big.rbdump");
+    let file = server.dir().join("big.rbdump");
+    run(&url, &["dump", "big", file.to_str().unwrap()]).ok();
+    file
+}
+
+#[test]
+fn a_restore_that_runs_out_of_memory_leaves_nothing_behind() {
+    let source = RedisServer::start();
+    let url = source.url();
+    let file = big_dump(&source);
     let file = file.to_str().unwrap();
-    run(&url, &["dump", "big", file]).ok();
     // A dump into a directory that does not exist: a local file error,
     // and no temporary file left.
     let nowhere = source.dir().join("no/such/dir/big.rbdump");
@@ -1051,4 +1216,401 @@ fn a_restore_that_runs_out_of_memory_leaves_nothing_behind() {
         status(&roomy.url(), "big")["items"],
         status(&url, "big")["items"]
     );
+}
+
+/// Waits until `cond` holds, at most 60 s.
+fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not within 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+fn kill(child: &std::process::Child, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success(), "kill {sig}");
+}
+
+/// `rotabloom --redis URL ARGS`, running, its three streams piped.
+fn spawn(url: &str, args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_rotabloom"))
+        .args([&["--redis", url][..], args].concat())
+        .env_remove("REDIS_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for `child` to exit (its standard input, if the caller took it,
+/// stays open) and what it printed.
+fn finish(mut child: std::process::Child) -> Run {
+    use std::io::Read;
+    let status = child.wait().unwrap();
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    if let Some(mut o) = child.stdout.take() {
+        o.read_to_string(&mut stdout).unwrap();
+    }
+    if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut stderr).unwrap();
+    }
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout,
+        stderr,
+    }
+}
+
+fn mkfifo(path: &Path) {
+    let ok = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(ok.success(), "mkfifo {}", path.display());
+}
+
+fn is_fifo(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(path)
+        .unwrap()
+        .file_type()
+        .is_fifo()
+}
+
+/// The temporary files left in `dir`.
+fn temporaries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect()
+}
+
+/// The restore's new instance, halfway: waits until one of its block keys
+/// exists.
+fn wait_for_a_block(conn: &mut redis::Connection, name: &str) {
+    let pattern = format!("rotabloom:{{{name}}}:gen:*");
+    wait_for(&format!("a block of {name}"), || {
+        !scan(conn, &pattern).is_empty()
+    });
+}
+
+/// `restore - --as NAME`, fed the first half of `bytes`, once a block of
+/// it exists; its standard input, still open, beside it.
+fn restore_halfway(
+    url: &str,
+    conn: &mut redis::Connection,
+    bytes: &[u8],
+    name: &str,
+) -> (std::process::Child, std::process::ChildStdin) {
+    use std::io::Write;
+    let mut child = spawn(url, &["restore", "-", "--as", name]);
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&bytes[..bytes.len() / 2]).unwrap();
+    wait_for_a_block(conn, name);
+    (child, stdin)
+}
+
+#[test]
+fn an_interrupted_restore_deletes_what_it_wrote() {
+    use std::io::Write;
+    let server = RedisServer::start();
+    let url = server.url();
+    let file = big_dump(&server);
+    let bytes = std::fs::read(&file).unwrap();
+    let half = &bytes[..bytes.len() / 2];
+    let mut conn = server.connection();
+    let check = |out: Run, code: i32, signal: &str, name: &str, conn: &mut redis::Connection| {
+        let line = out.failed(code);
+        assert!(
+            line.contains(signal) && line.contains("nothing was restored"),
+            "{line}"
+        );
+        let pattern = format!("rotabloom:{{{name}}}:*");
+        assert_eq!(scan(conn, &pattern), Vec::<String>::new(), "{signal}");
+    };
+
+    // SIGINT while `restore -` waits for input that stalls halfway.
+    let (child, stdin) = restore_halfway(&url, &mut conn, &bytes, "c-int");
+    kill(&child, "-INT");
+    check(finish(child), 130, "SIGINT", "c-int", &mut conn);
+    drop(stdin);
+
+    // SIGTERM while `restore FILE` waits on a FIFO that stalls halfway.
+    let fifo = server.dir().join("in.fifo");
+    mkfifo(&fifo);
+    let child = spawn(&url, &["restore", fifo.to_str().unwrap(), "--as", "c-term"]);
+    let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    writer.write_all(half).unwrap();
+    wait_for_a_block(&mut conn, "c-term");
+    kill(&child, "-TERM");
+    check(finish(child), 143, "SIGTERM", "c-term", &mut conn);
+    drop(writer);
+
+    // SIGHUP while it waits on a server that holds its write back
+    // (CLIENT PAUSE), all its input there.
+    let (child, mut stdin) = restore_halfway(&url, &mut conn, &bytes, "c-hup");
+    redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(60_000)
+        .arg("WRITE")
+        .exec(&mut conn)
+        .unwrap();
+    let rest = bytes[bytes.len() / 2..].to_vec();
+    // Ends when the restore is gone (a broken pipe) or has read it all.
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&rest);
+    });
+    wait_for("the restore blocked on the paused server", || {
+        let clients: String = redis::cmd("CLIENT").arg("LIST").query(&mut conn).unwrap();
+        clients
+            .lines()
+            .any(|l| l.contains("flags=b ") && l.contains("cmd=evalsha"))
+    });
+    kill(&child, "-HUP");
+    redis::cmd("CLIENT").arg("UNPAUSE").exec(&mut conn).unwrap();
+    check(finish(child), 129, "SIGHUP", "c-hup", &mut conn);
+    feeder.join().unwrap();
+    assert_eq!(run(&url, &["list"]).ok().stdout, "big\n");
+}
+
+#[test]
+fn a_restore_killed_with_sigkill_leaves_only_keys_that_expire() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let file = big_dump(&server);
+    let bytes = std::fs::read(&file).unwrap();
+    let mut conn = server.connection();
+    let (child, stdin) = restore_halfway(&url, &mut conn, &bytes, "gone");
+    kill(&child, "-KILL");
+    let out = finish(child);
+    assert_eq!(out.code, -1, "killed: {out:?}");
+    drop(stdin);
+
+    // Its blocks are left, each with at most the 15-minute lease...
+    let left = scan(&mut conn, "rotabloom:{gone}:*");
+    assert!(!left.is_empty());
+    for k in &left {
+        assert!(k.contains(":gen:"), "only blocks, no metadata: {k}");
+        let ttl: i64 = redis::cmd("PTTL").arg(k).query(&mut conn).unwrap();
+        assert!(ttl > 0 && ttl <= 15 * 60 * 1000, "{k}: {ttl}");
+    }
+    // ... no command lists them, and the name is free.
+    assert_eq!(run(&url, &["list"]).ok().stdout, "big\n");
+    assert_eq!(run(&url, &["status", "gone"]).code, 2);
+    run(&url, &["restore", file.to_str().unwrap(), "--as", "gone"]).ok();
+    for k in scan(&mut conn, "rotabloom:{gone}:gen:*") {
+        let ttl: i64 = redis::cmd("PTTL").arg(&k).query(&mut conn).unwrap();
+        assert_eq!(ttl > 0, left.contains(&k), "{k}: {ttl}");
+    }
+    assert_eq!(status(&url, "gone")["items"], status(&url, "big")["items"]);
+}
+
+#[test]
+fn bytes_after_the_end_record_are_refused() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let file = big_dump(&server);
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes.extend_from_slice(b"\n");
+    let longer = server.dir().join("longer.rbdump");
+    std::fs::write(&longer, &bytes).unwrap();
+    let line = run(&url, &["restore", longer.to_str().unwrap(), "--as", "t"])
+        .failed(5)
+        .to_string();
+    assert!(line.contains("bytes follow the end record"), "{line}");
+    let out = rotabloom(&["--redis", &url, "restore", "-", "--as", "t"], &[], &bytes);
+    assert!(out.failed(5).contains("bytes follow the end record"));
+    assert_eq!(
+        scan(&mut server.connection(), "rotabloom:{t}:*"),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn dump_and_metrics_write_through_links_fifos_and_devices() {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let server = RedisServer::start();
+    let url = server.url();
+    let dir = server.dir().to_path_buf();
+    let want = std::fs::read(big_dump(&server)).unwrap();
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_string();
+
+    // A symbolic link: its target is replaced (its mode kept), the link
+    // stays.
+    std::fs::write(dir.join("target.rbdump"), "old").unwrap();
+    std::fs::set_permissions(
+        dir.join("target.rbdump"),
+        std::fs::Permissions::from_mode(0o640),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("target.rbdump", dir.join("link")).unwrap();
+    run(&url, &["dump", "big", &path("link")]).ok();
+    assert_eq!(
+        std::fs::read_link(dir.join("link")).unwrap(),
+        Path::new("target.rbdump")
+    );
+    assert_eq!(std::fs::read(dir.join("target.rbdump")).unwrap(), want);
+    let mode = std::fs::metadata(dir.join("target.rbdump"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o640);
+    // A link to nothing yet: the target is made, as `>` makes it.
+    std::os::unix::fs::symlink("made.rbdump", dir.join("dangling")).unwrap();
+    run(&url, &["dump", "big", &path("dangling")]).ok();
+    assert_eq!(std::fs::read(dir.join("made.rbdump")).unwrap(), want);
+    assert!(std::fs::symlink_metadata(dir.join("dangling"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+
+    // A FIFO: written through to its reader, and still a FIFO.
+    let fifo = dir.join("out.fifo");
+    mkfifo(&fifo);
+    let read_all = |fifo: std::path::PathBuf| {
+        std::thread::spawn(move || {
+            let mut got = Vec::new();
+            std::fs::File::open(fifo)
+                .unwrap()
+                .read_to_end(&mut got)
+                .unwrap();
+            got
+        })
+    };
+    let reader = read_all(fifo.clone());
+    run(&url, &["dump", "big", &path("out.fifo")]).ok();
+    assert_eq!(reader.join().unwrap(), want);
+    let reader = read_all(fifo.clone());
+    let out = run(&url, &["metrics", "--output", &path("out.fifo")]).ok();
+    assert_eq!(out.stdout, "");
+    let text = String::from_utf8(reader.join().unwrap()).unwrap();
+    assert!(text.starts_with("# HELP rotabloom_filter_up"), "{text}");
+    assert!(is_fifo(&fifo));
+
+    // A process substitution (/dev/fd/N of a pipe).
+    let script = r#""$0" --redis "$1" dump big >(cat > "$2"); code=$?; wait $!; exit $code"#;
+    let ok = Command::new("bash")
+        .args([
+            "-c",
+            script,
+            env!("CARGO_BIN_EXE_rotabloom"),
+            &url,
+            &path("substituted"),
+        ])
+        .env_remove("REDIS_URL")
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    assert_eq!(std::fs::read(dir.join("substituted")).unwrap(), want);
+
+    // A directory is refused.
+    let line = run(&url, &["dump", "big", &path("")]).failed(5).to_string();
+    assert!(line.contains("is a directory"), "{line}");
+
+    // Device nodes (made here, as root; elsewhere this part is skipped):
+    // one like /dev/full fails to be written and stays a device; one like
+    // /dev/null takes the dump.
+    let made = |name: &str, minor: &str| {
+        Command::new("mknod")
+            .args([&path(name), "c", "1", minor])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if made("full", "7") && made("null", "3") {
+        let line = run(&url, &["dump", "big", &path("full")])
+            .failed(5)
+            .to_string();
+        assert!(line.contains("No space left on device"), "{line}");
+        run(&url, &["metrics", "--output", &path("full")]).failed(5);
+        run(&url, &["dump", "big", &path("null")]).ok();
+        for dev in ["full", "null"] {
+            let t = std::fs::symlink_metadata(dir.join(dev))
+                .unwrap()
+                .file_type();
+            assert!(t.is_char_device(), "{dev} is still a device");
+        }
+    } else {
+        eprintln!("mknod refused: the device-node part is skipped");
+    }
+    assert_eq!(temporaries(&dir), Vec::<String>::new());
+}
+
+#[test]
+fn a_dump_into_a_closed_pipe_is_an_error() {
+    use std::io::Read;
+    let server = RedisServer::start();
+    let url = server.url();
+    big_dump(&server);
+    // Standard output is a pipe nobody reads any more.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let child = Command::new(env!("CARGO_BIN_EXE_rotabloom"))
+        .args(["--redis", &url, "dump", "big", "-"])
+        .env_remove("REDIS_URL")
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = finish(child);
+    let line = out.failed(5);
+    assert!(
+        line.contains("standard output") && line.contains("broken pipe"),
+        "{line}"
+    );
+    // A FIFO whose reader goes away after 1000 bytes (`| head -c 1000`).
+    let fifo = server.dir().join("short.fifo");
+    mkfifo(&fifo);
+    let f = fifo.clone();
+    let reader = std::thread::spawn(move || {
+        let mut head = vec![0u8; 1000];
+        std::fs::File::open(f)
+            .unwrap()
+            .read_exact(&mut head)
+            .unwrap();
+        head
+    });
+    let out = run(&url, &["dump", "big", fifo.to_str().unwrap()]);
+    assert!(reader.join().unwrap().starts_with(b"\x89RBDUMP\n"));
+    let line = out.failed(5);
+    assert!(
+        line.contains("short.fifo") && line.contains("broken pipe"),
+        "{line}"
+    );
+}
+
+#[test]
+fn an_interrupted_dump_removes_its_temporary_file() {
+    let mut server = RedisServer::start();
+    let url = server.url();
+    let dir = server.dir().to_path_buf();
+    big_dump(&server);
+    let file = dir.join("kept.rbdump");
+    for (signal, code) in [("-INT", 130), ("-TERM", 143), ("-HUP", 129)] {
+        std::fs::write(&file, "old").unwrap();
+        // A frozen server holds the dump after it made its temporary file.
+        server.signal("-STOP");
+        let child = spawn(&url, &["dump", "big", file.to_str().unwrap()]);
+        wait_for("the temporary file", || !temporaries(&dir).is_empty());
+        kill(&child, signal);
+        let out = finish(child);
+        server.signal("-CONT");
+        let line = out.failed(code);
+        assert!(line.contains("kept.rbdump is left as it was"), "{line}");
+        assert_eq!(temporaries(&dir), Vec::<String>::new(), "{signal}");
+        assert_eq!(std::fs::read(&file).unwrap(), b"old");
+    }
+    // Thawed, the same command writes it.
+    run(&url, &["dump", "big", file.to_str().unwrap()]).ok();
+    assert!(std::fs::read(&file).unwrap().starts_with(b"\x89RBDUMP\n"));
+    server.stop();
 }

@@ -10,7 +10,8 @@ use super::Core;
 use crate::error::{Error, Result};
 use crate::exec::{Machine, Poll, Replies, Request};
 use crate::hashing::ItemHash;
-use crate::proto::script::{self, Batch, DataOp, Record, Status};
+use crate::items::Items;
+use crate::proto::script::{self, Batch, DataOp, Limit, Record, Status};
 use crate::proto::txn::{self, RoundOf, TxOutcome, Verdict};
 use crate::proto::{is_module_missing, load, now_arg, take_one};
 use crate::view::{NewGen, Role, View};
@@ -43,8 +44,12 @@ enum State {
     Script(ScriptRound),
     Read(ReadRound),
     Tx(TxRound),
-    /// The counts of these (seq, added) pairs are being committed.
-    Commit(Vec<(u64, u64)>),
+    /// These (seq, delta) pairs are being added to the counts; then the
+    /// round's verdict applies.
+    Commit(Vec<(u64, u64)>, Verdict),
+    /// A reservation is being released after a transaction that failed:
+    /// then the failure.
+    Release(Error),
     Preflight,
     Reload,
     Lazy(Box<RollMachine<DueRotation>>),
@@ -60,10 +65,12 @@ pub(crate) type DataOutput = (Vec<bool>, Option<(NewGen, Arc<View>)>);
 pub(crate) struct DataMachine {
     core: Core,
     op: DataOp,
+    /// The items' hashes: all of them once a snapshot has a generation that
+    /// places bits itself, none before.
     hashes: Vec<ItemHash>,
-    /// The items themselves, kept only when a generation's scheme needs
-    /// more than their hash (an adopted legacy bitmap, RedisBloom).
-    items: Vec<Vec<u8>>,
+    /// The items themselves, always kept: a later snapshot of the same
+    /// operation may need them (a RedisBloom or legacy generation).
+    items: Items,
     out: Vec<bool>,
     /// Undecided items, ascending.
     pending: Vec<usize>,
@@ -78,7 +85,17 @@ pub(crate) struct DataMachine {
     /// The deciding generation's (seq, count) after the last write that
     /// reported it.
     count: Option<(u64, u64)>,
+    /// The next round goes through the script: a transaction's guard found
+    /// no room for it, and only the script fills the rest item by item.
+    script_next: bool,
+    /// Rounds that found the room left held by transactions in flight.
+    busy: u32,
 }
+
+/// Rounds a write asks again while the room it needs is held by other
+/// writers' transactions in flight, before it takes the generation as
+/// full: each is one round trip, so about a tenth of a second.
+const BUSY_ROUNDS: u32 = 1_000;
 
 /// Whether some generation of `view` places bits itself (a bitmap).
 fn needs_hashes(view: &View) -> bool {
@@ -92,41 +109,27 @@ impl DataMachine {
         I::Item: AsRef<[u8]>,
     {
         let view = core.view();
-        // Items are kept when any generation of this or a later view may
-        // need them: RedisBloom filters stay RedisBloom, legacy generations
-        // only leave.
-        let keep = view.gens.iter().any(|g| g.layout.scheme.needs_item());
-        // A filter all of whose generations are RedisBloom keys places no
-        // bit itself: its items are not hashed (MD5 is a third of the
-        // client's work per item there). `hashes_for` makes up for it if a
-        // later view ever has a bitmap generation.
-        let hash = !keep || needs_hashes(&view);
-        let mut kept = Vec::new();
-        let mut hashes: Vec<ItemHash> = Vec::new();
-        let mut n = 0;
-        for item in items {
-            if keep {
-                kept.push(item.as_ref().to_vec());
-            }
-            if hash {
-                hashes.push(ItemHash::of(item));
-            }
-            n += 1;
-        }
+        let items = Items::collect(items);
+        let n = items.len();
         DataMachine {
             tx_ok: core.transactions,
             core,
             op,
-            items: kept,
             out: vec![false; n],
             pending: (0..n).collect(),
-            hashes,
+            // Hashed by the first round whose snapshot places bits itself:
+            // a filter all of whose generations are RedisBloom keys never
+            // hashes (MD5 is a third of the client's work per item there).
+            hashes: Vec::new(),
+            items,
             view,
             state: State::Start,
             pace: Pace::new(),
             fill: None,
             record: None,
             count: None,
+            script_next: false,
+            busy: 0,
         }
     }
 
@@ -151,20 +154,44 @@ impl DataMachine {
         now_arg(self.core.clock.now())
     }
 
-    /// The deciding generation of a write whose capacity is not a cap
-    /// (base and circular filters): its seq, capacity and count.
-    fn uncapped_decider(&self) -> Option<(u64, u64, u64)> {
-        if self.op == DataOp::Has || self.view.growth.is_capped() {
+    /// Whether this operation's writes stop at the deciding generation's
+    /// capacity: an expanding filter's always (it grows there); a
+    /// RedisBloom generation's always (a non-scaling module filter refuses
+    /// items past its capacity: writing on is not possible there); any
+    /// other filter's unless the handle writes on past it
+    /// (`when_full = warn`).
+    fn limit(&self) -> Limit {
+        let module = self
+            .view
+            .with_role(Role::Decide)
+            .filter_map(|g| self.view.gens.get(g))
+            .any(|g| g.layout.scheme.is_module());
+        match (
+            self.op,
+            self.view.growth.is_capped() || module,
+            self.core.when_full,
+        ) {
+            (DataOp::Has, _, _) => Limit::Open,
+            (_, true, _) => Limit::Capacity,
+            (_, false, crate::full::WhenFull::Warn) => Limit::Open,
+            (_, false, _) => Limit::Capacity,
+        }
+    }
+
+    /// The deciding generation of a write: its seq and capacity.
+    fn decider(&self) -> Option<(u64, u64)> {
+        if self.op == DataOp::Has {
             return None;
         }
         let g = self.view.with_role(Role::Decide).next()?;
-        self.view.gens.get(g).map(|g| (g.seq, g.capacity, g.count))
+        self.view.gens.get(g).map(|g| (g.seq, g.capacity))
     }
 
     /// A count a write reported for the current view's deciding generation.
     fn counted(&mut self, count: u64) {
-        if let Some((seq, _, _)) = self.uncapped_decider() {
-            self.count = Some((seq, self.count.map_or(count, |(_, c)| c.max(count))));
+        if let Some((seq, _)) = self.decider() {
+            let before = self.count.filter(|(s, _)| *s == seq).map(|(_, c)| c);
+            self.count = Some((seq, before.map_or(count, |c| c.max(count))));
         }
     }
 
@@ -174,7 +201,7 @@ impl DataMachine {
             self.hashes = self.items.iter().map(ItemHash::of).collect();
         }
         if self.pending.is_empty() {
-            if let (Some((seq, cap, _)), Some((s, count))) = (self.uncapped_decider(), self.count) {
+            if let (Some((seq, cap)), Some((s, count))) = (self.decider(), self.count) {
                 if s == seq {
                     self.core.note_count(seq, cap, count);
                 }
@@ -190,7 +217,8 @@ impl DataMachine {
         let cache = self.core.cache.as_deref();
         let mirrored = plan::mirrored(&view, cache);
         let now = self.now();
-        let path = plan::path(&view, self.op, self.tx_ok, round.len(), &mirrored);
+        let tx_ok = self.tx_ok && !std::mem::take(&mut self.script_next);
+        let path = plan::path(&view, self.op, tx_ok, round.len(), &mirrored);
         if matches!(path, Path::Tx { .. }) {
             // The script cuts its rounds into short calls itself; a
             // transaction is one atomic step, so its round is kept short.
@@ -217,7 +245,9 @@ impl DataMachine {
                     round: &round,
                     batch: self.batch(),
                 };
-                let (req, chunks) = script::request(r, self.op, &now, self.record.as_ref(), &local);
+                let limit = self.limit();
+                let (req, chunks) =
+                    script::request(r, self.op, &now, self.record.as_ref(), &local, limit);
                 self.state = State::Script(ScriptRound { chunks });
                 Ok(Poll::Send(req))
             }
@@ -268,7 +298,8 @@ impl DataMachine {
             round: &round,
             batch: self.batch(),
         };
-        let (req, sent) = txn::tx_request(r, self.op, serve, &present, &self.now());
+        let limit = self.limit();
+        let (req, sent) = txn::tx_request(r, self.op, serve, &present, &self.now(), limit);
         self.state = State::Tx(TxRound {
             view,
             round,
@@ -317,6 +348,7 @@ impl DataMachine {
                         (Status::Due, _) | (_, Status::Due) => Status::Due,
                         (Status::Stale, _) | (_, Status::Stale) => Status::Stale,
                         (Status::Full, _) | (_, Status::Full) => Status::Full,
+                        (Status::Busy, _) | (_, Status::Busy) => Status::Busy,
                         _ => Status::Ok,
                     };
                 }
@@ -333,22 +365,64 @@ impl DataMachine {
             Status::Ok => self.next_round(),
             Status::Stale => self.reload(),
             Status::Due => self.lazy_rotation(),
-            Status::Full => {
-                let mut m = Box::new(RollMachine::with_view(
-                    self.core.clone(),
-                    Arc::clone(&self.view),
-                    Grow,
-                    None,
-                ));
-                match m.step(None)? {
-                    Poll::Send(req) => {
-                        self.state = State::Grow(m);
-                        Ok(Poll::Send(req))
-                    }
-                    Poll::Ready(_) => self.reload(),
+            Status::Full => self.full(),
+            Status::Busy => {
+                // Room held by transactions in flight comes back within a
+                // round trip or two (or lapses, if their writer died):
+                // ask again, a bounded number of times, then take the
+                // generation as full.
+                self.busy += 1;
+                if self.busy > BUSY_ROUNDS {
+                    return self.full();
                 }
+                self.script_next = true;
+                self.next_round()
             }
         }
+    }
+
+    /// The deciding generation is at its capacity and items are left: an
+    /// expanding filter grows; a base filter whose handle says
+    /// `when_full = expand` becomes one; any other write is refused from
+    /// the first item that needed room, with the answers of those before.
+    fn full(&mut self) -> Result<Poll<DataOutput>> {
+        if self.view.growth.is_capped() {
+            let mut m = Box::new(RollMachine::with_view(
+                self.core.clone(),
+                Arc::clone(&self.view),
+                Grow,
+                None,
+            ));
+            return match m.step(None)? {
+                Poll::Send(req) => {
+                    self.state = State::Grow(m);
+                    Ok(Poll::Send(req))
+                }
+                Poll::Ready(_) => self.reload(),
+            };
+        }
+        let (seq, capacity) = self.decider().unwrap_or((0, 0));
+        let count = self.fill.unwrap_or(capacity);
+        if let Some(m) = self.core.outgrow(self.view.kind) {
+            // Once per handle and its clones, however many of their calls
+            // meet it full.
+            if self.core.first_warning(seq) {
+                log::warn!(
+                    "filter {:?} reached its capacity ({count} items of {capacity}): it becomes an expanding filter (when_full = expand), so its next items go to a new, bigger generation",
+                    self.core.name()
+                );
+            }
+            return self.step_outgrow(m, None);
+        }
+        let first = self.pending.first().copied().unwrap_or(self.out.len());
+        let mut answered = std::mem::take(&mut self.out);
+        answered.truncate(first);
+        Err(Error::Full {
+            name: self.core.name().to_string(),
+            capacity,
+            count,
+            answered,
+        })
     }
 
     fn on_read(&mut self, r: ReadRound, replies: Replies) -> Result<Poll<DataOutput>> {
@@ -363,12 +437,37 @@ impl DataMachine {
     }
 
     fn on_tx(&mut self, t: TxRound, replies: Replies) -> Result<Poll<DataOutput>> {
+        // What the guard reserved, if it said OK: released or settled by
+        // the commit whatever happened to the transaction after it.
+        let count = txn::guard_fill(replies.get(1));
+        let reserved = t.sent.reserve.clone().filter(|_| count.is_some());
+        if let (Some(c), Some(r)) = (count, &reserved) {
+            // An upper bound until the commit: enough to allocate the next
+            // generation ahead of need in time.
+            let f = c.saturating_add(r.items);
+            self.fill = Some(self.fill.map_or(f, |old| old.max(f)));
+        }
         let outcome = match txn::decode_tx(&t.view, self.op, &t.sent, &t.present, replies) {
             Ok(o) => o,
-            Err(e) => return self.fail(e),
+            Err(e) => {
+                return match txn::commit_request(&self.core.keys, &t.view, reserved.as_ref(), &[]) {
+                    Some(req) => {
+                        self.state = State::Release(e);
+                        Ok(Poll::Send(req))
+                    }
+                    None => self.fail(e),
+                };
+            }
         };
-        match outcome {
-            TxOutcome::Aborted(v) => self.after_verdict(v),
+        let (added, verdict) = match outcome {
+            TxOutcome::Aborted(Verdict::Full) => {
+                // No room for the whole round: the script fills what is
+                // left item by item, and says where it stopped.
+                self.script_next = true;
+                self.pace.progress = true;
+                (Vec::new(), Verdict::Ok)
+            }
+            TxOutcome::Aborted(v) => (Vec::new(), v),
             TxOutcome::Applied { answers, added } => {
                 let mut done = t.round.clone();
                 for (&i, yes) in t.round.iter().zip(answers) {
@@ -377,15 +476,16 @@ impl DataMachine {
                     }
                 }
                 self.decided(&mut done);
-                // Counts follow the bits they describe.
-                match txn::commit_request(&self.core.keys, &t.view, &added) {
-                    Some(req) => {
-                        self.state = State::Commit(added);
-                        Ok(Poll::Send(req))
-                    }
-                    None => self.after_verdict(Verdict::Ok),
-                }
+                (added, Verdict::Ok)
             }
+        };
+        // Counts follow the bits they describe; the reservation ends.
+        match txn::commit_request(&self.core.keys, &t.view, reserved.as_ref(), &added) {
+            Some(req) => {
+                self.state = State::Commit(added, verdict);
+                Ok(Poll::Send(req))
+            }
+            None => self.after_verdict(verdict),
         }
     }
 
@@ -394,6 +494,10 @@ impl DataMachine {
         match v {
             Verdict::Stale => self.reload(),
             Verdict::Due => self.lazy_rotation(),
+            Verdict::Full => {
+                self.script_next = true;
+                self.next_round()
+            }
             Verdict::Ok => {
                 // Nothing done means other clients' guards aborted the
                 // transaction: the view is current; try again, smaller.
@@ -510,49 +614,26 @@ impl Machine for DataMachine {
 
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<DataOutput>> {
         match std::mem::replace(&mut self.state, State::Start) {
-            State::Start => {
-                // A full generation refuses before anything is sent, or
-                // the filter becomes one that grows.
-                if let Some((seq, cap, count)) = self.uncapped_decider() {
-                    if let Some(e) = self.core.refuse_full(seq, cap, count) {
-                        return match self.core.outgrow(self.view.kind) {
-                            Some(m) => {
-                                let held = match &e {
-                                    Error::Full { count, .. } => *count,
-                                    _ => count,
-                                };
-                                // Once per handle and its clones, however
-                                // many of their calls meet it full.
-                                if self.core.first_warning(seq) {
-                                    log::warn!(
-                                        "filter {:?} reached its capacity ({held} items of {cap}): it becomes an expanding filter (when_full = expand), so its next items go to a new, bigger generation",
-                                        self.core.name()
-                                    );
-                                }
-                                self.step_outgrow(m, None)
-                            }
-                            None => Err(e),
-                        };
-                    }
-                }
-                self.next_round()
-            }
+            State::Start => self.next_round(),
             State::Script(r) => self.on_script(r, replies.unwrap_or_default()),
             State::Read(r) => self.on_read(r, replies.unwrap_or_default()),
             State::Tx(t) => self.on_tx(t, replies.unwrap_or_default()),
-            State::Commit(added) => {
+            State::Commit(added, verdict) => {
                 // The bits are in; a count that could not be added is
                 // reported rather than forgotten.
                 let reply =
                     take_one(replies)?.map_err(|e| Error::from_script(self.core.name(), e))?;
-                let seq = self.uncapped_decider().map(|(s, _, _)| s);
+                let seq = self.decider().map(|(s, _)| s);
                 for (s, n) in txn::decode_commit(&added, reply)? {
                     if Some(s) == seq {
                         self.counted(n);
                     }
                 }
-                self.after_verdict(Verdict::Ok)
+                self.after_verdict(verdict)
             }
+            // The release's own outcome changes nothing: the failure is
+            // what the caller hears.
+            State::Release(e) => self.fail(e),
             State::Preflight => {
                 txn::decode_preflight(replies.unwrap_or_default())?;
                 self.core.set_watch_ok();
@@ -634,7 +715,9 @@ mod tests {
         // of generations 0, 1, 2; clone B then loads the filter rotated
         // (generations 1, 2, 3). A's counts must go to generation 2, the
         // one its round wrote, and nothing may panic.
-        let a = core(view_of("circular", 3));
+        let mut a = core(view_of("circular", 3));
+        // Writes past capacity: no reservation, the commit adds the count.
+        a.when_full = crate::full::WhenFull::Warn;
         let b = a.clone();
         let mut m = machine(&a, DataOp::CheckAdd, 20);
         let phase_a = send(m.step(None).unwrap());

@@ -55,11 +55,8 @@ pub(crate) struct Core {
     pub wait: Option<crate::wait::WaitReplicas>,
     /// What a write does once the generation it fills is full.
     pub when_full: crate::full::WhenFull,
-    /// 1 + the seq of the last deciding generation this handle family saw
-    /// at its capacity, and of the last one it warned about.
-    full: Arc<AtomicU64>,
-    /// The count last seen of the generation in `full`.
-    full_count: Arc<AtomicU64>,
+    /// 1 + the seq of the last deciding generation this handle family
+    /// warned about being full.
     warned: Arc<AtomicU64>,
     /// Whether this handle family has seen the server accept `WATCH`. A
     /// transaction is pipelined in one piece, so a refused `WATCH` would
@@ -86,8 +83,6 @@ impl Core {
             transactions: true,
             wait: None,
             when_full: crate::full::WhenFull::default(),
-            full: Arc::new(AtomicU64::new(0)),
-            full_count: Arc::new(AtomicU64::new(0)),
             warned: Arc::new(AtomicU64::new(0)),
             watch_ok: Arc::new(AtomicBool::new(false)),
         }
@@ -151,24 +146,6 @@ impl Core {
         Ok(view)
     }
 
-    /// The refusal a write owes when the deciding generation `seq` (of
-    /// `capacity`, holding `count` as last read) is full and the handle
-    /// refuses writes then.
-    pub fn refuse_full(&self, seq: u64, capacity: u64, count: u64) -> Option<crate::Error> {
-        let count = match self.full.load(Ordering::Relaxed) == seq.saturating_add(1) {
-            true => count.max(self.full_count.load(Ordering::Relaxed)),
-            false => count,
-        };
-        (count >= capacity && self.when_full != crate::full::WhenFull::Warn).then(|| {
-            crate::Error::Full {
-                name: self.name().to_string(),
-                capacity,
-                count,
-                answered: Vec::new(),
-            }
-        })
-    }
-
     /// The machine that turns this full filter of kind `kind` into one that
     /// grows, when the handle asks for that (`when_full = expand`) and one
     /// of the kinds it accepts can take it over.
@@ -196,14 +173,14 @@ impl Core {
 
     /// Notes that the deciding generation `seq` holds `count` of its
     /// `capacity` after a write; warns once per generation when it is full
-    /// and the handle writes on.
+    /// and the handle writes on. (A handle that refuses writes past
+    /// capacity learns it from the server at each write: it keeps no
+    /// memory of a full generation, which a clear or a rotation by another
+    /// process would make wrong.)
     pub fn note_count(&self, seq: u64, capacity: u64, count: u64) {
         if count < capacity {
             return;
         }
-        let mark = seq.saturating_add(1);
-        self.full_count.store(count, Ordering::Relaxed);
-        self.full.store(mark, Ordering::Relaxed);
         if self.when_full == crate::full::WhenFull::Warn && self.first_warning(seq) {
             log::warn!(
                 "filter {:?} is over its capacity: its generation holds {count} items of the {capacity} it was made for, so its false-positive rate is above its target (rotate it, convert it to an expanding filter or make a bigger one)",

@@ -5,10 +5,11 @@
 -- ARGV: b, t, then t field names that get the server's time in
 -- milliseconds, then field/value pairs.
 -- Returns {'created', fields..., fence}, {'exists', fields..., fence}
--- (HGETALL and GET of the fence; nothing written), {'wrongtype', type} for the metadata key, or
--- {'badsource', key, type} when a bitmap to adopt is not a string or a
--- target key is taken. Atomic, so of many concurrent callers exactly one
--- creates.
+-- (HGETALL and GET of the fence; nothing written), {'wrongtype', type} for the metadata key,
+-- {'badsource', key, type} when a bitmap to adopt is not a string (or is
+-- gone: type 'none'), or {'taken', key, type} when a target key exists;
+-- nothing is written then either. Atomic, so of many concurrent callers
+-- exactly one creates, and the bitmaps move only with the metadata.
 local meta = KEYS[1]
 local function typeof(k)
   local ty = redis.call('TYPE', k)
@@ -23,12 +24,12 @@ end
 local b = tonumber(ARGV[1])
 for i = 2, 1 + b do
   local st = typeof(KEYS[i])
-  if st ~= 'string' and st ~= 'none' then return {'badsource', KEYS[i], st} end
+  if st ~= 'string' then return {'badsource', KEYS[i], st} end
   local dt = typeof(KEYS[i + b])
-  if dt ~= 'none' then return {'badsource', KEYS[i + b], dt} end
+  if dt ~= 'none' then return {'taken', KEYS[i + b], dt} end
 end
 for i = 2, 1 + b do
-  if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('RENAME', KEYS[i], KEYS[i + b]) end
+  redis.call('RENAME', KEYS[i], KEYS[i + b])
 end
 local t = tonumber(ARGV[2])
 local tm = redis.call('TIME')

@@ -1,8 +1,10 @@
 -- rotabloom data script, protocol 1: add / has / cai (check-and-insert).
 --
--- KEYS[1] is the metadata hash, KEYS[2] the fence; KEYS[3..] are, for
--- each generation named in ARGV in order, the block keys the call's items
--- touch (ascending), then, for a call with a record, the record key last. The client computes every
+-- KEYS[1] is the metadata hash, KEYS[2] the fence, KEYS[3] the
+-- reservations of guarded transactions in flight (see the guard); KEYS[4..]
+-- are, for each generation named in ARGV in order, the block keys the
+-- call's items touch (ascending), then, for a call with a record, the
+-- record key last. The client computes every
 -- bit position and every key name; this script checks that the client's
 -- view of the filter is current and then applies the bits, all in one
 -- atomic step. Structure never changes here: a full generation is reported
@@ -14,12 +16,15 @@
 --   upper case for a RedisBloom generation; 'l' the client's findings in
 --   the generations it mirrors: k 0, no keys, one '1'/'0' per item), seq, k, nblocks (the block
 --   keys passed for the group), capacity (0:
---   no limit), must ('1': every block key must exist, '0': an adopted
---   legacy bitmap, whose never-written blocks may be absent), then
+--   no limit), must ('=SIZE': every block key must exist and hold at least
+--   SIZE bytes, as rotabloom allocates it; '1': every block key must exist
+--   (a RedisBloom key); '0': an adopted legacy bitmap, whose never-written
+--   blocks may be absent), then
 --   n * (block, k positions), block being the index of the item's block
 --   among the keys passed, or for a RedisBloom generation n * (item).
 -- A capacity above 0 on the deciding group means writes stop there: the
--- group never holds more than it was sized for.
+-- group never holds more than it was sized for, counting the room
+-- reserved by guarded transactions in flight.
 -- due is the view's lazy-rotation deadline in ms, or '' (the fence check
 -- confirms the view, so no stored value is read); now is the caller's clock
 -- in ms, or '' for the server's. Once due, writes and reads wait (DUE).
@@ -33,7 +38,12 @@
 --
 -- Returns {status, processed, flags, fill, count}: status OK, STALE (nothing
 -- done), DUE (nothing done: rotate first), FULL (the deciding group is at
--- its capacity and items are left) or MISSING (nothing done: flags holds
+-- its capacity and items are left), BUSY (it would be, but part of it is
+-- reserved by transactions in flight, which may leave it unused: try the
+-- rest again), WRONGTYPE (nothing done: flags holds a block key, the
+-- Redis type found there, and 'string' or 'module', the kind of key it
+-- must be) or MISSING (nothing done:
+-- flags holds
 -- the missing block keys, separated by spaces; every block is allocated
 -- when its generation is made, so a missing one is lost data); processed is how many items (a prefix
 -- of the input) were handled; flags holds one '0'/'1' per handled item;
@@ -72,26 +82,36 @@ if ARGV[6] ~= '' then
   end
 end
 local groups = {}
-local a, kix = 11, 3
+local a, kix = 11, 4
 
 for g = 1, tonumber(ARGV[8]) do
   local k = tonumber(ARGV[a + 2])
   local role = ARGV[a]
   local bf = role ~= string.lower(role)
   local grp = {role = string.lower(role), bf = bf, seq = ARGV[a + 1], k = k, nb = tonumber(ARGV[a + 3]),
-               cap = tonumber(ARGV[a + 4]), must = ARGV[a + 5] == '1', key0 = kix, base = a + 6,
+               cap = tonumber(ARGV[a + 4]), must = ARGV[a + 5], key0 = kix, base = a + 6,
                stride = bf and 1 or k + 1}
   kix = kix + grp.nb
   a = a + 6 + n * grp.stride
   groups[g] = grp
 end
 
--- A missing block would answer "absent" for everything it held.
+-- A missing block would answer "absent" for everything it held, and so
+-- would the lost end of a shorter one.
 local missing = {}
 for _, grp in ipairs(groups) do
-  if grp.must then
+  if grp.must ~= '0' then
+    local size = tonumber(string.match(grp.must, '^=(%d+)$'))
     for b = 0, grp.nb - 1 do
-      if redis.call('EXISTS', KEYS[grp.key0 + b]) == 0 then missing[#missing + 1] = KEYS[grp.key0 + b] end
+      local key = KEYS[grp.key0 + b]
+      local t = redis.call('TYPE', key)['ok']
+      if t == 'none' or (size and t == 'string' and redis.call('STRLEN', key) < size) then
+        missing[#missing + 1] = key
+      elseif (size and t ~= 'string') or (not size and CORE_TYPES[t]) then
+        -- A bitmap block, or a module's key, replaced by another type:
+        -- damaged, and said so.
+        return {'WRONGTYPE', 0, key .. ' ' .. t .. ' ' .. (size and 'string' or 'module'), -1}
+      end
     end
   end
 end
@@ -117,9 +137,11 @@ end
 -- Unpack pushes every argument on Lua's C stack, which holds 8000 slots.
 local MAXARGS = 7800
 
--- Applies BITFIELD GET (set = false) or SET (set = true) for the listed items
--- (0-based indexes) of one group. Returns a table: item -> true when all of
--- its k bits were already 1.
+-- Applies BF.MEXISTS (set = false) or BF.INSERT (set = true) for the
+-- listed items (0-based indexes) of one RedisBloom group. Returns a table:
+-- item -> true when the module already held it, and, when the module
+-- refused an insert (a non-scaling filter at its capacity: its reply stops
+-- with an error), the index of the first item it did not take.
 local function apply_bf(grp, items, set)
   local full = {}
   local key = KEYS[grp.key0]
@@ -136,13 +158,17 @@ local function apply_bf(grp, items, set)
     end
     for t = s, e do
       local v = r[t - s + 1]
+      if type(v) ~= 'number' then return full, items[t] end
       if set then full[items[t]] = (v == 0) else full[items[t]] = (v == 1) end
     end
     s = e + 1
   end
-  return full
+  return full, nil
 end
 
+-- Applies one group's reads or writes for the listed items; returns the
+-- table of items whose bits were all set already and, for a module that
+-- refused part of a write, the first item it did not take.
 local function apply(grp, items, set)
   if grp.bf then return apply_bf(grp, items, set) end
   if grp.role == 'l' then
@@ -255,26 +281,55 @@ else
     if grp.role == 'd' then
       local added = 0
       if grp.cap == 0 then
-        for i, f in pairs(apply(grp, cand, true)) do
+        local have, stop = apply(grp, cand, true)
+        for i, f in pairs(have) do
           if not f then yes[i] = true; added = added + 1 end
+        end
+        if stop then
+          -- The module refused the rest: handled up to there.
+          processed = stop
+          status = 'FULL'
         end
       else
         -- Capped: write in input order, never past capacity, so a
-        -- generation holds exactly what it was sized for.
+        -- generation holds exactly what it was sized for. Once it is
+        -- full, items it already holds need no room: they are answered,
+        -- and the first item that would need room is refused, with every
+        -- item after it.
         local cap, cnt = grp.cap, count_of(meta, 'gen.' .. grp.seq .. '.count')
-        local s = 1
-        while s <= #cand and cnt < cap do
-          local e = math.min(#cand, s + (cap - cnt) - 1)
+        local held = reserved_of(KEYS[3], grp.seq)
+        local s, refused = 1, false
+        while s <= #cand and not refused do
+          local room = cap - cnt - held
+          -- At most `room` writes; once full, reads of 128 items at a time.
+          local e = math.min(#cand, s + (room > 0 and room or 128) - 1)
           local slice = {}
           for t = s, e do slice[#slice + 1] = cand[t] end
-          for i, f in pairs(apply(grp, slice, true)) do
-            if not f then yes[i] = true; added = added + 1; cnt = cnt + 1 end
+          if room > 0 then
+            local have, stop = apply(grp, slice, true)
+            for i, f in pairs(have) do
+              if not f then yes[i] = true; added = added + 1; cnt = cnt + 1 end
+            end
+            s = e + 1
+            if stop then
+              -- The module refused the rest (its count ran ahead of
+              -- ours): refused from that item, however much room we saw.
+              for t = s - 1, 1, -1 do
+                if cand[t] == stop then s = t end
+              end
+              refused, held = true, 0
+            end
+          else
+            local have = apply(grp, slice, false)
+            for t = s, e do
+              if not have[cand[t]] then refused = true; break end
+              s = t + 1
+            end
           end
-          s = e + 1
         end
         if s <= #cand then
           processed = cand[s]
-          status = 'FULL'
+          status = held > 0 and 'BUSY' or 'FULL'
         end
         fill = cnt
       end
@@ -294,11 +349,19 @@ else
         if op == 'add' or yes[i] then items[#items + 1] = i end
       end
       local added = 0
-      for i, f in pairs(apply(grp, items, true)) do
+      local have, stop = apply(grp, items, true)
+      for i, f in pairs(have) do
         if not f then added = added + 1 end
       end
       if added > 0 then
         redis.call('HINCRBY', meta, 'gen.' .. grp.seq .. '.count', added)
+      end
+      if stop then
+        -- A younger generation never holds more than the deciding one,
+        -- so its module cannot be full before it: this is not a state
+        -- rotabloom makes, and an item it did not take would be lost
+        -- from the window later. Said, not hidden.
+        return redis.error_reply('CORRUPT gen.' .. grp.seq .. '.count the RedisBloom generation refused items its count says it has room for')
       end
     end
   end

@@ -1,16 +1,30 @@
 -- rotabloom guard, protocol 1: the check that opens a guarded transaction
 -- (WATCH fence; EVAL guard; MULTI; writes...; EXEC). If the caller's view
--- is current and no lazy rotation is due it changes nothing and the
--- transaction runs; otherwise it rewrites the fence unchanged, which aborts
--- the transaction (WATCH sees any write), and says why. It creates no key
--- but the fence of a filter that exists: a missing fence is written and
--- deleted again, or, when the metadata matches the caller's view, created.
--- KEYS[1]: fence; KEYS[2]: metadata hash; KEYS[3..]: the block keys the
--- transaction reads or writes that must exist (every block of a generation
--- rotabloom made is allocated when it is made: a missing one is lost data,
--- and reading it would answer "absent"). ARGV: 'UID:EPOCH:CLEARED', the
--- view's lazy-rotation deadline in ms or '', now in ms or ''.
--- Returns 'OK', 'STALE', 'DUE', or 'MISSING key...' (space-separated).
+-- is current, no lazy rotation is due, every block it uses is whole and
+-- the deciding generation has room, it changes nothing but the reservation
+-- and the transaction runs; otherwise it rewrites the fence unchanged,
+-- which aborts the transaction (WATCH sees any write), and says why. It
+-- creates no key but the fence of a filter that exists (and the
+-- reservations): a missing fence is written and deleted again, or, when
+-- the metadata matches the caller's view, created.
+-- KEYS[1]: fence; KEYS[2]: metadata hash; KEYS[3]: the reservations;
+-- KEYS[4..]: the block keys the transaction reads or writes that must
+-- exist (every block of a generation rotabloom made is allocated at its
+-- full size when it is made: a missing or shorter one is lost data, and
+-- reading it would answer "absent").
+-- ARGV: 'UID:EPOCH:CLEARED', the view's lazy-rotation deadline in ms or '',
+-- now in ms or '', then the reservation: its member 'SEQ:ITEMS:ID' or ''
+-- (none), the deciding generation's seq, its capacity, the items the
+-- transaction may add to it, the reservation's lifetime in ms; then, per
+-- block key in KEYS[4..], its size in bytes, or '' when only its existence
+-- is checked (a RedisBloom key).
+-- A reservation holds room in the deciding generation for every item the
+-- transaction may add, before it runs and until its commit releases it,
+-- so that concurrent writers never take a generation past its capacity.
+-- Returns 'OK' ('OK COUNT' with a reservation: the generation's count),
+-- 'STALE', 'DUE', 'FULL' (no room: nothing reserved), 'MISSING key...'
+-- (space-separated), or 'WRONGTYPE key found needed' (a block of another
+-- Redis type: 'string' for a bitmap, 'module' for a RedisBloom key).
 local f = redis.call('GET', KEYS[1])
 local verdict = 'OK'
 if f ~= ARGV[1] then
@@ -18,21 +32,37 @@ if f ~= ARGV[1] then
 elseif ARGV[2] ~= '' then
   -- The deadline comes from the caller's view, which the fence just
   -- confirmed: no stored value is read.
-  local now = tonumber(ARGV[3])
-  if not now then
-    local t = redis.call('TIME')
-    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  end
+  local now = tonumber(ARGV[3]) or now_ms()
   if now >= tonumber(ARGV[2]) then verdict = 'DUE' end
 end
 if verdict == 'OK' then
   local missing = {}
-  for i = 3, #KEYS do
-    if redis.call('EXISTS', KEYS[i]) == 0 then missing[#missing + 1] = KEYS[i] end
+  for i = 4, #KEYS do
+    local size = tonumber(ARGV[5 + i] or '')
+    local t = redis.call('TYPE', KEYS[i])['ok']
+    if t == 'none' or (size and t == 'string' and redis.call('STRLEN', KEYS[i]) < size) then
+      missing[#missing + 1] = KEYS[i]
+    elseif (size and t ~= 'string') or (not size and CORE_TYPES[t]) then
+      verdict = 'WRONGTYPE ' .. KEYS[i] .. ' ' .. t .. ' ' .. (size and 'string' or 'module')
+    end
   end
   if #missing > 0 then verdict = 'MISSING ' .. table.concat(missing, ' ') end
 end
-if verdict ~= 'OK' then
+local member = ARGV[4] or ''
+if verdict == 'OK' and member ~= '' then
+  local seq, want = ARGV[5], tonumber(ARGV[7])
+  local count = count_of(KEYS[2], 'gen.' .. seq .. '.count')
+  if count + reserved_of(KEYS[3], seq) + want > tonumber(ARGV[6]) then
+    verdict = 'FULL'
+  else
+    local ttl = tonumber(ARGV[8])
+    redis.call('ZADD', KEYS[3], now_ms() + ttl, member)
+    -- The set lapses with its last member if nobody prunes it.
+    redis.call('PEXPIRE', KEYS[3], ttl)
+    verdict = 'OK ' .. count
+  end
+end
+if verdict ~= 'OK' and string.sub(verdict, 1, 3) ~= 'OK ' then
   if f then
     redis.call('SET', KEYS[1], f)
   else

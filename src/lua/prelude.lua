@@ -7,6 +7,10 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- Redis's own types: a key a module manages (a RedisBloom generation) that
+-- holds one of them was replaced.
+local CORE_TYPES = {string = true, hash = true, list = true, set = true, zset = true, stream = true}
+
 -- Whether the metadata still is what the caller's view says: same instance,
 -- same structure, same clear count (absent means 0).
 local function current(meta, uid, epoch, cleared)
@@ -25,3 +29,19 @@ local function count_of(meta, f)
   return tonumber(v)
 end
 
+
+-- The items of generation seq promised to guarded transactions between
+-- their guards and their commits: members 'SEQ:ITEMS:ID' of the sorted
+-- set `key`, scored by their deadline in ms (server clock). A writer that
+-- died in between leaves a member nobody releases: it lapses at its
+-- deadline, and is dropped here first.
+local function reserved_of(key, seq)
+  if redis.call('EXISTS', key) == 0 then return 0 end
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now_ms())
+  local sum = 0
+  for _, m in ipairs(redis.call('ZRANGE', key, 0, -1)) do
+    local s, k = string.match(m, '^(%d+):(%d+):')
+    if s == seq then sum = sum + tonumber(k) end
+  end
+  return sum
+end

@@ -25,6 +25,9 @@ pub const MAX_BYTES: &str = "max_bytes";
 pub const MAX_BITS: &str = "max_bits";
 pub const MAX_BLOCK_BITS: &str = "max_block_bits";
 pub const LEGACY_GENS: &str = "legacy_gens";
+/// The key (or key prefix) an adopted legacy generation came from; stored,
+/// compared when adopting again, never checked on load.
+pub const LEGACY_SOURCE: &str = "legacy_source";
 pub const GENERATIONS: &str = "generations";
 pub const MODE: &str = "mode";
 pub const SCHEDULE: &str = "schedule";
@@ -82,6 +85,7 @@ pub const ALL: &[&str] = &[
     MAX_BITS,
     MAX_BLOCK_BITS,
     LEGACY_GENS,
+    LEGACY_SOURCE,
     GENERATIONS,
     MODE,
     SCHEDULE,
@@ -117,6 +121,9 @@ mod tests {
                     "exists",
                     "wrongtype",
                     "badsource",
+                    "module",
+                    "number",
+                    "taken",
                     "ok",
                     "bf",
                     "u1",

@@ -100,10 +100,28 @@ pub(crate) fn decode(
             found: as_string(&a).unwrap_or_default(),
             expected: "hash",
         }),
-        "badsource" => Err(Error::WrongType {
+        // The adoption checked its sources before; they changed since.
+        "badsource" => {
+            let key = as_string(&a).unwrap_or_default();
+            match as_string(&b).unwrap_or_default().as_str() {
+                "none" => Err(Error::NotAdoptable {
+                    key,
+                    reason: "it was deleted while the adoption ran".into(),
+                }),
+                found => Err(Error::WrongType {
+                    key,
+                    found: found.to_string(),
+                    expected: "string (a legacy Bloom-filter bitmap)",
+                }),
+            }
+        }
+        "taken" => Err(Error::NotAdoptable {
             key: as_string(&a).unwrap_or_default(),
-            found: as_string(&b).unwrap_or_default(),
-            expected: "string (or no key, for an adoption target)",
+            reason: format!(
+                "the key a legacy bitmap would become exists already (a Redis {}): another \
+                 client wrote it",
+                as_string(&b).unwrap_or_default()
+            ),
         }),
         "created" | "exists" => {
             let view = super::load::decode_hash(keys, accept, a, b)?;

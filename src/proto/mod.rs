@@ -84,6 +84,23 @@ pub(crate) fn is_wrongtype(e: &Error) -> bool {
 }
 
 /// Whether an error says the server does not know the BF.* commands.
+/// A script's `KEY FOUND NEEDED`: a block of the filter holds another
+/// Redis type (damaged data, said so, never read as zeros).
+pub(crate) fn wrong_block_type(words: &str) -> Error {
+    let mut parts = words.rsplitn(3, ' ');
+    let needed = parts.next().unwrap_or_default();
+    let found = parts.next().unwrap_or("other type");
+    let key = parts.next().unwrap_or(words);
+    Error::WrongType {
+        key: key.to_string(),
+        found: found.to_string(),
+        expected: match needed {
+            "module" => "bloom module's key (a RedisBloom generation)",
+            _ => "string (a bitmap block)",
+        },
+    }
+}
+
 pub(crate) fn is_module_missing(e: &Error) -> bool {
     matches!(e, Error::Redis(r) if {
         let t = r.inner().to_string().to_ascii_lowercase();

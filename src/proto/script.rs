@@ -39,17 +39,18 @@ impl DataOp {
     }
 }
 
-/// The items of one operation: their hashes, and the items themselves when
-/// a generation's scheme needs more than the hash (legacy, RedisBloom).
+/// The items of one operation and their hashes. The items are always
+/// there; the hashes are when a generation of the snapshot the request is
+/// built from places bits itself (all of them or none).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Batch<'a> {
     pub hashes: &'a [ItemHash],
-    pub items: &'a [Vec<u8>],
+    pub items: &'a crate::items::Items,
 }
 
 impl Batch<'_> {
     pub fn item(&self, i: usize) -> Option<&[u8]> {
-        self.items.get(i).map(Vec::as_slice)
+        self.items.get(i)
     }
 }
 
@@ -79,6 +80,18 @@ pub(crate) struct RoundOf<'a> {
 pub(crate) struct Local {
     pub mirrored: Vec<usize>,
     pub present: std::collections::HashSet<usize>,
+}
+
+/// Whether the writes of a call stop at the deciding generation's
+/// capacity, item by item inside the atomic step (an expanding filter's
+/// generation, or any generation when the handle refuses writes past
+/// capacity), or go on past it (`when_full = warn`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Limit {
+    /// Writes go on past capacity.
+    Open,
+    /// Writes stop at capacity.
+    Capacity,
 }
 
 /// Where a write keeps its answers so that a retry after a lost reply gets
@@ -121,6 +134,7 @@ pub(crate) fn request(
     now: &str,
     record: Option<&Record>,
     local: &Local,
+    limit: Limit,
 ) -> (Request, Vec<Vec<usize>>) {
     let RoundOf {
         keys,
@@ -192,7 +206,7 @@ pub(crate) fn request(
                 }
             })
             .collect();
-        let mut key_list = vec![keys.meta().to_string(), keys.fence()];
+        let mut key_list = vec![keys.meta().to_string(), keys.fence(), keys.reservations()];
         for part in &parts {
             let (uid, seq) = (&view.uid, part.gen.seq);
             key_list.extend(part.touched.iter().map(|&b| keys.block(uid, seq, b)));
@@ -220,8 +234,8 @@ pub(crate) fn request(
         }
         for part in parts {
             let gen = part.gen;
-            let cap = match (part.role, op, view.growth.is_capped()) {
-                (Role::Decide, DataOp::Add | DataOp::CheckAdd, true) => gen.capacity,
+            let cap = match (part.role, op, limit) {
+                (Role::Decide, DataOp::Add | DataOp::CheckAdd, Limit::Capacity) => gen.capacity,
                 _ => 0,
             };
             if gen.layout.scheme.is_module() {
@@ -242,11 +256,7 @@ pub(crate) fn request(
                 .arg(gen.layout.hashes)
                 .arg(part.touched.len())
                 .arg(cap)
-                .arg(if gen.layout.scheme.always_allocated() {
-                    "1"
-                } else {
-                    "0"
-                });
+                .arg(gen.layout.block_check().script_arg());
             for (block, positions) in part.located {
                 // The item's block, as its index among the keys passed.
                 cmd.arg(part.touched.binary_search(&block).unwrap_or_default());
@@ -271,18 +281,26 @@ pub(crate) enum Status {
     Due,
     /// The deciding generation is at its capacity; items are left.
     Full,
+    /// It would be, but transactions in flight hold part of it, which they
+    /// may leave unused: the items left are tried again.
+    Busy,
 }
 
-/// The block keys a call found missing, when it found any.
+/// The block keys a call found missing, or of another type, when it found
+/// any.
 fn missing(name: &str, status: &str, flags: &str) -> Option<Error> {
-    (status == "MISSING").then(|| Error::MissingData {
-        name: name.to_string(),
-        keys: flags
-            .split(' ')
-            .filter(|k| !k.is_empty())
-            .map(str::to_string)
-            .collect(),
-    })
+    match status {
+        "MISSING" => Some(Error::MissingData {
+            name: name.to_string(),
+            keys: flags
+                .split(' ')
+                .filter(|k| !k.is_empty())
+                .map(str::to_string)
+                .collect(),
+        }),
+        "WRONGTYPE" => Some(super::wrong_block_type(flags)),
+        _ => None,
+    }
 }
 
 /// One call's outcome: answers for a prefix of its chunk.
@@ -322,6 +340,7 @@ pub(crate) fn decode(name: &str, len: usize, reply: redis::RedisResult<Value>) -
         "STALE" => Status::Stale,
         "DUE" => Status::Due,
         "FULL" => Status::Full,
+        "BUSY" => Status::Busy,
         _ => return Err(unexpected("data script status", &v)),
     };
     Ok(Chunk {
@@ -360,7 +379,7 @@ mod tests {
         let hashes: Vec<ItemHash> = ["a", "b", "c"].iter().map(ItemHash::of).collect();
         let batch = Batch {
             hashes: &hashes,
-            items: &[],
+            items: &crate::items::Items::default(),
         };
         let (req, chunks) = request(
             RoundOf {
@@ -373,16 +392,17 @@ mod tests {
             "",
             None,
             &Local::default(),
+            Limit::Open,
         );
         assert_eq!(chunks, vec![vec![1, 2]]);
         assert!(req.writes());
         let args = req.args(0);
-        // EVALSHA sha numkeys meta fence block, then op uid epoch cleared n
-        // due now groups first ttl.
+        // EVALSHA sha numkeys meta fence reservations block, then op uid
+        // epoch cleared n due now groups first ttl.
         assert_eq!(args[0], "EVALSHA");
-        assert_eq!(args[2], "3");
+        assert_eq!(args[2], "4");
         assert_eq!(
-            &args[6..16],
+            &args[7..17],
             [
                 "cai",
                 "0123456789abcdef",
@@ -397,10 +417,10 @@ mod tests {
             ]
         );
         // One group: decide, seq 0, k, 1 block, no cap, every block must
-        // exist, then per item block + k positions.
+        // exist whole (125 bytes), then per item block + k positions.
         let k = view.gens[0].layout.hashes as usize;
-        assert_eq!(&args[16..22], ["d", "0", &k.to_string(), "1", "0", "1"]);
-        assert_eq!(args.len(), 22 + 2 * (1 + k));
+        assert_eq!(&args[17..23], ["d", "0", &k.to_string(), "1", "0", "=125"]);
+        assert_eq!(args.len(), 23 + 2 * (1 + k));
     }
 
     #[test]
@@ -410,7 +430,7 @@ mod tests {
         let hashes: Vec<ItemHash> = (0..6).map(|i| ItemHash::of(i.to_string())).collect();
         let batch = Batch {
             hashes: &hashes,
-            items: &[],
+            items: &crate::items::Items::default(),
         };
         let record = Record {
             key: "rotabloom:{t}:done:ab".into(),
@@ -427,13 +447,14 @@ mod tests {
             "",
             Some(&record),
             &Local::default(),
+            Limit::Open,
         );
         assert_eq!(chunks, vec![vec![0, 1], vec![3, 4, 5]]);
-        for (i, (numkeys, first)) in [("4", "0"), ("4", "3")].into_iter().enumerate() {
+        for (i, (numkeys, first)) in [("5", "0"), ("5", "3")].into_iter().enumerate() {
             let args = req.args(i);
             assert_eq!(args[2], numkeys);
-            assert_eq!(args[6], "rotabloom:{t}:done:ab");
-            assert_eq!(&args[15..17], [first, "300000"]);
+            assert_eq!(args[7], "rotabloom:{t}:done:ab");
+            assert_eq!(&args[16..18], [first, "300000"]);
         }
         let (read, _) = request(
             RoundOf {
@@ -446,6 +467,7 @@ mod tests {
             "",
             None,
             &Local::default(),
+            Limit::Open,
         );
         assert!(!read.writes());
         assert_eq!(
@@ -509,7 +531,7 @@ mod tests {
         let hashes: Vec<ItemHash> = ["a", "b", "c"].iter().map(ItemHash::of).collect();
         let batch = Batch {
             hashes: &hashes,
-            items: &[],
+            items: &crate::items::Items::default(),
         };
         let local = Local {
             mirrored: vec![0, 1],
@@ -526,6 +548,7 @@ mod tests {
             "",
             None,
             &local,
+            Limit::Open,
         );
         let args = req.args(0);
         // No block key of generations 0 and 1.
@@ -550,6 +573,7 @@ mod tests {
             "",
             None,
             &local,
+            Limit::Open,
         );
         assert!(!add.args(0).iter().any(|a| a == "l"));
     }

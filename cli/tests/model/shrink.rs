@@ -1,0 +1,74 @@
+//! Shrinking a failing sequence to a small one that still fails: steps
+//! removed in halves, then one by one (delta debugging), then each data
+//! step's calls and items cut down, each candidate run on a fresh world.
+
+use crate::steps::Step;
+use std::time::{Duration, Instant};
+
+/// The smallest sequence found, within `budget`, for which `fails` holds.
+pub fn shrink(
+    mut steps: Vec<Step>,
+    budget: Duration,
+    fails: impl Fn(&[Step]) -> bool,
+) -> Vec<Step> {
+    let start = Instant::now();
+    let out_of_time = || start.elapsed() > budget;
+    // Remove chunks of steps, halving the chunk size.
+    let mut chunk = (steps.len() / 2).max(1);
+    loop {
+        let mut i = 0;
+        while i < steps.len() && !out_of_time() {
+            let mut candidate = steps.clone();
+            candidate.drain(i..(i + chunk).min(candidate.len()));
+            if fails(&candidate) {
+                steps = candidate;
+            } else {
+                i += chunk;
+            }
+        }
+        if chunk == 1 || out_of_time() {
+            break;
+        }
+        chunk /= 2;
+    }
+    // Then make each data step smaller: fewer calls, fewer items.
+    for s in 0..steps.len() {
+        if out_of_time() {
+            break;
+        }
+        let Step::Data { calls, .. } = &steps[s] else {
+            continue;
+        };
+        for c in (0..calls.len()).rev() {
+            let mut candidate = steps.clone();
+            if let Step::Data { calls, .. } = &mut candidate[s] {
+                if calls.len() > 1 {
+                    calls.remove(c);
+                }
+            }
+            if candidate != steps && fails(&candidate) {
+                steps = candidate;
+            }
+        }
+        let Step::Data { calls, .. } = &steps[s] else {
+            continue;
+        };
+        for c in 0..calls.len() {
+            loop {
+                let mut candidate = steps.clone();
+                if let Step::Data { calls, .. } = &mut candidate[s] {
+                    let items = &mut calls[c].items;
+                    if items.len() <= 1 {
+                        break;
+                    }
+                    items.truncate(items.len() / 2);
+                }
+                if out_of_time() || !fails(&candidate) {
+                    break;
+                }
+                steps = candidate;
+            }
+        }
+    }
+    steps
+}
