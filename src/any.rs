@@ -68,7 +68,9 @@ impl AnyFilter {
     /// name exists: the blocks a drop interrupted after its first step left
     /// in the trash list, and every other key matching
     /// [`Keys::pattern`](crate::Keys::pattern) (records of idempotent
-    /// batches, anything an interrupted restore wrote). Returns how many
+    /// batches), but blocks with a time to live, which belong to a
+    /// creation or a restore in progress and expire on their own if it
+    /// never finishes. Returns how many
     /// keys it removed; 0 means nothing was left. A drop does the same as
     /// its last steps: this is for a name whose drop was interrupted,
     /// when there is no handle to drop any more.

@@ -342,6 +342,7 @@ impl BloomSpec {
             params: self.params.clone(),
             extra: Vec::new(),
             gens: vec![(self.layout, self.capacity)],
+            leased: Vec::new(),
         };
         let wait = self.wait;
         create::create_or_open(Keys::new(self.name.clone()), Accept::One(CODEC), bp).map(

@@ -525,6 +525,7 @@ impl CircularSpec {
             params: self.params.clone(),
             extra,
             gens: self.initial_generations(),
+            leased: Vec::new(),
         })
     }
 

@@ -425,6 +425,7 @@ impl ExpandingSpec {
             params: self.params.clone(),
             extra: Vec::new(),
             gens: vec![(self.first, self.capacity)],
+            leased: Vec::new(),
         }
     }
 

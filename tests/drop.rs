@@ -199,6 +199,28 @@ fn an_interrupted_drop_is_finished_by_the_next_one() {
 }
 
 #[test]
+fn blocks_of_a_creation_or_restore_in_progress_outlive_the_sweep() {
+    let server = RedisServer::start();
+    let mut conn = server.connection();
+    let f = filter(&mut conn, "busy");
+    f.idempotent_batch(["a"])
+        .check_and_insert(&mut conn)
+        .unwrap();
+    // A block a creation (or a restore) of the name wrote, with its lease,
+    // before its script names it.
+    let leased = "rotabloom:{busy}:gen:00000000000000ff-0:0";
+    redis::cmd("SET")
+        .arg(leased)
+        .arg("bits")
+        .arg("PX")
+        .arg(600_000)
+        .exec(&mut conn)
+        .unwrap();
+    assert!(f.drop(&mut conn).unwrap());
+    assert_eq!(suite::keys_of(&mut conn, "busy"), [leased]);
+}
+
+#[test]
 fn leftovers_of_a_live_filter_are_not_removed() {
     let server = RedisServer::start();
     let mut conn = server.connection();

@@ -215,7 +215,9 @@ fn refused(run: &bin::Run) -> (u64, u64) {
         .and_then(|i| words.get(i - 2))
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no count refused: {line}"));
-    let first = after("line").unwrap_or_else(|| panic!("no first line: {line}"));
+    let first = after("line")
+        .or_else(|| after("item"))
+        .unwrap_or_else(|| panic!("no first line: {line}"));
     (first, count)
 }
 

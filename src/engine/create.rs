@@ -6,9 +6,9 @@ use super::alloc::ModuleMachine;
 use super::chain::{MachineExt, MapErr, Ready};
 use super::Core;
 use crate::error::Result;
-use crate::exec::{Machine, Poll, Replies, Request};
+use crate::exec::{Machine, Poll, Replies};
 use crate::keys::Keys;
-use crate::proto::alloc::{blocks_of, Alloc, Block};
+use crate::proto::alloc::{blocks_of, Block};
 use crate::proto::create::{self, Blueprint, Opened};
 use crate::proto::take_one;
 use crate::view::{Accept, NewGen, View};
@@ -59,9 +59,11 @@ fn initial(bp: &Blueprint) -> Vec<NewGen> {
 
 /// Allocates the blocks of a new instance before the create script lists
 /// them, one command per round trip (other clients' commands run between
-/// them). The keys carry this attempt's fresh uid, which no other client
-/// knows until the create script publishes it, so no compare-and-set is
-/// needed; and a filter is never visible with a block not made yet.
+/// them), each with a lease that the create script ends. The keys carry
+/// this attempt's fresh uid, which no other client knows until the create
+/// script publishes it, so no compare-and-set is needed; a filter is never
+/// visible with a block not made yet; and an attempt that dies halfway
+/// leaves nothing that outlives its lease.
 struct AllocNew {
     blocks: std::vec::IntoIter<Block>,
     sent: bool,
@@ -72,33 +74,20 @@ impl Machine for AllocNew {
 
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<()>> {
         if self.sent {
-            take_one(replies)??;
+            let reply = take_one(replies)??;
+            if crate::proto::as_string(&reply).as_deref() == Some("EXISTS") {
+                // A key of a uid nobody published: not this attempt's to
+                // write over.
+                return Err(crate::Error::Internal(
+                    "a block key of a new filter instance exists already".into(),
+                ));
+            }
         }
         let Some(b) = self.blocks.next() else {
             return Ok(Poll::Ready(()));
         };
         self.sent = true;
-        let cmd = match b.alloc {
-            Alloc::Bytes(bytes) => {
-                let mut c = redis::cmd("SETRANGE");
-                c.arg(&b.key).arg(bytes.saturating_sub(1)).arg(&b"\0"[..]);
-                c
-            }
-            Alloc::Module {
-                error_rate,
-                capacity,
-            } => {
-                let mut c = redis::cmd("BF.RESERVE");
-                c.arg(&b.key)
-                    .arg(crate::metadata::fmt_f64(error_rate))
-                    .arg(capacity)
-                    .arg("NONSCALING");
-                c
-            }
-        };
-        let mut req = Request::new();
-        req.push(cmd, None);
-        Ok(Poll::Send(req))
+        Ok(Poll::Send(crate::proto::alloc::alloc_new_request(&b)))
     }
 }
 
@@ -149,6 +138,8 @@ pub(crate) fn create_whole(
             out_of_memory(&name, bytes, e)
         },
     );
+    let mut bp = bp;
+    bp.leased = blocks.iter().map(|b| b.key.clone()).collect();
     let made = alloc.then(move |()| Ok(CreateMachine::new(k, accept, bp)));
     let gone = blocks.clone();
     let undo_keys = keys.clone();

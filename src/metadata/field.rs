@@ -124,6 +124,8 @@ mod tests {
                     "module",
                     "number",
                     "taken",
+                    "gone",
+                    "bytes",
                     "ok",
                     "bf",
                     "u1",

@@ -48,6 +48,30 @@ pub(crate) fn blocks_of(keys: &Keys, uid: &str, gens: &[NewGen]) -> Vec<Block> {
         .collect()
 }
 
+/// How long a block of an instance being created lives before the create
+/// script makes it permanent: a creation that dies leaves nothing longer.
+/// A creation allocates one block per round trip (about a millisecond per
+/// 8 MiB block), so even a filter of hundreds of GiB is published well
+/// within it.
+pub(crate) const CREATE_LEASE_MS: u64 = 15 * 60 * 1000;
+
+/// One block of an instance being created, with its lease
+/// (`lua/alloc_new.lua`).
+pub(crate) fn alloc_new_request(block: &Block) -> Request {
+    let mut cmd = scripts::ALLOC_NEW.invoke(&[block.key.as_str()]);
+    cmd.arg(CREATE_LEASE_MS);
+    match block.alloc {
+        Alloc::Bytes(bytes) => cmd.arg("bytes").arg(bytes.max(1)),
+        Alloc::Module {
+            error_rate,
+            capacity,
+        } => cmd.arg("bf").arg(fmt_f64(error_rate)).arg(capacity),
+    };
+    let mut req = Request::new();
+    req.script(&scripts::ALLOC_NEW, cmd);
+    req
+}
+
 /// One block, while the view `uid`/`epoch` is current.
 pub(crate) fn prealloc_request(keys: &Keys, uid: &str, epoch: u64, block: &Block) -> Request {
     let mut cmd = scripts::PREALLOC.invoke(&[keys.meta(), block.key.as_str()]);

@@ -25,6 +25,9 @@ pub(crate) struct Blueprint {
     pub extra: Vec<(&'static str, String)>,
     /// The initial generations, oldest first: (layout, capacity).
     pub gens: Vec<(Layout, u64)>,
+    /// The block keys allocated for this attempt with a lease, which the
+    /// create script makes permanent (none until they are allocated).
+    pub leased: Vec<String>,
 }
 
 /// Whether create-or-open created the filter.
@@ -62,6 +65,7 @@ pub(crate) fn request(keys: &Keys, bp: &Blueprint) -> Request {
     key_list.extend(bp.adopt.iter().map(|(src, _)| src.clone()));
     key_list.extend(bp.adopt.iter().map(|(_, b)| keys.block(&bp.uid, 0, *b)));
     key_list.push(keys.fence());
+    key_list.extend(bp.leased.iter().cloned());
     let mut cmd = scripts::CREATE.invoke(&key_list);
     cmd.arg(bp.adopt.len()).arg(time_fields.len());
     for f in &time_fields {
@@ -115,6 +119,12 @@ pub(crate) fn decode(
                 }),
             }
         }
+        // A block allocated for this attempt lapsed or was evicted
+        // before it could be published: nothing was written.
+        "gone" => Err(Error::MissingData {
+            name: keys.name().to_string(),
+            keys: vec![as_string(&a).unwrap_or_default()],
+        }),
         "taken" => Err(Error::NotAdoptable {
             key: as_string(&a).unwrap_or_default(),
             reason: format!(
@@ -153,6 +163,7 @@ mod tests {
             params: view.policy.params(),
             extra: vec![],
             gens: vec![(view.gens[0].layout, 100)],
+            leased: Vec::new(),
         }
     }
 

@@ -219,8 +219,13 @@ impl MFilter {
         }
         if real < self.gens.len() {
             return Err(format!(
-                "the filter has {real} generations, the model {}",
-                self.gens.len()
+                "the filter has {real} generations, the model {} (counting {:?} of {:?})",
+                self.gens.len(),
+                self.gens
+                    .iter()
+                    .map(|g| g.counted.len())
+                    .collect::<Vec<_>>(),
+                self.gens.iter().map(|g| g.capacity).collect::<Vec<_>>(),
             ));
         }
         while self.gens.len() < real {

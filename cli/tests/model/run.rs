@@ -15,7 +15,9 @@
 //! * rotations exactly as owed, whatever the number of callers.
 
 use crate::model::{MFilter, Model};
-use crate::steps::{Call, Fault, Full, Op, Shape, Spec, Step, Store, FILTERS};
+use crate::steps::{
+    Call, Fault, Full, Midway, Op, Protocol, Runner, Shape, Spec, Step, Store, FILTERS,
+};
 use crate::world::{item, name, Outcome, World};
 use rotabloom::{Error, ExpandingFilter, Legacy};
 use std::collections::{BTreeMap, BTreeSet};
@@ -148,14 +150,51 @@ impl Run {
 
     fn step(&mut self, step: &Step) -> Result<(), String> {
         // A fault for "the next step" applies to this one, then lapses.
-        let lossy = matches!(self.pending.take(), Some(Fault::LoseReplies { .. }));
+        let pending = self.pending.take();
+        let lossy = matches!(
+            pending,
+            Some(Fault::LoseReplies { .. } | Fault::KillConnections)
+        );
         self.hazards = Hazards {
             lossy,
             converting: false,
         };
-        let r = self.act(step);
+        // Connections killed while the step runs.
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let r = std::thread::scope(|s| {
+            // Only while calls or a creation run: the model's own reads
+            // must get through.
+            let killable = matches!(step, Step::Data { .. } | Step::Create { .. });
+            if killable && matches!(pending, Some(Fault::KillConnections)) {
+                let url = self.world.server.url();
+                let stop = &stop;
+                s.spawn(move || {
+                    let Ok(mut conn) = redis::Client::open(url).and_then(|c| c.get_connection())
+                    else {
+                        return;
+                    };
+                    for pause in [0u64, 1, 2, 5, 10, 20] {
+                        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                            break;
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(pause));
+                        let _: redis::RedisResult<i64> = redis::cmd("CLIENT")
+                            .arg("KILL")
+                            .arg("TYPE")
+                            .arg("normal")
+                            .arg("SKIPME")
+                            .arg("yes")
+                            .query(&mut conn);
+                    }
+                });
+            }
+            let r = self.act(step);
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            r
+        });
         if lossy {
             self.world.proxy.cut_every(0, 0);
+            self.world.reconnect_all();
         }
         r
     }
@@ -174,6 +213,12 @@ impl Run {
             Step::Drop { f } => self.drop(*f),
             Step::Fault(fault) => self.fault(*fault),
             Step::Probe { f } => self.probe(*f),
+            Step::Stream {
+                f,
+                first,
+                midway,
+                second,
+            } => self.stream(*f, first, *midway, second),
         }
     }
 
@@ -228,15 +273,36 @@ impl Run {
                 Ok(())
             }
             Err(Error::ParameterMismatch { .. } | Error::KindMismatch { .. }) if existed => Ok(()),
+            Err(e) if e.is_retryable() && self.hazards.lossy && !existed => {
+                // The reply was lost: made or not, the server says which.
+                plain(&e)?;
+                let made: bool = redis::cmd("EXISTS")
+                    .arg(format!("rotabloom:{{{}}}:meta", name(f)))
+                    .query(&mut self.world.admin())
+                    .map_err(|e| e.to_string())?;
+                if made {
+                    self.world.reshaped(f, Some(spec.shape));
+                    let any = self.world.any(f).map_err(|e| e.to_string())?;
+                    let info = any
+                        .info(&mut self.world.admin())
+                        .map_err(|e| e.to_string())?;
+                    let caps = info.generations.iter().map(|g| g.capacity).collect();
+                    let period = info
+                        .fields
+                        .get("period")
+                        .and_then(|p| p.parse().ok())
+                        .unwrap_or(0);
+                    self.set(f, Some(MFilter::new(*spec, caps, period)));
+                }
+                Ok(())
+            }
             Err(e) => self.excused(f, &e),
         }
     }
 
     fn data(&mut self, f: u8, calls: &[Call]) -> Result<(), String> {
         self.hazards.converting = self.model(f).is_some_and(|m| m.spec.shape == Shape::Bloom)
-            && calls
-                .iter()
-                .any(|c| c.full == Full::Grow && c.by_name && c.op != Op::Contains);
+            && calls.iter().any(converts);
         self.stats.calls += calls.len() as u64;
         self.stats.items += calls.iter().map(|c| c.items.len() as u64).sum::<u64>();
         let outcomes = self.world.run_calls(f, calls);
@@ -266,6 +332,25 @@ impl Run {
             }
             return Ok(());
         };
+        // A user refused WATCH: a call that takes the guarded transaction
+        // must fail loudly; one that takes the script answers.
+        for (call, o) in calls.iter().zip(&outcomes) {
+            if !call.no_watch {
+                continue;
+            }
+            let refused = matches!(o, Outcome::Failed { error: Error::PermissionDenied { message }, .. } if message.contains("watch"));
+            match (takes_transaction(&pre, call), refused) {
+                (true, false) if !self.hazards.lossy && !pre.damaged => {
+                    if let Outcome::Answers(_) = o {
+                        return fail("a guarded transaction ran for a user refused WATCH");
+                    }
+                }
+                (false, true) => {
+                    return fail("a call that takes the script was refused for WATCH");
+                }
+                _ => {}
+            }
+        }
         // Pass 1: every answer against the filter as it was before the
         // step (the calls ran at once: only what held before is certain).
         let mut new_by_item: BTreeMap<u32, u32> = BTreeMap::new();
@@ -285,6 +370,7 @@ impl Run {
                 }
                 Outcome::Failed { error, answered } => {
                     match error {
+                        Error::PermissionDenied { .. } if call.no_watch => {}
                         Error::Full { .. } => {
                             if !pre.capped(call.full == Full::WarnOn) || call.op == Op::Contains {
                                 return fail(format!("full error where writes go on: {error}"));
@@ -308,13 +394,19 @@ impl Run {
             };
             if let Some(r) = refused {
                 if let Some(&it) = call.items.get(r) {
-                    if pre.present(it) && !pre.maybe(it) && !pre.damaged {
+                    // A check-and-insert answers an item anywhere in the
+                    // window; an insert, one its deciding generation holds.
+                    let held = match call.op {
+                        Op::Insert => pre.gens[pre.decider()].present.contains(&it),
+                        _ => pre.present(it),
+                    };
+                    if held && !pre.maybe(it) {
                         return fail(format!("item {it} refused as full, but it is present"));
                     }
                 }
             }
             for (&it, &a) in call.items.iter().zip(answers) {
-                let known = pre.present(it) && !pre.maybe(it) && !pre.damaged;
+                let known = pre.present(it) && !pre.maybe(it);
                 match call.op {
                     Op::Contains if known && !a => {
                         return fail(format!("false negative: item {it} is in the window"));
@@ -390,11 +482,7 @@ impl Run {
         }
         // A base filter whose by-name writer says `when_full = expand`
         // becomes an expanding filter once full.
-        if m.spec.shape == Shape::Bloom
-            && calls
-                .iter()
-                .any(|c| c.full == Full::Grow && c.by_name && c.op != Op::Contains)
-        {
+        if m.spec.shape == Shape::Bloom && calls.iter().any(converts) {
             let kind = self.world.any(f).map(|a| a.kind());
             if matches!(kind, Ok(rotabloom::Kind::Expanding)) {
                 let first = m.gens[0].counted.len() as u64 + changed.len() as u64;
@@ -448,7 +536,7 @@ impl Run {
             return Ok(());
         }
         for &it in &call.items {
-            let known = pre.present(it) && !pre.maybe(it) && !pre.damaged;
+            let known = pre.present(it) && !pre.maybe(it);
             match call.op {
                 Op::Contains if known && !set.contains(&it) => {
                     return fail(format!(
@@ -481,12 +569,24 @@ impl Run {
         if m.damaged {
             return Ok(());
         }
-        let mut conn = self.world.admin();
-        let any = match rotabloom::AnyFilter::open(&mut conn, &name(f)) {
-            Ok(a) => a,
-            Err(e) => return fail(format!("the filter cannot be opened: {e}")),
+        // The model's own read; a connection killed by the step's fault
+        // is tried again.
+        let mut last = String::new();
+        let mut got = None;
+        for _ in 0..20 {
+            let mut conn = self.world.admin();
+            match rotabloom::AnyFilter::open(&mut conn, &name(f)).and_then(|a| a.info(&mut conn)) {
+                Ok(info) => {
+                    got = Some(info);
+                    break;
+                }
+                Err(e) if e.is_retryable() && self.hazards.lossy => last = e.to_string(),
+                Err(e) => return fail(format!("the filter cannot be read: {e}")),
+            }
+        }
+        let Some(info) = got else {
+            return fail(format!("the filter cannot be read: {last}"));
         };
-        let info = any.info(&mut conn).map_err(|e| format!("info: {e}"))?;
         let real: Vec<u64> = info.generations.iter().map(|g| g.count).collect();
         if m.spec.shape == Shape::Expanding {
             m.sync_growth(real.len(), self.hazards.converting)?;
@@ -574,7 +674,7 @@ impl Run {
             // Every caller opened its handle just before: one rotates.
             None => 1,
         };
-        if done != owed && !self.hazards.lossy {
+        if done != owed && !self.hazards.lossy && !m.damaged {
             return fail(format!("{done} rotations, {owed} owed"));
         }
         for _ in 0..done {
@@ -678,11 +778,15 @@ impl Run {
             .error_rate(0.01)
             .adopt_legacy(
                 &mut conn,
+                // Short item texts hash into the bitmap's first bytes,
+                // which adoption takes for a wrong BLOOMFILTER_BIT unless
+                // items known to be in it say otherwise.
                 Legacy::ScrapyRedisBloomfilter {
                     key,
                     bit: LEGACY_BIT,
                     hashes: LEGACY_HASHES,
-                },
+                }
+                .verify(items.iter().map(|&i| item(i))),
             );
         match (r, self.model(f).is_some()) {
             (Ok(_), false) => {
@@ -784,6 +888,33 @@ impl Run {
                     }
                 }
             }
+            // The next step's connections are killed while it runs.
+            Fault::KillConnections => self.pending = Some(fault),
+            Fault::DeleteFence { f } => {
+                let _: () = redis::cmd("DEL")
+                    .arg(format!("rotabloom:{{{}}}:fence", name(f)))
+                    .query(&mut conn)
+                    .map_err(|e| e.to_string())?;
+            }
+            Fault::CorruptCount { f } => {
+                let Some(m) = self.model.filters[f as usize].as_mut() else {
+                    return Ok(());
+                };
+                let seq = self
+                    .world
+                    .any(f)
+                    .ok()
+                    .and_then(|a| a.generations().get(m.decider()).map(|g| g.seq));
+                if let Some(seq) = seq {
+                    let _: () = redis::cmd("HSET")
+                        .arg(format!("rotabloom:{{{}}}:meta", name(f)))
+                        .arg(format!("gen.{seq}.count"))
+                        .arg("lots")
+                        .query(&mut conn)
+                        .map_err(|e| e.to_string())?;
+                    m.damaged = true;
+                }
+            }
             Fault::KillCli { f } => {
                 let items: Vec<u32> = (0..400).map(|i| self.fresh + i).collect();
                 self.fresh += 400;
@@ -799,6 +930,159 @@ impl Run {
             }
         }
         Ok(())
+    }
+
+    /// A `rotabloom filter` run with the filter changed in its middle:
+    /// lines of the second part that it did not print must be in the
+    /// filter (it said "seen"), whatever it saw in the first part.
+    fn stream(
+        &mut self,
+        f: u8,
+        first: &[u32],
+        midway: Midway,
+        second: &[u32],
+    ) -> Result<(), String> {
+        let Some(pre) = self.model(f).cloned() else {
+            return Ok(());
+        };
+        if pre.damaged || (pre.spec.store == Store::Module && self.world.module.is_none()) {
+            return Ok(());
+        }
+        let spec = pre.spec;
+        // A fresh line ends the first part: its answer marks, in the
+        // output, where the change came.
+        let marker = self.fresh;
+        self.fresh += 1;
+        let mut first = first.to_vec();
+        first.push(marker);
+        let first = &first[..];
+        let mut midway_error = None;
+        // The re-created filter as it was made: its generations' capacities
+        // and period, read before the second part writes to it.
+        let mut made: Option<(Vec<u64>, i64)> = None;
+        let (printed, code, stderr) = {
+            let world = &self.world;
+            world.stream(f, first, second, || {
+                let r = match (midway, spec.shape) {
+                    // N manual rotations: every generation new.
+                    (Midway::EmptyWindow, Shape::Circular { n, .. }) => (0..n)
+                        .map(|_| world.rotate(f, 1).into_iter().next())
+                        .find_map(|r| match r {
+                            Some(Err(e)) => Some(Err(e.to_string())),
+                            _ => None,
+                        })
+                        .unwrap_or(Ok(())),
+                    (Midway::Recreate, _) => world
+                        .any(f)
+                        .and_then(|a| a.drop(&mut world.admin()))
+                        .map_err(|e| e.to_string())
+                        .and_then(|_| {
+                            let mut w = world.admin();
+                            crate::world::create_on(&mut w, f, &spec).map_err(|e| e.to_string())
+                        })
+                        .and_then(|()| {
+                            let info = world
+                                .any(f)
+                                .and_then(|a| a.info(&mut world.admin()))
+                                .map_err(|e| e.to_string())?;
+                            made = Some((
+                                info.generations.iter().map(|g| g.capacity).collect(),
+                                info.fields
+                                    .get("period")
+                                    .and_then(|p| p.parse().ok())
+                                    .unwrap_or(0),
+                            ));
+                            Ok(())
+                        }),
+                    _ => world
+                        .any(f)
+                        .and_then(|a| a.clear(&mut world.admin()))
+                        .map_err(|e| e.to_string()),
+                };
+                midway_error = r.err();
+            })
+        };
+        if let Some(e) = midway_error {
+            return fail(format!("midway: {e}"));
+        }
+        if std::env::var("ROTABLOOM_MODEL_TRACE").is_ok() {
+            eprintln!(
+                "trace: stream {midway:?}: exit {code}, printed {} of {}+{}: {stderr}",
+                printed.len(),
+                first.len(),
+                second.len()
+            );
+        }
+        if code != 0 && code != 3 {
+            return fail(format!("`filter` exited {code}: {}", stderr.trim()));
+        }
+        // The lines printed after the marker are the second part's new
+        // ones, in input order. A marker not printed (a false positive,
+        // or a run that stopped) leaves the second part unknown.
+        let after = printed
+            .iter()
+            .position(|&i| i == marker)
+            .map(|at| &printed[at + 1..]);
+        let mut second_printed = Vec::with_capacity(second.len());
+        let mut out = after.unwrap_or(&[]).iter().peekable();
+        for &it in second {
+            let hit = out.peek() == Some(&&it);
+            if hit {
+                out.next();
+            }
+            second_printed.push(hit);
+        }
+        if out.next().is_some() {
+            return fail("`filter` printed lines out of input order");
+        }
+        let code = if after.is_none() { -1 } else { code };
+        let mut once = BTreeSet::new();
+        for (&it, &p) in second.iter().zip(&second_printed) {
+            if p && !once.insert(it) {
+                return fail(format!("`filter` printed item {it} twice after the change"));
+            }
+        }
+        // The filter after the change: empty, then the second part.
+        let mut m = pre.clone();
+        match midway {
+            Midway::Recreate => {
+                let (caps, period) = made.take().unwrap_or_default();
+                m = MFilter::new(spec, caps, period);
+                self.reborn[f as usize] = true;
+            }
+            _ => {
+                m.clear();
+            }
+        }
+        // What the second part left: a line printed is new, a line not
+        // printed was "seen", so it must read present now.
+        if code == 0 {
+            let lines: Vec<String> = second.iter().map(|&i| item(i)).collect();
+            let found = self
+                .world
+                .any(f)
+                .and_then(|a| a.contains_many(&mut self.world.admin(), &lines))
+                .map_err(|e| e.to_string())?;
+            for (&it, &present) in second.iter().zip(&found) {
+                if !present {
+                    return fail(format!(
+                        "`filter` answered line {} of the second part seen, but the filter does not hold it",
+                        item(it)
+                    ));
+                }
+            }
+        }
+        for (&it, &p) in second.iter().zip(&second_printed) {
+            match (p, code) {
+                (true, _) => m.changed(it),
+                (false, 0) => m.unchanged(it, true),
+                _ => m.unknown(it),
+            }
+        }
+        self.model.filters[f as usize] = Some(m);
+        // The first part's lines printed before the change were counted in
+        // generations the change emptied; counts are the second part's.
+        self.counts(f)
     }
 
     /// The key of block 0 of filter `f`'s deciding generation.
@@ -916,8 +1200,20 @@ impl Run {
             else {
                 return fail(format!("a key no filter names: {key}"));
             };
+            // A block of an instance being created or restored that died
+            // halfway: it has a lease, and lapses.
+            let mut leased = || -> bool {
+                rest.starts_with("gen:")
+                    && redis::cmd("PTTL")
+                        .arg(&key)
+                        .query::<i64>(&mut conn)
+                        .is_ok_and(|t| t > 0 && t <= 15 * 60 * 1000)
+            };
             let Some((uid, gens, next)) = metas.get(n) else {
                 if std::env::var("TMP_TOLERATE_DONE").is_ok() && rest.starts_with("done:") {
+                    continue;
+                }
+                if leased() {
                     continue;
                 }
                 return fail(format!("a key of filter {n}, which does not exist: {key}"));
@@ -933,7 +1229,7 @@ impl Run {
                     .and_then(|(s, _)| s.parse::<u64>().ok())
                     .is_some_and(|s| gens.contains(&s) || s >= *next),
             };
-            if !ok {
+            if !ok && !leased() {
                 return fail(format!("a key FORMAT.md §5 does not name: {key}"));
             }
         }
@@ -963,6 +1259,36 @@ fn write_legacy(conn: &mut redis::Connection, key: &str, items: &[u32]) {
         }
     }
     let _: () = pipe.query(conn).unwrap();
+}
+
+/// Whether `call` takes the guarded transaction (as the library plans it):
+/// a library call of 16 items or more that allows transactions, on a
+/// filter whose operation a transaction can express.
+fn takes_transaction(m: &MFilter, call: &Call) -> bool {
+    let allowed = match call.protocol {
+        Protocol::Script => false,
+        Protocol::Transaction => true,
+        // A batch with a record takes the script; a query is no batch.
+        Protocol::Idempotent => call.op == Op::Contains,
+    };
+    let expressible = match call.op {
+        Op::Contains => true,
+        Op::Insert => m.spec.shape != Shape::Expanding,
+        Op::CheckAndInsert => {
+            m.spec.shape != Shape::Expanding
+                && !matches!(m.spec.shape, Shape::Circular { newest: false, .. })
+        }
+    };
+    call.runner != Runner::Cli && allowed && call.items.len() >= 16 && expressible
+}
+
+/// Whether `call` may turn a full base filter into an expanding one: a
+/// write with `when_full = expand` through a handle that follows a change
+/// of kind (opened by name; the command line always is).
+fn converts(call: &Call) -> bool {
+    call.full == Full::Grow
+        && call.op != Op::Contains
+        && (call.by_name || call.runner == Runner::Cli)
 }
 
 #[cfg(test)]

@@ -84,8 +84,21 @@ pub struct Call {
     /// Frozen generations mirrored in memory.
     pub mirror: bool,
     pub full: Full,
+    /// Connects as a user the server does not allow `WATCH`: a guarded
+    /// transaction must then be refused, loudly.
+    pub no_watch: bool,
     /// Item ids, repeats included.
     pub items: Vec<u32>,
+}
+
+/// What happens to a filter in the middle of a `rotabloom filter` run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Midway {
+    Clear,
+    /// Rotations enough to empty a circular window (else a clear).
+    EmptyWindow,
+    /// Dropped and created again with the same spec.
+    Recreate,
 }
 
 /// Faults, between steps or during one.
@@ -109,6 +122,12 @@ pub enum Fault {
     /// A `rotabloom filter` process killed with SIGKILL after it printed
     /// its first answers.
     KillCli { f: u8 },
+    /// Every client connection killed (`CLIENT KILL TYPE normal`).
+    KillConnections,
+    /// Filter `f`'s fence deleted (scripts and guards make it again).
+    DeleteFence { f: u8 },
+    /// A count of filter `f`'s deciding generation overwritten with text.
+    CorruptCount { f: u8 },
 }
 
 /// One step of a sequence.
@@ -162,6 +181,14 @@ pub enum Step {
     /// Fresh items queried: the false-positive rate within its bound.
     Probe {
         f: u8,
+    },
+    /// One `rotabloom filter` run fed `first`, then, once those are in the
+    /// filter, `midway` happens, then it is fed `second`.
+    Stream {
+        f: u8,
+        first: Vec<u32>,
+        midway: Midway,
+        second: Vec<u32>,
     },
 }
 
@@ -277,6 +304,7 @@ impl Generator {
             by_name: self.rng.chance(0.5),
             mirror: self.rng.chance(0.4),
             full,
+            no_watch: runner != Runner::Cli && self.rng.chance(0.05),
             items: self.items(capacity),
         }
     }
@@ -400,13 +428,38 @@ impl Generator {
                 let (f, _) = self.existing()?;
                 Some(Step::Probe { f })
             }
+            90..=92 => {
+                let (f, spec) = self.existing()?;
+                let first = self.items(spec.capacity);
+                // Repeats of the first half, and fresh lines.
+                let mut second: Vec<u32> = first.iter().copied().take(50).collect();
+                second.extend(self.items(spec.capacity).into_iter().take(50));
+                let midway = match self.rng.below(3) {
+                    0 => Midway::Clear,
+                    1 => Midway::EmptyWindow,
+                    _ => Midway::Recreate,
+                };
+                Some(Step::Stream {
+                    f,
+                    first,
+                    midway,
+                    second,
+                })
+            }
             _ if faults => Some(Step::Fault(self.fault()?)),
             _ => None,
         }
     }
 
     fn fault(&mut self) -> Option<Fault> {
-        Some(match self.rng.below(8) {
+        Some(match self.rng.below(11) {
+            8 => Fault::KillConnections,
+            9 => Fault::DeleteFence {
+                f: self.existing()?.0,
+            },
+            10 => Fault::CorruptCount {
+                f: self.existing()?.0,
+            },
             0 | 1 => Fault::LoseReplies {
                 every: 1 + self.rng.below(6) as u32,
                 budget: 1 + self.rng.below(4) as u32,

@@ -103,11 +103,30 @@ pub enum Outcome {
     },
 }
 
-/// One client: its own connections, and handles kept across steps.
+/// One client: its own connections (as the default user, and as the user
+/// refused `WATCH`), and handles kept across steps.
 #[derive(Default)]
 struct Client {
     conn: Option<redis::Connection>,
-    handles: HashMap<(u8, bool, bool), Handle>,
+    no_watch: Option<redis::Connection>,
+    handles: HashMap<(u8, bool, bool, bool), Handle>,
+}
+
+/// The user the server refuses `WATCH` (and only that).
+const NO_WATCH: &str = "nowatch";
+
+fn add_users(conn: &mut redis::Connection) {
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg(NO_WATCH)
+        .arg("on")
+        .arg(">pw")
+        .arg("~*")
+        .arg("&*")
+        .arg("+@all")
+        .arg("-watch")
+        .query(conn)
+        .unwrap();
 }
 
 pub struct World {
@@ -130,6 +149,7 @@ fn server(module: Option<&str>) -> RedisServer {
 impl World {
     pub fn new(module: Option<String>) -> World {
         let server = server(module.as_deref());
+        add_users(&mut server.connection());
         let proxy = Proxy::start(server.port());
         World {
             server,
@@ -159,53 +179,33 @@ impl World {
     pub fn reconnect_all(&mut self) {
         for c in &mut self.clients {
             c.conn = None;
+            c.no_watch = None;
         }
     }
 
     /// The server restarted without persistence.
     pub fn restart(&mut self) {
         self.server.restart();
+        add_users(&mut self.server.connection());
         self.reconnect_all();
     }
 
-    fn connect(&self) -> redis::RedisResult<redis::Connection> {
-        redis::Client::open(self.url())?.get_connection()
+    fn url_of(&self, no_watch: bool) -> String {
+        match no_watch {
+            true => self
+                .url()
+                .replace("redis://", &format!("redis://{NO_WATCH}:pw@")),
+            false => self.url(),
+        }
+    }
+
+    fn connect_as(&self, no_watch: bool) -> redis::RedisResult<redis::Connection> {
+        redis::Client::open(self.url_of(no_watch))?.get_connection()
     }
 
     /// Creates filter `f` as `spec`.
     pub fn create(&mut self, f: u8, spec: &Spec) -> rotabloom::Result<()> {
-        let mut conn = self.admin();
-        let backend = match spec.store {
-            Store::Bitmap => Backend::Bitmap,
-            Store::Module => Backend::RedisBloom,
-        };
-        let n = name(f);
-        match spec.shape {
-            Shape::Bloom => BloomFilter::builder(&n)
-                .capacity(spec.capacity)
-                .error_rate(spec.error_rate)
-                .backend(backend)
-                .create_or_open(&mut conn)
-                .map(|_| ()),
-            Shape::Expanding => ExpandingFilter::builder(&n)
-                .capacity(spec.capacity)
-                .error_rate(spec.error_rate)
-                .backend(backend)
-                .create_or_open(&mut conn)
-                .map(|_| ()),
-            Shape::Circular { n: gens, newest } => CircularFilter::builder(&n)
-                .generations(gens)
-                .mode(match newest {
-                    true => Mode::InsertNewestQueryAll,
-                    false => Mode::InsertAllQueryOldest,
-                })
-                .capacity(spec.capacity)
-                .error_rate(spec.error_rate)
-                .schedule("1h")
-                .backend(backend)
-                .create_or_open(&mut conn)
-                .map(|_| ()),
-        }?;
+        create_on(&mut self.admin(), f, spec)?;
         self.shapes[f as usize] = Some(spec.shape);
         Ok(())
     }
@@ -296,7 +296,7 @@ impl World {
         f: u8,
         call: &Call,
     ) -> rotabloom::Result<Handle> {
-        let key = (f, call.by_name, call.mirror);
+        let key = (f, call.by_name, call.mirror, call.no_watch);
         if let Some(h) = client.handles.get(&key) {
             return Ok(h.clone().configured(call));
         }
@@ -307,19 +307,23 @@ impl World {
     }
 
     fn run_lib(&self, client: &mut Client, f: u8, call: &Call) -> rotabloom::Result<Vec<bool>> {
-        let mut conn = match client.conn.take() {
+        let slot = match call.no_watch {
+            true => &mut client.no_watch,
+            false => &mut client.conn,
+        };
+        let mut conn = match slot.take() {
             Some(c) => c,
-            None => self.connect()?,
+            None => self.connect_as(call.no_watch)?,
         };
         let h = self.handle(client, &mut conn, f, call)?;
         let items: Vec<String> = call.items.iter().map(|&i| item(i)).collect();
         let result = match call.runner {
             Runner::Async => self.rt.block_on(async {
-                let mut a = redis::Client::open(self.url())?
+                let mut a = redis::Client::open(self.url_of(call.no_watch))?
                     .get_multiplexed_async_connection()
                     .await?;
                 data_async(&h, &mut a, call, &items, || {
-                    let url = self.url();
+                    let url = self.url_of(call.no_watch);
                     async move {
                         redis::Client::open(url)?
                             .get_multiplexed_async_connection()
@@ -328,11 +332,16 @@ impl World {
                 })
                 .await
             }),
-            _ => data_sync(&h, &mut conn, call, &items, || self.connect()),
+            _ => data_sync(&h, &mut conn, call, &items, || {
+                self.connect_as(call.no_watch)
+            }),
         };
         // A connection that failed is not reused.
         if !matches!(&result, Err(e) if e.is_retryable()) {
-            client.conn = Some(conn);
+            match call.no_watch {
+                true => client.no_watch = Some(conn),
+                false => client.conn = Some(conn),
+            }
         }
         result
     }
@@ -405,6 +414,76 @@ impl World {
         let _ = child.wait();
         let _ = writer.join();
         printed
+    }
+
+    /// One `rotabloom filter` run (a batch per line, two in flight): fed
+    /// `first`; once every item of `first` is in the filter (or the run
+    /// ended), `midway` runs; then fed `second`. Returns what it printed,
+    /// its exit code and its standard error.
+    pub fn stream(
+        &self,
+        f: u8,
+        first: &[u32],
+        second: &[u32],
+        midway: impl FnOnce(),
+    ) -> (Vec<u32>, i32, String) {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rotabloom"))
+            .args([
+                "--redis",
+                &self.url(),
+                "--in-flight",
+                "2",
+                "filter",
+                &name(f),
+                "--batch",
+                "1",
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut out = child.stdout.take().unwrap();
+        let mut err = child.stderr.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut out, &mut s);
+            s
+        });
+        let errors = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut err, &mut s);
+            s
+        });
+        let text = |ids: &[u32]| ids.iter().map(|&i| item(i) + "\n").collect::<String>();
+        let _ = stdin.write_all(text(first).as_bytes());
+        let _ = stdin.flush();
+        // Waits on the filter itself: every line of the first part in it.
+        let wanted: Vec<String> = first.iter().map(|&i| item(i)).collect();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::time::Instant::now() < deadline {
+            let done = self
+                .any(f)
+                .and_then(|a| a.contains_many(&mut self.admin(), &wanted))
+                .map(|p| p.iter().all(|&x| x))
+                .unwrap_or(true);
+            if done || child.try_wait().ok().flatten().is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        midway();
+        let _ = stdin.write_all(text(second).as_bytes());
+        drop(stdin);
+        let status = child.wait().unwrap();
+        let printed = reader
+            .join()
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix('i')?.parse().ok())
+            .collect();
+        (printed, status.code().unwrap_or(-1), errors.join().unwrap())
     }
 
     /// Opens filter `f` by name on a direct connection.
@@ -549,5 +628,40 @@ where
             each!(h, f => f.check_and_insert_async(conn, &items[0]).await.map(|x| vec![x]))
         }
         _ => each!(h, f => f.check_and_insert_many_async(conn, items).await),
+    }
+}
+
+/// Creates filter `f` as `spec` on `conn`.
+pub fn create_on(conn: &mut redis::Connection, f: u8, spec: &Spec) -> rotabloom::Result<()> {
+    let backend = match spec.store {
+        Store::Bitmap => Backend::Bitmap,
+        Store::Module => Backend::RedisBloom,
+    };
+    let n = name(f);
+    match spec.shape {
+        Shape::Bloom => BloomFilter::builder(&n)
+            .capacity(spec.capacity)
+            .error_rate(spec.error_rate)
+            .backend(backend)
+            .create_or_open(conn)
+            .map(|_| ()),
+        Shape::Expanding => ExpandingFilter::builder(&n)
+            .capacity(spec.capacity)
+            .error_rate(spec.error_rate)
+            .backend(backend)
+            .create_or_open(conn)
+            .map(|_| ()),
+        Shape::Circular { n: gens, newest } => CircularFilter::builder(&n)
+            .generations(gens)
+            .mode(match newest {
+                true => Mode::InsertNewestQueryAll,
+                false => Mode::InsertAllQueryOldest,
+            })
+            .capacity(spec.capacity)
+            .error_rate(spec.error_rate)
+            .schedule("1h")
+            .backend(backend)
+            .create_or_open(conn)
+            .map(|_| ()),
     }
 }
