@@ -105,10 +105,12 @@ fn an_acl_refusal_names_the_command() {
         denied("evalsha", false)
     );
     // A command a script calls: Redis 7.0 does not name it, its line does.
+    // (`add` then says what of its input was done.)
     let no_bitfield = user("nobitfield", "-bitfield");
-    assert_eq!(
-        line(&run(&no_bitfield, &["add", "f", "a"]), 3),
-        denied("bitfield", true)
+    let said = line(&run(&no_bitfield, &["add", "f", "a"]), 3);
+    assert!(
+        said.starts_with(&format!("{}; ", denied("bitfield", true))),
+        "{said}"
     );
 }
 
