@@ -64,6 +64,44 @@ impl AnyFilter {
             .map(CircularFilter::from_core)
     }
 
+    /// Removes the keys left under filter `name` when no filter of that
+    /// name exists: the blocks a drop interrupted after its first step left
+    /// in the trash list, and every other key matching
+    /// [`Keys::pattern`](crate::Keys::pattern) (records of idempotent
+    /// batches), but blocks with a time to live, which belong to a
+    /// creation or a restore in progress and expire on their own if it
+    /// never finishes. Returns how many
+    /// keys it removed; 0 means nothing was left. A drop does the same as
+    /// its last steps: this is for a name whose drop was interrupted,
+    /// when there is no handle to drop any more.
+    ///
+    /// When a filter of that name exists, nothing of it is touched but the
+    /// blocks in its trash list (generations its rotations dropped), which
+    /// any rotation deletes too.
+    ///
+    /// ```no_run
+    /// let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+    /// let removed = rotabloom::AnyFilter::remove_leftovers(&mut conn, "crawl")?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn remove_leftovers<C: redis::ConnectionLike + ?Sized>(
+        conn: &mut C,
+        name: &str,
+    ) -> crate::Result<u64> {
+        let keys = crate::Keys::new(crate::FilterName::existing(name)?);
+        crate::exec::run(conn, crate::engine::trash::leftovers(keys), None)
+    }
+
+    #[cfg(feature = "async")]
+    /// Async [`remove_leftovers`](Self::remove_leftovers).
+    pub async fn remove_leftovers_async<C: redis::aio::ConnectionLike + Send>(
+        conn: &mut C,
+        name: &str,
+    ) -> crate::Result<u64> {
+        let keys = crate::Keys::new(crate::FilterName::existing(name)?);
+        crate::exec::run_async(conn, crate::engine::trash::leftovers(keys), None).await
+    }
+
     fn typed(&self, kind: Kind, codec: Codec) -> Option<crate::engine::Core> {
         (self.kind() == kind).then(|| {
             let mut core = self.core.clone();

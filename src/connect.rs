@@ -42,10 +42,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// How long opening a connection may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long one reply may take (a big batch on a slow server).
-const RESPONSE_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long opening a connection may take, by default.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one reply may take, by default (a big batch on a slow server).
+pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(120);
 const REDIS_PORT: u16 = 6379;
 const SENTINEL_PORT: u16 = 26379;
 
@@ -144,6 +144,8 @@ pub struct Target {
     certs: Option<TlsCertificates>,
     shown: String,
     secrets: Secrets,
+    connect_timeout: Duration,
+    response_timeout: Duration,
 }
 
 impl fmt::Display for Target {
@@ -206,6 +208,8 @@ impl Target {
             certs,
             shown: crate::redact_urls(url),
             secrets,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            response_timeout: DEFAULT_RESPONSE_TIMEOUT,
         };
         if target.insecure {
             if let Deployment::Standalone(info) = &target.deployment {
@@ -221,6 +225,33 @@ impl Target {
             }
         }
         Ok(target)
+    }
+
+    /// How long opening a connection may take (the server answering its
+    /// first command included: a server that accepts and never answers is
+    /// [`Error::TimedOut`](crate::Error::TimedOut) after `connect`), and how
+    /// long one reply may take afterwards (else a retryable error). Both
+    /// at least a millisecond; the defaults are
+    /// [`DEFAULT_CONNECT_TIMEOUT`] and [`DEFAULT_RESPONSE_TIMEOUT`].
+    ///
+    /// ```
+    /// use rotabloom::connect::{Target, TlsOptions};
+    /// use std::time::Duration;
+    /// let t = Target::parse("redis://127.0.0.1:6379", TlsOptions::default())
+    ///     .unwrap()
+    ///     .with_timeouts(Duration::from_secs(2), Duration::from_secs(30));
+    /// assert_eq!(t.timeouts(), (Duration::from_secs(2), Duration::from_secs(30)));
+    /// ```
+    pub fn with_timeouts(mut self, connect: Duration, response: Duration) -> Target {
+        let least = Duration::from_millis(1);
+        self.connect_timeout = connect.max(least);
+        self.response_timeout = response.max(least);
+        self
+    }
+
+    /// The connect and response timeouts.
+    pub fn timeouts(&self) -> (Duration, Duration) {
+        (self.connect_timeout, self.response_timeout)
     }
 
     /// `standalone`, `cluster` or `sentinel`.
@@ -256,6 +287,11 @@ impl Target {
     }
 
     fn client(&self, info: ConnectionInfo) -> RedisResult<Client> {
+        // No `CLIENT SETINFO` when connecting: a server that never answers
+        // would make each of its two replies wait the whole connect
+        // timeout; the connection's first command is `PING` instead.
+        let settings = info.redis_settings().clone().set_skip_set_lib_name();
+        let info = info.set_redis_settings(settings);
         match &self.certs {
             Some(certs) => Client::build_with_tls(info, certs.clone()),
             None => Client::open(info),
@@ -265,8 +301,8 @@ impl Target {
     #[cfg(feature = "cluster")]
     fn cluster_client(&self, nodes: &[ConnectionInfo]) -> RedisResult<ClusterClient> {
         let mut b = ClusterClientBuilder::new(nodes.to_vec())
-            .connection_timeout(CONNECT_TIMEOUT)
-            .response_timeout(RESPONSE_TIMEOUT);
+            .connection_timeout(self.connect_timeout)
+            .response_timeout(self.response_timeout);
         if let Some(mode) = self.tls_mode() {
             b = b.tls(mode);
         }
@@ -326,17 +362,36 @@ impl Target {
     }
 
     /// The error of a connection that could not be opened: one line,
-    /// without credentials.
+    /// without credentials, saying why in words (authentication, not a
+    /// Redis server, timed out...).
     fn failed(&self, e: &redis::RedisError) -> crate::Error {
-        let reason = e
-            .to_string()
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
+        if e.is_timeout() {
+            return crate::Error::TimedOut {
+                target: self.shown.clone(),
+                after: self.connect_timeout,
+            };
+        }
+        let reason = crate::error::plain(e).unwrap_or_else(|| e.to_string());
+        let reason = reason.split_whitespace().collect::<Vec<_>>().join(" ");
         crate::Error::Connect {
             target: self.shown.clone(),
             reason: self.secrets.redact(&reason),
         }
+    }
+
+    /// A connection's first command, with the connect timeout: `PONG`
+    /// proves a Redis server that lets this client in. An error reply that
+    /// only a Redis server gives (an ACL without `PING`, a server still
+    /// loading) is no reason to refuse the connection.
+    fn ping(&self, conn: &mut redis::Connection) -> RedisResult<()> {
+        conn.set_read_timeout(Some(self.connect_timeout))?;
+        conn.set_write_timeout(Some(self.connect_timeout))?;
+        check_pong(redis::ConnectionLike::req_command(
+            conn,
+            &redis::cmd("PING"),
+        ))?;
+        conn.set_read_timeout(Some(self.response_timeout))?;
+        conn.set_write_timeout(Some(self.response_timeout))
     }
 
     /// The error of a deployment this build was compiled without.
@@ -353,9 +408,8 @@ impl Target {
     /// Opens a blocking connection.
     pub fn connect(&self) -> Result<Connection, crate::Error> {
         let single = |client: Client| -> RedisResult<Connection> {
-            let conn = client.get_connection_with_timeout(CONNECT_TIMEOUT)?;
-            conn.set_read_timeout(Some(RESPONSE_TIMEOUT))?;
-            conn.set_write_timeout(Some(RESPONSE_TIMEOUT))?;
+            let mut conn = client.get_connection_with_timeout(self.connect_timeout)?;
+            self.ping(&mut conn)?;
             Ok(Connection::Single(conn))
         };
         let conn = match &self.deployment {
@@ -376,8 +430,8 @@ impl Target {
     #[cfg(feature = "async")]
     pub async fn connect_async(&self) -> Result<AsyncConnection, crate::Error> {
         let config = redis::AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(CONNECT_TIMEOUT))
-            .set_response_timeout(Some(RESPONSE_TIMEOUT));
+            .set_connection_timeout(Some(self.connect_timeout))
+            .set_response_timeout(Some(self.response_timeout));
         let conn = match &self.deployment {
             Deployment::Standalone(info) => match self.client(info.clone()) {
                 Ok(c) => c
@@ -407,7 +461,13 @@ impl Target {
                 }
             }
         };
-        conn.map_err(|e| self.failed(&e))
+        let mut conn = conn.map_err(|e| self.failed(&e))?;
+        if let AsyncConnection::Single(c) = &mut conn {
+            // The response timeout of the connection bounds the PING.
+            let pong = redis::aio::ConnectionLike::req_packed_command(c, &redis::cmd("PING")).await;
+            check_pong(pong).map_err(|e| self.failed(&e))?;
+        }
+        Ok(conn)
     }
 }
 
@@ -644,6 +704,11 @@ impl Connection {
                     )?,
                     (c, _) => redis::ConnectionLike::req_command(c, &cmd)?,
                 };
+                // An error reply (NOAUTH, NOPERM...) is the error, not a
+                // reply of the wrong shape.
+                if let Value::ServerError(e) = reply {
+                    return Err(e.into());
+                }
                 let (next, batch): (u64, Vec<Vec<u8>>) = redis::from_redis_value(reply)?;
                 keys.extend(batch);
                 if next == 0 {
@@ -653,6 +718,23 @@ impl Connection {
             }
         }
         Ok(keys)
+    }
+}
+
+/// `Ok` for `PONG`, or an error reply only a Redis server gives; the
+/// error for anything else: no password given, or a server that does not
+/// speak Redis (an echo, an HTTP server...).
+fn check_pong(reply: RedisResult<Value>) -> RedisResult<()> {
+    match reply {
+        Ok(Value::SimpleString(s)) if s == "PONG" => Ok(()),
+        Ok(Value::ServerError(e)) => check_pong(Err(e.into())),
+        Err(e) if e.code() == Some("NOAUTH") || e.code().is_none() => Err(e),
+        Err(_) => Ok(()),
+        Ok(_) => Err(redis::RedisError::from((
+            redis::ErrorKind::Parse,
+            "not a Redis server",
+            "it answered PING with something else than PONG".to_string(),
+        ))),
     }
 }
 

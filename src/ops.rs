@@ -38,8 +38,15 @@ pub(crate) fn clear(core: &Core) -> impl Machine<Output = ()> + Send {
     probed(core, m)
 }
 
+/// The drop script, then what it leaves: the blocks in the trash and
+/// every key still under the name (records of idempotent batches...).
+/// The leftovers are removed even when the filter was gone already: a
+/// drop interrupted after its script is finished by the next one.
 pub(crate) fn drop_filter(core: &Core) -> impl Machine<Output = bool> + Send {
-    probed(core, WholeMachine::new(core.clone(), Which::Drop))
+    let keys = core.keys.clone();
+    let m = WholeMachine::new(core.clone(), Which::Drop)
+        .then(move |there| Ok(crate::engine::trash::leftovers(keys).map(move |_| Ok(there))));
+    probed(core, m)
 }
 
 pub(crate) fn info(core: &Core) -> impl Machine<Output = crate::Info> + Send {

@@ -108,6 +108,14 @@ impl Schedule {
             }
             _ => {}
         }
+        // A schedule is stored as text, its origin in RFC 3339, whose
+        // years have four digits.
+        if !(0..=9999).contains(&origin.year()) {
+            return Err(invalid(format!(
+                "the origin's year {} is not 0 to 9999, which RFC 3339 writes",
+                origin.year()
+            )));
+        }
         // The text form keeps whole seconds; so does the schedule, or a
         // stored schedule would not be the one created.
         let origin = origin.with_nanosecond(0).unwrap_or(origin);
@@ -677,9 +685,15 @@ mod tests {
             (3660 * 86_400, DateTime::<Utc>::MIN_UTC),
             (3660 * 86_400, DateTime::<Utc>::MAX_UTC),
         ] {
-            all.push(
-                Schedule::with(Every::Interval(Duration::seconds(secs)), utc, origin).unwrap(),
-            );
+            // Past what `with` accepts (RFC 3339's years), but the
+            // arithmetic holds for every origin chrono can represent.
+            let every = Every::Interval(Duration::seconds(secs));
+            assert!(Schedule::with(every, utc, origin).is_err());
+            all.push(Schedule {
+                every,
+                offset: utc,
+                origin,
+            });
         }
         all
     }

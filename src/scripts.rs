@@ -69,10 +69,11 @@ pub(crate) static PREALLOC: LuaScript = LuaScript::new(include_str!("lua/preallo
 pub(crate) static ALLOC_NEW: LuaScript = LuaScript::new(include_str!("lua/alloc_new.lua"));
 pub(crate) static RESTORE: LuaScript = LuaScript::new(include_str!("lua/restore.lua"));
 pub(crate) static RESTORE_WRITE: LuaScript = LuaScript::new(include_str!("lua/restore_write.lua"));
+pub(crate) static SWEEP: LuaScript = LuaScript::new(include_str!("lua/sweep.lua"));
 
-/// Every script, for tests over all of them.
-#[cfg(test)]
-pub(crate) static ALL: [&LuaScript; 14] = [
+/// Every script: tests go over all of them, and an error names the
+/// command of the line it points to ([`command_at`]).
+pub(crate) static ALL: [&LuaScript; 15] = [
     &LOAD,
     &DATA,
     &CREATE,
@@ -87,11 +88,44 @@ pub(crate) static ALL: [&LuaScript; 14] = [
     &RESTORE,
     &RESTORE_WRITE,
     &ALLOC_NEW,
+    &SWEEP,
 ];
+
+/// The Redis command a script calls on `line` (1-based, as an error's
+/// `@user_script:LINE` counts), for the script whose SHA1 is `sha`.
+pub(crate) fn command_at(sha: &str, line: usize) -> Option<String> {
+    let script = ALL.iter().find(|s| s.sha() == sha)?;
+    let text = script.source.lines().nth(line.checked_sub(1)?)?;
+    let call = text
+        .split("redis.call(")
+        .nth(1)
+        .or_else(|| text.split("redis.pcall(").nth(1))?;
+    let name = call.trim_start().strip_prefix('\'')?.split('\'').next()?;
+    Some(name.to_lowercase())
+}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_line_names_the_command_it_calls() {
+        let line = |script: &LuaScript, needle: &str| {
+            1 + script
+                .source
+                .lines()
+                .position(|l| l.contains(needle))
+                .unwrap()
+        };
+        let scan = line(&SWEEP, "redis.call('SCAN'");
+        assert_eq!(command_at(SWEEP.sha(), scan).as_deref(), Some("scan"));
+        // Line numbers count the prelude of the scripts that have one.
+        let rpush = line(&DROP, "redis.call('RPUSH'");
+        assert!(rpush > include_str!("lua/prelude.lua").lines().count());
+        assert_eq!(command_at(DROP.sha(), rpush).as_deref(), Some("rpush"));
+        assert_eq!(command_at(DROP.sha(), 1), None);
+        assert_eq!(command_at(&"0".repeat(40), scan), None);
+    }
 
     #[test]
     fn eval_form_carries_the_same_arguments() {

@@ -27,6 +27,25 @@ fn cluster_suites() {
     suite::expanding_suite(&mut conn, "csync", &keys);
     suite::circular_suite(&mut conn, "csync", &keys);
 
+    // The records of idempotent batches go with a drop: the sweep runs on
+    // the node of the filter's slot.
+    let f = rotabloom::BloomFilter::builder("recorded")
+        .capacity(1000)
+        .create_or_open(&mut conn)
+        .unwrap();
+    for i in 0..3 {
+        f.idempotent_batch([format!("r{i}")])
+            .check_and_insert(&mut conn)
+            .unwrap();
+    }
+    let records = keys("recorded")
+        .iter()
+        .filter(|k| k.contains(":done:"))
+        .count();
+    assert_eq!(records, 3);
+    assert!(f.drop(&mut conn).unwrap());
+    assert_eq!(keys("recorded"), Vec::<String>::new());
+
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

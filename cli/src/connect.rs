@@ -3,10 +3,13 @@
 use crate::any::{self, AnyFilter};
 use crate::errors::{usage, Fail};
 use rotabloom::config::{Config, FilterDef, RedisUrl, Secrets};
-use rotabloom::connect::{Connection, TlsOptions};
+use rotabloom::connect::{
+    Connection, TlsOptions, DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT,
+};
 use rotabloom::{Error, FilterName, Keys, WaitReplicas, KEY_PREFIX};
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::time::Duration;
 
 const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
@@ -28,6 +31,8 @@ pub struct Ctx {
     mirror_bytes: u64,
     /// Batches in flight at once (`filter`, `add`, `load`).
     pub in_flight: usize,
+    /// How long to wait to connect, and for each reply.
+    timeouts: (Duration, Duration),
 }
 
 /// The flags about surviving failures: replicas to wait for, reconnections.
@@ -36,6 +41,8 @@ pub struct Durability {
     pub wait_timeout_ms: Option<u64>,
     pub retries: u32,
     pub when_full: Option<rotabloom::WhenFull>,
+    /// `--timeout`: how long to wait to connect and for each reply.
+    pub timeout: Option<std::time::Duration>,
 }
 
 impl Ctx {
@@ -82,6 +89,10 @@ impl Ctx {
             retries: durability.retries,
             mirror_bytes: 0,
             in_flight: 1,
+            timeouts: match durability.timeout {
+                Some(t) => (t, t),
+                None => (DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT),
+            },
         })
     }
 
@@ -118,7 +129,10 @@ impl Ctx {
     /// Sentinels name. A failure is one line, exit code 3.
     pub fn connect(&self) -> anyhow::Result<Connection> {
         let url = self.url.clone()?;
-        let target = url.target(self.tls.clone()).map_err(usage)?;
+        let target = url
+            .target(self.tls.clone())
+            .map_err(usage)?
+            .with_timeouts(self.timeouts.0, self.timeouts.1);
         if target.is_insecure() {
             eprintln!(
                 "rotabloom: warning: insecure TLS: the server's certificate is not verified, \
@@ -126,6 +140,28 @@ impl Ctx {
             );
         }
         Ok(target.connect()?)
+    }
+
+    /// `e`, and for a timeout which flag sets how long: the error line
+    /// then says what to change.
+    pub fn explain(&self, e: anyhow::Error) -> anyhow::Error {
+        let hint = e.chain().find_map(|c| match c.downcast_ref::<Error>() {
+            Some(Error::TimedOut { .. }) => {
+                Some("--timeout SECONDS sets how long to wait".to_string())
+            }
+            Some(Error::Redis(r)) if r.inner().is_timeout() => Some(format!(
+                "none came within {} s; --timeout SECONDS sets how long to wait",
+                self.timeouts.1.as_secs_f64()
+            )),
+            _ => None,
+        });
+        match hint {
+            None => e,
+            Some(hint) => anyhow::Error::new(Fail {
+                code: crate::errors::exit_code(&e),
+                message: format!("{}; {hint}", crate::errors::describe(&e, &self.secrets)),
+            }),
+        }
     }
 
     /// The configuration's definition of `name`, if any.
@@ -228,23 +264,53 @@ fn redis_url(from: RedisUrlFrom, config: Option<&Config>) -> Result<RedisUrl, Fa
     }
 }
 
-/// Opens an existing filter, with a hint when it does not exist.
+/// Opens an existing filter, with a hint when it does not exist (the
+/// library's [`Error::NotFound`] stays in the chain: see [`is_gone`]).
 pub fn open(conn: &mut Connection, name: &str) -> anyhow::Result<AnyFilter> {
     match AnyFilter::open(conn, name) {
         Ok(f) => Ok(f),
-        Err(Error::NotFound { .. }) => Err(usage(format!(
+        Err(e @ Error::NotFound { .. }) => Err(anyhow::Error::new(e).context(format!(
             "filter {name:?} does not exist (create it with `rotabloom create`)"
         ))),
         Err(e) => Err(e.into()),
     }
 }
 
-/// The named filters, or every filter in the database when none is named.
-pub fn names_or_all(conn: &mut Connection, names: Vec<String>) -> anyhow::Result<Vec<String>> {
-    if !names.is_empty() {
-        return Ok(names);
+/// Whether `e` says that the filter does not exist (any more).
+pub fn is_gone(e: &anyhow::Error) -> bool {
+    e.chain()
+        .any(|c| matches!(c.downcast_ref::<Error>(), Some(Error::NotFound { .. })))
+}
+
+/// The filters a command goes over: named on its command line, or every
+/// filter found in the database.
+pub struct Names {
+    pub list: Vec<String>,
+    /// Whether the user named them.
+    pub named: bool,
+}
+
+impl Names {
+    /// Whether the error of one filter is no error at all: a filter found
+    /// in the database that was dropped before the command got to it is
+    /// simply not there. A filter the user named must exist.
+    pub fn vanished(&self, e: &anyhow::Error) -> bool {
+        !self.named && is_gone(e)
     }
-    Ok(all_names(conn).map_err(Error::from)?)
+}
+
+/// The named filters, or every filter in the database when none is named.
+pub fn names_or_all(conn: &mut Connection, names: Vec<String>) -> anyhow::Result<Names> {
+    if !names.is_empty() {
+        return Ok(Names {
+            list: names,
+            named: true,
+        });
+    }
+    Ok(Names {
+        list: all_names(conn)?,
+        named: false,
+    })
 }
 
 /// Every filter name in the database (every primary of a cluster): SCAN
@@ -253,7 +319,7 @@ pub fn names_or_all(conn: &mut Connection, names: Vec<String>) -> anyhow::Result
 /// of the hash tag match themselves. The library's `Keys` gives the keys of
 /// one named filter only, so the pattern and the name's place in a key are
 /// spelled here.
-fn all_names(conn: &mut Connection) -> redis::RedisResult<Vec<String>> {
+fn all_names(conn: &mut Connection) -> rotabloom::Result<Vec<String>> {
     let prefix = format!("{KEY_PREFIX}:{{");
     let suffix = "}:meta";
     let pattern = format!("{prefix}*{suffix}");

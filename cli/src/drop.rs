@@ -4,6 +4,7 @@
 use crate::connect::{self, Ctx};
 use crate::errors::usage;
 use crate::Output;
+use rotabloom::AnyFilter;
 use serde_json::json;
 use std::io;
 
@@ -22,14 +23,28 @@ pub fn run(ctx: &Ctx, name: &str, yes: bool, output: Output) -> anyhow::Result<u
         &format!("deletes filter {name:?} and all its data"),
     )?;
     let mut conn = ctx.connect()?;
-    let f = connect::open(&mut conn, name)?;
-    if f.drop(&mut conn)? {
+    let dropped = match connect::open(&mut conn, name) {
+        Ok(f) => f.drop(&mut conn)?,
+        // No filter: maybe a drop was interrupted after its first step,
+        // which leaves blocks and records without metadata; finish it.
+        Err(e) if connect::is_gone(&e) => false,
+        Err(e) => return Err(e),
+    };
+    if dropped {
         let doc = json!({ "name": name, "result": "dropped" });
         output.print(&mut io::stdout(), &format!("{name}: dropped"), &doc, true)?;
-        Ok(0)
-    } else {
-        // Dropped by another process between the open and the drop.
-        Err(usage(format!("filter {name:?} does not exist")))
+        return Ok(0);
+    }
+    // Gone before this drop (another process's, or an interrupted one):
+    // what it left under the name goes now.
+    match AnyFilter::remove_leftovers(&mut conn, name)? {
+        0 => Err(usage(format!("filter {name:?} does not exist"))),
+        n => {
+            let doc = json!({ "name": name, "result": "leftovers_removed", "keys": n });
+            let text = format!("{name}: no such filter; removed {n} keys an interrupted drop left");
+            output.print(&mut io::stdout(), &text, &doc, true)?;
+            Ok(0)
+        }
     }
 }
 

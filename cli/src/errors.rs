@@ -83,13 +83,18 @@ pub fn is_redis(e: &anyhow::Error) -> bool {
 }
 
 /// The error and its causes, each said once (a cause whose text its
-/// parent already includes is left out), on one line.
+/// parent already includes is left out), on one line. The chain ends at
+/// the library's error: its message says all its sources would (in words
+/// where the `redis` crate's text would not, e.g. a read-only replica).
 pub fn describe(e: &anyhow::Error, secrets: &Secrets) -> String {
     let mut parts: Vec<String> = Vec::new();
     for cause in e.chain() {
         let text = cause.to_string();
         if !parts.iter().any(|p| p.contains(&text)) {
             parts.push(text);
+        }
+        if cause.downcast_ref::<Error>().is_some() {
+            break;
         }
     }
     secrets.redact(&parts.join(": ").replace('\n', " "))

@@ -11,7 +11,7 @@ pub fn run(ctx: &Ctx, json: bool) -> anyhow::Result<u8> {
     let mut out = io::stdout().lock();
     if !json {
         // Names only, for `xargs` and loops; `status` has the rest.
-        for name in &names {
+        for name in &names.list {
             writeln!(out, "{name}")?;
         }
         out.flush()?;
@@ -19,9 +19,11 @@ pub fn run(ctx: &Ctx, json: bool) -> anyhow::Result<u8> {
     }
     let mut worst = 0;
     let mut filters = Vec::new();
-    for name in &names {
+    for name in &names.list {
         match connect::open(&mut conn, name) {
             Ok(f) => filters.push(json!({ "name": name, "kind": f.kind() })),
+            // Dropped since the SCAN: not listed.
+            Err(e) if names.vanished(&e) => {}
             Err(e) if is_redis(&e) => return Err(e),
             Err(e) => {
                 let (text, code) = report(&e, ctx.secrets());

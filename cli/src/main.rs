@@ -39,6 +39,7 @@ use rotabloom::config::Secrets;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -169,6 +170,18 @@ struct Cli {
         env = "ROTABLOOM_IN_FLIGHT"
     )]
     in_flight: u32,
+
+    /// How long to wait for Redis, in seconds: to open a connection (the
+    /// server's first answer included) and for each reply. Default: 10 to
+    /// connect, 120 per reply.
+    #[arg(
+        long,
+        global = true,
+        value_name = "SECONDS",
+        value_parser = parse_timeout,
+        env = "ROTABLOOM_TIMEOUT"
+    )]
+    timeout: Option<Duration>,
 
     #[command(subcommand)]
     command: Command,
@@ -399,6 +412,19 @@ impl Output {
     }
 }
 
+/// A timeout in seconds, like `10` or `0.5`: at least a millisecond, at
+/// most a day.
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds like 10 or 0.5"))?;
+    if !(0.001..=86_400.0).contains(&secs) {
+        return Err(format!("{s:?}: a timeout is 0.001 to 86400 seconds"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
 fn parse_now(s: &str) -> Result<DateTime<Utc>, String> {
     DateTime::parse_from_rfc3339(s)
         .map(|t| t.with_timezone(&Utc))
@@ -445,6 +471,7 @@ fn main() -> ExitCode {
         wait_timeout_ms: cli.wait_timeout_ms,
         retries: cli.retries,
         when_full: cli.when_full,
+        timeout: cli.timeout,
     };
     let ctx = match Ctx::new(cli.config.as_deref(), url, tls, durability) {
         Ok(ctx) => ctx
@@ -455,7 +482,7 @@ fn main() -> ExitCode {
     errors::install_panic_hook(ctx.secrets().clone());
     match run(&ctx, cli.command) {
         Ok(code) => ExitCode::from(code),
-        Err(e) => errors::exit(&e, ctx.secrets()),
+        Err(e) => errors::exit(&ctx.explain(e), ctx.secrets()),
     }
 }
 

@@ -138,12 +138,14 @@ fn retryable(e: anyhow::Error) -> anyhow::Result<String> {
 }
 
 /// Why a batch is retried, for the warning: a server that answers
-/// `READONLY` was a primary and is a replica now, which is a failover, not
-/// an error of the user's.
+/// `READONLY` is a replica now, after a failover (reconnecting finds the
+/// primary through Sentinel), or because the URL names a replica.
 fn why(e: &rotabloom::Error) -> String {
     match e {
         rotabloom::Error::Redis(r) if r.inner().code() == Some("READONLY") => {
-            "the server became a replica (failover); reconnecting to the primary".into()
+            "the server is a read-only replica (a failover, or a URL that names a replica); \
+             reconnecting to find the primary"
+                .into()
         }
         e => e.to_string(),
     }

@@ -4,7 +4,7 @@
 use crate::any;
 use crate::connect::{self, Ctx};
 use crate::errors::{report, usage};
-use crate::show::{count, rfc3339, time_ms};
+use crate::show::{count, rfc3339, rfc3339_checked, time_ms, writable};
 use crate::Output;
 use chrono::{DateTime, TimeDelta, TimeZone, Utc};
 use rotabloom::connect::Connection;
@@ -33,14 +33,15 @@ pub fn run(
     if let (Some(now), false) = (now, force) {
         refuse_future(&mut conn, now)?;
     }
-    let explicit = !names.is_empty();
     let names = connect::names_or_all(&mut conn, names)?;
     let mut out = io::stdout().lock();
     let mut worst = 0u8;
-    for name in &names {
-        match rotate_one(ctx, &mut conn, name, explicit, if_due, now) {
+    for name in &names.list {
+        match rotate_one(ctx, &mut conn, name, names.named, if_due, now) {
             Ok(Some(said)) => output.print(&mut out, &said.text, &said.json, said.rotated)?,
             Ok(None) => {}
+            // Dropped since the SCAN: nothing to rotate.
+            Err(e) if names.vanished(&e) => {}
             Err(e) => worst = worst.max(report(&e, ctx.secrets()).1),
         }
     }
@@ -104,6 +105,18 @@ fn rotate_one(
         }
         return Ok(None);
     }
+    // A time the schedule's next rotation after it cannot be written in
+    // RFC 3339 would leave the filter saying `+10006-...` for ever.
+    if let (Some(now), Some(schedule)) = (now, c.schedule()) {
+        let next = schedule.next_at(now);
+        if !writable(next) {
+            return Err(usage(format!(
+                "{name}: --now {}: the schedule's next rotation after it falls after year 9999, \
+                 which RFC 3339 cannot write; refused",
+                rfc3339(now)
+            )));
+        }
+    }
     let before = c.generations();
     let said = match any::rotate(&c, conn, if_due, now)? {
         Rotation::Rotated {
@@ -124,7 +137,7 @@ fn rotate_one(
                     "result": "rotated",
                     "rotations": rotations,
                     "epoch": epoch,
-                    "next_rotation_at": next_at.map(rfc3339),
+                    "next_rotation_at": next_at.and_then(rfc3339_checked),
                 }),
                 rotated: true,
             }
@@ -135,7 +148,7 @@ fn rotate_one(
             json: json!({
                 "name": name,
                 "result": "not_due",
-                "next_rotation_at": rfc3339(next_at),
+                "next_rotation_at": rfc3339_checked(next_at),
             }),
             rotated: false,
         },
@@ -186,7 +199,7 @@ fn by_hand(name: &str, c: &CircularFilter, before: &[rotabloom::Generation], epo
                 "items": g.count,
             })),
             "window_starts_at": starts,
-            "next_rotation_at": next.map(rfc3339),
+            "next_rotation_at": next.and_then(rfc3339_checked),
         }),
         rotated: true,
     }

@@ -1,6 +1,6 @@
 //! How values are written for people: sizes, times, counts.
 
-use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
+use chrono::{DateTime, Datelike, SecondsFormat, TimeZone, Utc};
 
 /// 1536 -> "1.5 KiB".
 pub fn bytes(n: u64) -> String {
@@ -16,17 +16,39 @@ pub fn duration(d: chrono::TimeDelta) -> String {
     humantime::format_duration(std::time::Duration::from_secs(rounded)).to_string()
 }
 
-/// `2026-05-01T00:00:00Z`.
+/// Whether RFC 3339 can write `t`: its years have four digits (0000 to
+/// 9999); chrono writes others as `+10000-...`, which no RFC 3339 parser
+/// reads.
+pub fn writable(t: DateTime<Utc>) -> bool {
+    (0..=9999).contains(&t.year())
+}
+
+/// `t` in RFC 3339, or `None` when it cannot be written so (JSON then
+/// says `null`).
+pub fn rfc3339_checked(t: DateTime<Utc>) -> Option<String> {
+    writable(t).then(|| t.to_rfc3339_opts(SecondsFormat::Secs, true))
+}
+
+/// `2026-05-01T00:00:00Z`; for people, a time past year 9999 is
+/// `after year 9999` (never `+10006-...`).
 pub fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+    rfc3339_checked(t).unwrap_or_else(|| {
+        if t.year() > 9999 {
+            "after year 9999"
+        } else {
+            "before year 0"
+        }
+        .to_string()
+    })
 }
 
 /// A time in ms since the Unix epoch, as RFC 3339 (the number itself when
-/// it is out of chrono's range: it comes from Redis).
+/// RFC 3339 cannot write it: it comes from Redis).
 pub fn time_ms(ms: i64) -> String {
     Utc.timestamp_millis_opt(ms)
         .single()
-        .map_or_else(|| ms.to_string(), rfc3339)
+        .and_then(rfc3339_checked)
+        .unwrap_or_else(|| ms.to_string())
 }
 
 /// `1 item`, `3 items`.
@@ -55,5 +77,15 @@ mod tests {
         assert_eq!(count(0, "item"), "0 items");
         assert_eq!(time_ms(0), "1970-01-01T00:00:00Z");
         assert_eq!(time_ms(i64::MAX), i64::MAX.to_string());
+        // Year 10000 is within chrono's range, not RFC 3339's.
+        let far = Utc.with_ymd_and_hms(10_006, 8, 20, 0, 0, 0).unwrap();
+        assert_eq!(
+            time_ms(far.timestamp_millis()),
+            far.timestamp_millis().to_string()
+        );
+        assert_eq!(rfc3339_checked(far), None);
+        assert_eq!(rfc3339(far), "after year 9999");
+        let last = Utc.with_ymd_and_hms(9999, 12, 31, 23, 59, 59).unwrap();
+        assert_eq!(rfc3339(last), "9999-12-31T23:59:59Z");
     }
 }

@@ -1,9 +1,9 @@
 //! `rotabloom status`: filters, generations and warnings, as text or JSON.
 
 use crate::any::{self, AnyFilter};
-use crate::connect::{self, Ctx};
+use crate::connect::{self, Ctx, Names};
 use crate::errors::{is_redis, report};
-use crate::show::{bytes, duration, rfc3339, time_ms as time};
+use crate::show::{bytes, duration, rfc3339, rfc3339_checked, time_ms as time};
 use chrono::{DateTime, TimeZone, Utc};
 use comfy_table::{presets, CellAlignment, Table};
 use rotabloom::connect::Connection;
@@ -27,24 +27,27 @@ pub struct Failed {
 }
 
 /// The report of every filter in `names`, and the filters that cannot be
-/// read (gone, corrupt, another format: reported on standard error and
-/// skipped) with the worst exit code among them. Losing Redis ends it.
+/// read (a named one that does not exist, corrupt, another format:
+/// reported on standard error and skipped) with the worst exit code among
+/// them. A filter found in the database and dropped before it was read is
+/// left out without a word. Losing Redis ends it.
 pub fn collect(
     ctx: &Ctx,
     conn: &mut Connection,
-    names: &[String],
+    names: &Names,
     server: &Server,
 ) -> anyhow::Result<(Vec<Report>, Vec<Failed>, u8)> {
     let mut reports = Vec::new();
     let mut failed = Vec::new();
     let mut worst = 0;
-    for name in names {
+    for name in &names.list {
         let report_of = connect::open(conn, name).and_then(|f| {
             let info = f.info(conn)?;
             Ok(Report::new(&f, info, server))
         });
         match report_of {
             Ok(r) => reports.push(r),
+            Err(e) if names.vanished(&e) => {}
             Err(e) if is_redis(&e) => return Err(e),
             Err(e) => {
                 let (error, code) = report(&e, ctx.secrets());
@@ -93,7 +96,7 @@ pub fn run(ctx: &Ctx, names: Vec<String>, json: bool, check: bool) -> anyhow::Re
         text.push('\n');
         out.write_all(text.as_bytes())?;
     } else {
-        if names.is_empty() {
+        if reports.is_empty() && failed.is_empty() {
             writeln!(out, "no filters")?;
         }
         for r in &reports {
@@ -349,7 +352,7 @@ impl Report {
             capacity: self.capacity(),
             false_positive_rate: i.false_positive_rate,
             memory_bytes: i.memory_bytes,
-            next_rotation_at: self.next_rotation_at.map(rfc3339),
+            next_rotation_at: self.next_rotation_at.and_then(rfc3339_checked),
             parameters,
             generations,
             warnings: &self.warnings,

@@ -77,6 +77,73 @@ fn list_prints_one_name_per_line() {
     );
 }
 
+/// Every key under filter `name`'s pattern, sorted.
+fn keys_under(conn: &mut redis::Connection, name: &str) -> Vec<String> {
+    let mut keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("rotabloom:{{{name}}}:*"))
+        .query(conn)
+        .unwrap();
+    keys.sort();
+    keys
+}
+
+#[test]
+fn drop_removes_every_key_and_finishes_an_interrupted_drop() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut conn = server.connection();
+    let create = || {
+        run(
+            &url,
+            &["create", "d", "--kind", "bloom", "--capacity", "1000"],
+        )
+        .ok();
+        // `filter` keeps the answers of its batches in records.
+        let out = rotabloom(&["--redis", &url, "filter", "d"], &[], b"a\nb\nc\n").ok();
+        assert_eq!(out.stdout, "a\nb\nc\n");
+    };
+    create();
+    let keys = keys_under(&mut conn, "d");
+    assert!(keys.iter().any(|k| k.contains("}:done:")), "{keys:?}");
+    assert_eq!(
+        run(&url, &["drop", "d", "--yes"]).ok().stdout,
+        "d: dropped\n"
+    );
+    assert_eq!(keys_under(&mut conn, "d"), Vec::<String>::new());
+
+    // What a drop killed after its first step leaves: no metadata, the
+    // blocks in the trash list, the records.
+    create();
+    let blocks: Vec<String> = keys_under(&mut conn, "d")
+        .into_iter()
+        .filter(|k| k.contains("}:gen:"))
+        .collect();
+    redis::cmd("RPUSH")
+        .arg("rotabloom:{d}:trash")
+        .arg(&blocks)
+        .exec(&mut conn)
+        .unwrap();
+    redis::cmd("DEL")
+        .arg("rotabloom:{d}:meta")
+        .arg("rotabloom:{d}:fence")
+        .exec(&mut conn)
+        .unwrap();
+    let left = keys_under(&mut conn, "d").len();
+    assert!(left >= 3, "trash, block, record");
+    let out = run(&url, &["drop", "d", "--yes"]).ok();
+    assert_eq!(
+        out.stdout,
+        format!(
+            "d: no such filter; removed {} keys an interrupted drop left\n",
+            left - 1
+        ),
+        "{out:?}"
+    );
+    assert_eq!(keys_under(&mut conn, "d"), Vec::<String>::new());
+    let out = run(&url, &["drop", "d", "--yes"]);
+    assert_eq!(out.failed(2), "rotabloom: filter \"d\" does not exist");
+}
+
 #[test]
 fn clear_empties_a_filter_once_confirmed() {
     let server = RedisServer::start();

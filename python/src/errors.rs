@@ -28,7 +28,7 @@ fn class_of(e: &Error) -> &'static str {
         Error::ReplicasTimeout { .. } => "ReplicasTimeoutError",
         Error::OutOfMemory { .. } | Error::MemoryFull { .. } => "OutOfMemoryError",
         Error::PermissionDenied { .. } => "PermissionDeniedError",
-        Error::Connect { .. } => "RedisConnectionError",
+        Error::Connect { .. } | Error::TimedOut { .. } => "RedisConnectionError",
         Error::Redis(r) if connection_failed(r.inner()) => "RedisConnectionError",
         Error::Redis(_) | Error::UnexpectedReply(_) => "RedisError",
         _ => "RotabloomError",

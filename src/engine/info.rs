@@ -22,6 +22,8 @@ enum State {
 pub(crate) struct InfoMachine {
     core: Core,
     state: State,
+    /// Reads that found the filter changed under them.
+    stalls: u32,
 }
 
 impl InfoMachine {
@@ -30,8 +32,57 @@ impl InfoMachine {
         InfoMachine {
             core,
             state: State::Load(load),
+            stalls: 0,
         }
     }
+}
+
+/// `HMGET meta uid epoch cleared`, sent after the last block read: the
+/// blocks were read over several round trips, and only a view still
+/// current after them makes the report one state of the filter. A roll
+/// deletes the blocks it dropped after its step, and a drop deletes every
+/// block after the metadata, so a block read as missing is lost data only
+/// if the view is still current once it was read.
+fn recheck(keys: &crate::keys::Keys) -> redis::Cmd {
+    redis::cmd("HMGET")
+        .arg(keys.meta())
+        .arg(field::UID)
+        .arg(field::EPOCH)
+        .arg(field::CLEARED)
+        .clone()
+}
+
+/// What the recheck found.
+#[derive(Debug, PartialEq, Eq)]
+enum Still {
+    Current,
+    Changed,
+    Gone,
+}
+
+fn still(view: &View, reply: Option<redis::RedisResult<Value>>) -> Result<Still> {
+    let v = reply.ok_or_else(|| Error::Internal("the recheck's reply is missing".into()))??;
+    let Value::Array(parts) = &v else {
+        return Err(crate::proto::unexpected("HMGET", &v));
+    };
+    let parts: Vec<Option<String>> = parts
+        .iter()
+        .map(|p| match p {
+            Value::Nil => None,
+            p => Some(crate::proto::as_string(p).unwrap_or_default()),
+        })
+        .collect();
+    Ok(match parts.as_slice() {
+        [None, None, None] => Still::Gone,
+        [Some(uid), Some(epoch), cleared]
+            if *uid == view.uid
+                && *epoch == view.epoch.to_string()
+                && cleared.as_deref().unwrap_or("0") == view.cleared.to_string() =>
+        {
+            Still::Current
+        }
+        _ => Still::Changed,
+    })
 }
 
 /// (Size in bytes, number of items inserted) from a BF.INFO reply.
@@ -349,6 +400,9 @@ impl Machine for InfoMachine {
                 Poll::Ready(view) => {
                     let view = self.core.publish(view)?;
                     let mut steps = requests(&self.core.keys, &view);
+                    if let Some(last) = steps.last_mut() {
+                        last.push(recheck(&self.core.keys), None);
+                    }
                     steps.reverse();
                     self.state = State::Bits(view, steps, Vec::new());
                     self.step(None)
@@ -356,9 +410,24 @@ impl Machine for InfoMachine {
             },
             State::Bits(view, steps, got) => {
                 got.extend(replies.unwrap_or_default());
-                match steps.pop() {
-                    Some(req) => Ok(Poll::Send(req)),
-                    None => decode(view, std::mem::take(got)).map(Poll::Ready),
+                if let Some(req) = steps.pop() {
+                    return Ok(Poll::Send(req));
+                }
+                let mut got = std::mem::take(got);
+                match still(view, got.pop())? {
+                    Still::Current => decode(view, got).map(Poll::Ready),
+                    Still::Gone => Err(Error::NotFound {
+                        name: self.core.name().to_string(),
+                    }),
+                    Still::Changed => {
+                        self.stalls += 1;
+                        if self.stalls > self.core.max_retries {
+                            return Err(self.core.contention(self.stalls));
+                        }
+                        let load = LoadMachine::new(self.core.keys.clone(), self.core.accept);
+                        self.state = State::Load(load);
+                        self.step(None)
+                    }
                 }
             }
         }
@@ -368,6 +437,45 @@ impl Machine for InfoMachine {
 #[cfg(test)]
 mod tests {
     use super::COUNT_BYTES;
+
+    #[test]
+    fn the_recheck_tells_a_current_view_from_a_changed_or_dropped_filter() {
+        use super::{still, Still};
+        use redis::Value;
+        let view = crate::testkit::view_of("bloom", 1);
+        let reply = |parts: Vec<Option<String>>| {
+            Some(Ok(Value::Array(
+                parts
+                    .into_iter()
+                    .map(|p| p.map_or(Value::Nil, |s| Value::BulkString(s.into_bytes())))
+                    .collect(),
+            )))
+        };
+        let (uid, epoch) = (Some(view.uid.clone()), Some(view.epoch.to_string()));
+        let cleared = Some(view.cleared.to_string());
+        assert_eq!(
+            still(
+                &view,
+                reply(vec![uid.clone(), epoch.clone(), cleared.clone()])
+            )
+            .unwrap(),
+            Still::Current
+        );
+        assert_eq!(
+            still(&view, reply(vec![None, None, None])).unwrap(),
+            Still::Gone
+        );
+        let later = Some((view.epoch + 1).to_string());
+        assert_eq!(
+            still(&view, reply(vec![uid.clone(), later, cleared])).unwrap(),
+            Still::Changed
+        );
+        let other = Some("0000000000000000".to_string());
+        assert_eq!(
+            still(&view, reply(vec![other, epoch, None])).unwrap(),
+            Still::Changed
+        );
+    }
 
     #[test]
     fn no_step_counts_more_than_its_budget() {

@@ -122,7 +122,7 @@ impl<D: Decide> RollMachine<D> {
                 self.state = State::Drain(m);
                 Ok(Poll::Send(req))
             }
-            Poll::Ready(()) => {
+            Poll::Ready(_) => {
                 self.state = State::Reload(true);
                 Ok(Poll::Send(load::request(&self.core.keys)))
             }

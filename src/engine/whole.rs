@@ -1,7 +1,8 @@
-//! Clear and drop: a step per block, then a script over the filter's
-//! keys, retried on a reloaded view when the filter changed meanwhile.
+//! Clear and drop: a clear empties one block per step, then a script
+//! counts it; a drop is one script, which removes the filter at once and
+//! puts its blocks in the trash. Both are retried on a reloaded view when
+//! the filter changed meanwhile.
 
-use super::trash::TrashMachine;
 use super::Core;
 use crate::error::{Error, Result};
 use crate::exec::{Machine, Poll, Replies};
@@ -18,9 +19,7 @@ pub(crate) enum Which {
 
 enum State {
     Start,
-    /// A drop first deletes what rotations left in the trash.
-    Trash(Box<TrashMachine>),
-    /// Blocks emptied (clear) or deleted (drop) so far.
+    /// Blocks emptied so far (clear).
     Zero(usize),
     Sent,
     Reload,
@@ -46,20 +45,18 @@ impl WholeMachine {
         }
     }
 
-    /// The next step: each block emptied (clear) or deleted (drop) in a
-    /// call of its own, so that other clients' commands run between them;
-    /// then one script: for a clear the counts and the fence, for a drop
-    /// the view check and every key (the blocks gone already cost nothing
-    /// then).
+    /// The next step: for a clear, each block emptied in a call of its
+    /// own, so that other clients' commands run between them, then one
+    /// script for the counts and the fence; for a drop, its one script
+    /// (the blocks are deleted after it, from the trash: see
+    /// [`leftovers`](super::trash::leftovers)).
     fn send(&mut self, done: usize) -> Result<Poll<bool>> {
         let keys = &self.core.keys;
         let step = match self.which {
             Which::Clear => whole::zero_targets(keys, &self.view)
                 .get(done)
                 .map(|(key, how)| whole::zero_request(keys, &self.view, key, how)),
-            Which::Drop => whole::drop_targets(keys, &self.view)
-                .get(done)
-                .map(|key| whole::unlink_request(key)),
+            Which::Drop => None,
         };
         if let Some(req) = step {
             self.state = State::Zero(done + 1);
@@ -70,16 +67,6 @@ impl WholeMachine {
             Which::Clear => whole::clear_request(&self.core.keys, &self.view)?,
             Which::Drop => whole::drop_request(&self.core.keys, &self.view),
         }))
-    }
-
-    fn trash(&mut self, mut m: Box<TrashMachine>, replies: Option<Replies>) -> Result<Poll<bool>> {
-        match m.step(replies)? {
-            Poll::Send(req) => {
-                self.state = State::Trash(m);
-                Ok(Poll::Send(req))
-            }
-            Poll::Ready(()) => self.send(0),
-        }
     }
 
     fn stale(&mut self) -> Result<Poll<bool>> {
@@ -98,16 +85,7 @@ impl Machine for WholeMachine {
 
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<bool>> {
         match std::mem::replace(&mut self.state, State::Start) {
-            State::Start if self.which == Which::Drop => {
-                self.trash(Box::new(TrashMachine::new(self.core.keys.clone())), None)
-            }
             State::Start => self.send(0),
-            State::Trash(m) => self.trash(m, replies),
-            State::Zero(done) if self.which == Which::Drop => {
-                // UNLINK's count: a block already gone is no matter.
-                take_one(replies)??;
-                self.send(done)
-            }
             State::Zero(done) => match whole::decode(self.core.name(), take_one(replies)?)? {
                 Outcome::Done => self.send(done),
                 Outcome::Gone | Outcome::Stale => self.stale(),
@@ -148,38 +126,30 @@ mod tests {
     }
 
     #[test]
-    fn drop_frees_one_block_per_step_then_runs_its_script() {
+    fn drop_is_one_script_over_the_metadata_the_fence_the_trash_and_the_blocks() {
         let core = core("circular", 3);
         let mut m = WholeMachine::new(core.clone(), Which::Drop);
-        let mut unlinked = Vec::new();
-        // First the trash: empty here.
-        let Poll::Send(peek) = m.step(None).unwrap() else {
+        let Poll::Send(req) = m.step(None).unwrap() else {
             panic!("a request first")
         };
-        assert_eq!(names(&peek), ["LINDEX"]);
-        let mut replies = Some(vec![Ok(Value::Nil)]);
-        loop {
-            match m.step(replies.take()).unwrap() {
-                Poll::Send(req) => {
-                    assert_eq!(req.len(), 1, "one command per round trip");
-                    if names(&req) == ["UNLINK"] {
-                        unlinked.push(req.args(0)[1].clone());
-                        replies = Some(vec![Ok(Value::Int(1))]);
-                    } else {
-                        assert_eq!(names(&req), ["EVALSHA"]);
-                        replies = Some(vec![Ok(Value::SimpleString("OK".into()))]);
-                    }
-                }
-                Poll::Ready(there) => {
-                    assert!(there);
-                    break;
-                }
-            }
-        }
+        assert_eq!(names(&req), ["EVALSHA"]);
         let view = core.view();
-        let want = crate::proto::whole::drop_targets(&core.keys, &view);
-        assert_eq!(unlinked, want, "every block, once, before the script");
-        assert!(unlinked.iter().all(|k| k.contains(&view.uid)));
+        let keys = &core.keys;
+        let args = req.args(0);
+        let mut want = vec![keys.meta().to_string(), keys.fence(), keys.trash()];
+        want.extend(crate::proto::whole::drop_targets(keys, &view));
+        assert_eq!(args[2], want.len().to_string());
+        assert_eq!(&args[3..3 + want.len()], want.as_slice());
+        assert_eq!(
+            &args[3 + want.len()..],
+            [
+                view.uid.clone(),
+                view.epoch.to_string(),
+                view.cleared.to_string()
+            ]
+        );
+        let ok = Some(vec![Ok(Value::SimpleString("OK".into()))]);
+        assert!(matches!(m.step(ok), Ok(Poll::Ready(true))));
     }
 
     #[test]

@@ -87,22 +87,12 @@ pub(crate) fn drop_targets(keys: &Keys, view: &View) -> Vec<String> {
     out
 }
 
-/// One block deleted ahead of the drop script, in a call of its own:
-/// freeing a large string holds the server for about a millisecond per
-/// 8 MiB, and the script freeing them all at once held it for 45 ms on a
-/// 512 MiB filter. The key names the instance's uid, so it is never
-/// another instance's block.
-pub(crate) fn unlink_request(block: &str) -> Request {
-    Request::new().cmd(redis::cmd("UNLINK").arg(block).clone())
-}
-
-/// Drop: every key, and the blocks of the generation made next if they
-/// were allocated ahead of need.
+/// Drop: the view check, then the metadata and the fence removed, and the
+/// blocks that exist of every listed generation and of the one made next
+/// (it may have been allocated ahead of need) put in the trash list.
 pub(crate) fn drop_request(keys: &Keys, view: &View) -> Request {
-    let mut key_list = vec![keys.meta().to_string(), keys.fence()];
+    let mut key_list = vec![keys.meta().to_string(), keys.fence(), keys.trash()];
     key_list.extend(drop_targets(keys, view));
-    // Emptied by the machine before this script; the list itself goes too.
-    key_list.push(keys.trash());
     let mut cmd = scripts::DROP.invoke(&key_list);
     cmd.arg(&view.uid).arg(view.epoch).arg(view.cleared);
     let mut req = Request::new();

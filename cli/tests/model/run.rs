@@ -1261,7 +1261,6 @@ fn write_legacy(conn: &mut redis::Connection, key: &str, items: &[u32]) {
     let _: () = pipe.query(conn).unwrap();
 }
 
-
 /// Whether `call` takes the guarded transaction (as the library plans it):
 /// a library call of 16 items or more that allows transactions, on a
 /// filter whose operation a transaction can express.
