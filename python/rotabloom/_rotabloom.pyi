@@ -1,10 +1,22 @@
 import os
-from typing import Any, Dict, Iterable, List, Optional, Type, TypeVar, Union
+from typing import Any, Iterable, List, Literal, Optional, Type, TypeVar, Union
+
+from .info import FilterInfo, RotationResult
 
 Item = Union[str, bytes]
+# Settings take numbers, or text as on the command line ("10M", "0.1%",
+# "4GiB"), parsed by the library.
+Count = Union[int, float, str]
+Rate = Union[float, int, str]
+Path = Union[str, "os.PathLike[str]"]
+WhenFull = Literal["error", "warn", "expand"]
 _F = TypeVar("_F", bound="Filter")
 
 __version__: str
+
+def keywords(kind: str) -> List[str]: ...
+def error_classes() -> List[str]: ...
+def check_settings(kind: str, url: str, name: str, **settings: Any) -> None: ...
 
 class ManualClock:
     def __init__(self, start: float) -> None: ...
@@ -19,19 +31,20 @@ class Filter:
         url: str,
         name: str,
         *,
-        when_full: Optional[str] = ...,
+        when_full: Optional[WhenFull] = ...,
         wait_replicas: Optional[int] = ...,
         wait_timeout_ms: Optional[int] = ...,
-        tls_ca_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
-        tls_cert_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
-        tls_key_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
+        tls_ca_file: Optional[Path] = ...,
+        tls_cert_file: Optional[Path] = ...,
+        tls_key_file: Optional[Path] = ...,
+        clock: Optional[ManualClock] = ...,
     ) -> _F: ...
     @classmethod
     def create_or_open(cls: Type[_F], *args: Any, **kwargs: Any) -> _F: ...
     @property
     def name(self) -> str: ...
     @property
-    def kind(self) -> str: ...
+    def kind(self) -> Literal["bloom", "expanding", "circular"]: ...
     @property
     def url(self) -> str: ...
     def add(self, item: Item) -> bool: ...
@@ -42,7 +55,7 @@ class Filter:
     def contains_many(self, items: Iterable[Item]) -> List[bool]: ...
     def check_and_insert_many(self, items: Iterable[Item]) -> List[bool]: ...
     def count(self) -> int: ...
-    def info(self) -> Dict[str, Any]: ...
+    def info(self) -> FilterInfo: ...
     def clear(self) -> None: ...
     def drop(self) -> bool: ...
 
@@ -52,19 +65,19 @@ class BloomFilter(Filter):
         url: str,
         name: str,
         *,
-        capacity: Optional[int] = ...,
-        error_rate: Optional[float] = ...,
-        bits: Optional[int] = ...,
-        hashes: Optional[int] = ...,
-        max_bits: Optional[int] = ...,
-        max_block_bits: Optional[int] = ...,
-        backend: Optional[str] = ...,
-        when_full: Optional[str] = ...,
+        capacity: Optional[Count] = ...,
+        error_rate: Optional[Rate] = ...,
+        bits: Optional[Count] = ...,
+        hashes: Optional[Count] = ...,
+        backend: Optional[Literal["bitmap", "redisbloom"]] = ...,
+        max_bits: Optional[Count] = ...,
+        max_block_bits: Optional[Count] = ...,
+        when_full: Optional[WhenFull] = ...,
         wait_replicas: Optional[int] = ...,
         wait_timeout_ms: Optional[int] = ...,
-        tls_ca_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
-        tls_cert_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
-        tls_key_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
+        tls_ca_file: Optional[Path] = ...,
+        tls_cert_file: Optional[Path] = ...,
+        tls_key_file: Optional[Path] = ...,
     ) -> None: ...
 
 class ExpandingFilter(Filter):
@@ -73,20 +86,21 @@ class ExpandingFilter(Filter):
         url: str,
         name: str,
         *,
-        capacity: Optional[int] = ...,
-        error_rate: Optional[float] = ...,
-        growth: Optional[float] = ...,
-        tightening: Optional[float] = ...,
-        max_generations: Optional[int] = ...,
-        max_bytes: Optional[int] = ...,
-        max_bits: Optional[int] = ...,
-        max_block_bits: Optional[int] = ...,
-        when_full: Optional[str] = ...,
+        capacity: Optional[Count] = ...,
+        error_rate: Optional[Rate] = ...,
+        growth: Optional[Rate] = ...,
+        tightening: Optional[Rate] = ...,
+        max_generations: Optional[Count] = ...,
+        max_bytes: Optional[Count] = ...,
+        backend: Optional[Literal["bitmap", "redisbloom"]] = ...,
+        max_bits: Optional[Count] = ...,
+        max_block_bits: Optional[Count] = ...,
+        when_full: Optional[WhenFull] = ...,
         wait_replicas: Optional[int] = ...,
         wait_timeout_ms: Optional[int] = ...,
-        tls_ca_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
-        tls_cert_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
-        tls_key_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
+        tls_ca_file: Optional[Path] = ...,
+        tls_cert_file: Optional[Path] = ...,
+        tls_key_file: Optional[Path] = ...,
     ) -> None: ...
     @staticmethod
     def adopt_legacy(
@@ -96,13 +110,22 @@ class ExpandingFilter(Filter):
         *,
         bit: int = 30,
         hashes: int = 6,
-        capacity: Optional[int] = ...,
-        error_rate: Optional[float] = ...,
-        growth: Optional[float] = ...,
-        max_generations: Optional[int] = ...,
-        tls_ca_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
-        tls_cert_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
-        tls_key_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
+        verify: Optional[Iterable[Item]] = ...,
+        capacity: Optional[Count] = ...,
+        error_rate: Optional[Rate] = ...,
+        growth: Optional[Rate] = ...,
+        tightening: Optional[Rate] = ...,
+        max_generations: Optional[Count] = ...,
+        max_bytes: Optional[Count] = ...,
+        backend: Optional[Literal["bitmap", "redisbloom"]] = ...,
+        max_bits: Optional[Count] = ...,
+        max_block_bits: Optional[Count] = ...,
+        when_full: Optional[WhenFull] = ...,
+        wait_replicas: Optional[int] = ...,
+        wait_timeout_ms: Optional[int] = ...,
+        tls_ca_file: Optional[Path] = ...,
+        tls_cert_file: Optional[Path] = ...,
+        tls_key_file: Optional[Path] = ...,
     ) -> "ExpandingFilter": ...
     def expand(self) -> bool: ...
 
@@ -112,28 +135,28 @@ class CircularFilter(Filter):
         url: str,
         name: str,
         *,
-        generations: Optional[int] = ...,
-        capacity: Optional[int] = ...,
-        error_rate: Optional[float] = ...,
+        generations: Optional[Count] = ...,
+        capacity: Optional[Count] = ...,
+        error_rate: Optional[Rate] = ...,
         schedule: Optional[str] = ...,
-        mode: Optional[str] = ...,
+        mode: Optional[Literal["insert-newest-query-all", "insert-all-query-oldest"]] = ...,
         lazy: Optional[bool] = ...,
         clock: Optional[ManualClock] = ...,
-        max_bits: Optional[int] = ...,
-        max_block_bits: Optional[int] = ...,
-        backend: Optional[str] = ...,
-        when_full: Optional[str] = ...,
+        backend: Optional[Literal["bitmap", "redisbloom"]] = ...,
+        max_bits: Optional[Count] = ...,
+        max_block_bits: Optional[Count] = ...,
+        when_full: Optional[WhenFull] = ...,
         wait_replicas: Optional[int] = ...,
         wait_timeout_ms: Optional[int] = ...,
-        tls_ca_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
-        tls_cert_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
-        tls_key_file: Optional[Union[str, "os.PathLike[str]"]] = ...,
+        tls_ca_file: Optional[Path] = ...,
+        tls_cert_file: Optional[Path] = ...,
+        tls_key_file: Optional[Path] = ...,
     ) -> None: ...
-    def rotate(self) -> Dict[str, Any]: ...
-    def rotate_if_due(self) -> Dict[str, Any]: ...
+    def rotate(self) -> RotationResult: ...
+    def rotate_if_due(self) -> RotationResult: ...
     @property
     def epoch(self) -> int: ...
     @property
     def schedule(self) -> Optional[str]: ...
     @property
-    def next_rotation_at(self) -> Optional[float]: ...
+    def next_rotation_at(self) -> Optional[str]: ...
