@@ -1,15 +1,11 @@
-import os
 from typing import Any, Iterable, List, Literal, Optional, Type, TypeVar, Union
 
+from typing_extensions import Unpack
+
 from .info import FilterInfo, RotationResult
+from .keywords import BloomSettings, CircularSettings, ExpandingSettings, OpenKeywords
 
 Item = Union[str, bytes]
-# Settings take numbers, or text as on the command line ("10M", "0.1%",
-# "4GiB"), parsed by the library.
-Count = Union[int, float, str]
-Rate = Union[float, int, str]
-Path = Union[str, "os.PathLike[str]"]
-WhenFull = Literal["error", "warn", "expand"]
 _F = TypeVar("_F", bound="Filter")
 
 __version__: str
@@ -26,19 +22,7 @@ class ManualClock:
 
 class Filter:
     @classmethod
-    def open(
-        cls: Type[_F],
-        url: str,
-        name: str,
-        *,
-        when_full: Optional[WhenFull] = ...,
-        wait_replicas: Optional[int] = ...,
-        wait_timeout_ms: Optional[int] = ...,
-        tls_ca_file: Optional[Path] = ...,
-        tls_cert_file: Optional[Path] = ...,
-        tls_key_file: Optional[Path] = ...,
-        clock: Optional[ManualClock] = ...,
-    ) -> _F: ...
+    def open(cls: Type[_F], url: str, name: str, **keywords: Unpack[OpenKeywords]) -> _F: ...
     @classmethod
     def create_or_open(cls: Type[_F], *args: Any, **kwargs: Any) -> _F: ...
     @property
@@ -60,48 +44,10 @@ class Filter:
     def drop(self) -> bool: ...
 
 class BloomFilter(Filter):
-    def __init__(
-        self,
-        url: str,
-        name: str,
-        *,
-        capacity: Optional[Count] = ...,
-        error_rate: Optional[Rate] = ...,
-        bits: Optional[Count] = ...,
-        hashes: Optional[Count] = ...,
-        backend: Optional[Literal["bitmap", "redisbloom"]] = ...,
-        max_bits: Optional[Count] = ...,
-        max_block_bits: Optional[Count] = ...,
-        when_full: Optional[WhenFull] = ...,
-        wait_replicas: Optional[int] = ...,
-        wait_timeout_ms: Optional[int] = ...,
-        tls_ca_file: Optional[Path] = ...,
-        tls_cert_file: Optional[Path] = ...,
-        tls_key_file: Optional[Path] = ...,
-    ) -> None: ...
+    def __init__(self, url: str, name: str, **settings: Unpack[BloomSettings]) -> None: ...
 
 class ExpandingFilter(Filter):
-    def __init__(
-        self,
-        url: str,
-        name: str,
-        *,
-        capacity: Optional[Count] = ...,
-        error_rate: Optional[Rate] = ...,
-        growth: Optional[Rate] = ...,
-        tightening: Optional[Rate] = ...,
-        max_generations: Optional[Count] = ...,
-        max_bytes: Optional[Count] = ...,
-        backend: Optional[Literal["bitmap", "redisbloom"]] = ...,
-        max_bits: Optional[Count] = ...,
-        max_block_bits: Optional[Count] = ...,
-        when_full: Optional[WhenFull] = ...,
-        wait_replicas: Optional[int] = ...,
-        wait_timeout_ms: Optional[int] = ...,
-        tls_ca_file: Optional[Path] = ...,
-        tls_cert_file: Optional[Path] = ...,
-        tls_key_file: Optional[Path] = ...,
-    ) -> None: ...
+    def __init__(self, url: str, name: str, **settings: Unpack[ExpandingSettings]) -> None: ...
     @staticmethod
     def adopt_legacy(
         url: str,
@@ -111,47 +57,12 @@ class ExpandingFilter(Filter):
         bit: int = 30,
         hashes: int = 6,
         verify: Optional[Iterable[Item]] = ...,
-        capacity: Optional[Count] = ...,
-        error_rate: Optional[Rate] = ...,
-        growth: Optional[Rate] = ...,
-        tightening: Optional[Rate] = ...,
-        max_generations: Optional[Count] = ...,
-        max_bytes: Optional[Count] = ...,
-        backend: Optional[Literal["bitmap", "redisbloom"]] = ...,
-        max_bits: Optional[Count] = ...,
-        max_block_bits: Optional[Count] = ...,
-        when_full: Optional[WhenFull] = ...,
-        wait_replicas: Optional[int] = ...,
-        wait_timeout_ms: Optional[int] = ...,
-        tls_ca_file: Optional[Path] = ...,
-        tls_cert_file: Optional[Path] = ...,
-        tls_key_file: Optional[Path] = ...,
+        **settings: Unpack[ExpandingSettings],
     ) -> "ExpandingFilter": ...
     def expand(self) -> bool: ...
 
 class CircularFilter(Filter):
-    def __init__(
-        self,
-        url: str,
-        name: str,
-        *,
-        generations: Optional[Count] = ...,
-        capacity: Optional[Count] = ...,
-        error_rate: Optional[Rate] = ...,
-        schedule: Optional[str] = ...,
-        mode: Optional[Literal["insert-newest-query-all", "insert-all-query-oldest"]] = ...,
-        lazy: Optional[bool] = ...,
-        clock: Optional[ManualClock] = ...,
-        backend: Optional[Literal["bitmap", "redisbloom"]] = ...,
-        max_bits: Optional[Count] = ...,
-        max_block_bits: Optional[Count] = ...,
-        when_full: Optional[WhenFull] = ...,
-        wait_replicas: Optional[int] = ...,
-        wait_timeout_ms: Optional[int] = ...,
-        tls_ca_file: Optional[Path] = ...,
-        tls_cert_file: Optional[Path] = ...,
-        tls_key_file: Optional[Path] = ...,
-    ) -> None: ...
+    def __init__(self, url: str, name: str, **settings: Unpack[CircularSettings]) -> None: ...
     def rotate(self) -> RotationResult: ...
     def rotate_if_due(self) -> RotationResult: ...
     @property

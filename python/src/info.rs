@@ -9,6 +9,7 @@ use chrono::{DateTime, SecondsFormat, TimeZone, Utc};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use pyo3::IntoPyObjectExt;
+use rotabloom::config::Typed;
 use rotabloom::{GenerationInfo, Info, Rotation};
 
 /// A time as the command line prints it: RFC 3339, UTC, whole seconds.
@@ -44,37 +45,14 @@ fn generation<'py>(py: Python<'py>, g: &GenerationInfo) -> PyResult<Bound<'py, P
     Ok(d)
 }
 
-/// Metadata fields that are the filter's identity or structure rather
-/// than its parameters (the command line leaves the same ones out).
-const NOT_PARAMETERS: &[&str] = &[
-    "format",
-    "kind",
-    "uid",
-    "epoch",
-    "created_at",
-    "next_seq",
-    "gens",
-];
-
-/// A stored parameter typed as the command line types it: `lazy` a
-/// boolean, numbers numbers, the rest (schedules, modes, backends)
-/// strings.
-fn typed<'py>(py: Python<'py>, key: &str, value: &str) -> PyResult<Bound<'py, PyAny>> {
-    if key == "lazy" {
-        return (value == "1" || value == "true").into_bound_py_any(py);
-    }
-    if let Ok(n) = value.parse::<i64>() {
-        return n.into_bound_py_any(py);
-    }
-    if let Ok(n) = value.parse::<u64>() {
-        return n.into_bound_py_any(py);
-    }
-    let numeric = value
-        .bytes()
-        .all(|b| b.is_ascii_digit() || b"+-.eE".contains(&b));
-    match value.parse::<f64>() {
-        Ok(f) if numeric && f.is_finite() => f.into_bound_py_any(py),
-        _ => value.into_bound_py_any(py),
+/// A stored parameter as a Python value.
+fn typed<'py>(py: Python<'py>, value: Typed<'_>) -> PyResult<Bound<'py, PyAny>> {
+    match value {
+        Typed::Bool(b) => b.into_bound_py_any(py),
+        Typed::Int(n) => n.into_bound_py_any(py),
+        Typed::UInt(n) => n.into_bound_py_any(py),
+        Typed::Float(f) => f.into_bound_py_any(py),
+        Typed::Text(t) => t.into_bound_py_any(py),
     }
 }
 
@@ -101,10 +79,8 @@ pub fn to_dict<'py>(
     d.set_item("memory_bytes", info.memory_bytes)?;
     d.set_item("next_rotation_at", next_rotation_at.map(rfc3339))?;
     let parameters = PyDict::new(py);
-    for (k, v) in &info.fields {
-        if !k.starts_with("gen.") && !NOT_PARAMETERS.contains(&k.as_str()) {
-            parameters.set_item(k, typed(py, k, v)?)?;
-        }
+    for (k, v) in rotabloom::config::parameters(&info.fields) {
+        parameters.set_item(k, typed(py, v)?)?;
     }
     d.set_item("parameters", parameters)?;
     let gens = PyList::empty(py);

@@ -148,13 +148,9 @@ fn text(key: &str, value: &Bound<'_, PyAny>) -> PyResult<String> {
     if value.is_instance_of::<PyInt>() || value.is_instance_of::<PyFloat>() {
         return Ok(value.str()?.to_cow()?.into_owned());
     }
-    let type_name = value
-        .get_type()
-        .name()
-        .map(|n| n.to_string())
-        .unwrap_or_else(|_| "?".into());
     Err(PyTypeError::new_err(format!(
-        "{key} is a str or a number, not {type_name}"
+        "{key} is a str or a number, not {}",
+        crate::items::type_name(value)
     )))
 }
 

@@ -14,6 +14,7 @@ import redis
 
 import rotabloom
 from rotabloom import _rotabloom, errors
+from rotabloom import keywords as keywords_module
 from rotabloom.info import FilterInfo, GenerationInfo, RotationResult, WarningInfo
 
 CLASSES = {
@@ -89,17 +90,27 @@ def test_a_keyword_of_another_kind_or_a_typo_is_a_type_error(redis_url, kind):
         rotabloom.BloomFilter(redis_url, "typo", capacity=[1000])
 
 
-def _stub_keywords():
-    """The keyword-only parameters of each class's ``__init__`` (and of
-    ``adopt_legacy``) in the type stubs."""
+SETTINGS = {
+    "bloom": keywords_module.BloomSettings,
+    "expanding": keywords_module.ExpandingSettings,
+    "circular": keywords_module.CircularSettings,
+}
+
+
+def _stub_signatures():
+    """For each method of each class in the type stubs: its keyword-only
+    parameters, and the TypedDict its ``**`` parameter unpacks."""
     stub = os.path.join(os.path.dirname(rotabloom.__file__), "_rotabloom.pyi")
-    tree = ast.parse(open(stub).read())
     out = {}
-    for node in tree.body:
+    for node in ast.parse(open(stub).read()).body:
         if isinstance(node, ast.ClassDef):
             for fn in node.body:
                 if isinstance(fn, ast.FunctionDef):
-                    out[(node.name, fn.name)] = [a.arg for a in fn.args.kwonlyargs]
+                    kwarg = fn.args.kwarg
+                    unpacked = None
+                    if kwarg is not None and isinstance(kwarg.annotation, ast.Subscript):
+                        unpacked = ast.unparse(kwarg.annotation.slice)
+                    out[(node.name, fn.name)] = ([a.arg for a in fn.args.kwonlyargs], unpacked)
     return out
 
 
@@ -112,13 +123,15 @@ def test_every_keyword_is_documented_typed_and_taken(redis_url, kind):
     doc = cls.__doc__ + rotabloom.Filter.__doc__
     missing = [k for k in kws if f"``{k}``" not in doc]
     assert not missing, f"{cls.__name__}'s docstring lacks {missing}"
-    stubs = _stub_keywords()
-    assert sorted(stubs[(cls.__name__, "__init__")]) == sorted(kws)
+    typed = SETTINGS[kind]
+    assert sorted(typed.__annotations__) == sorted(kws)
+    stubs = _stub_signatures()
+    assert stubs[(cls.__name__, "__init__")] == ([], typed.__name__)
     if kind == "expanding":
-        adopt = stubs[("ExpandingFilter", "adopt_legacy")]
-        assert sorted(set(adopt) - {"bit", "hashes", "verify"}) == sorted(kws)
-    handle = set(stubs[("Filter", "open")])
-    assert handle <= set(kws) | {"clock"}
+        assert stubs[("ExpandingFilter", "adopt_legacy")] == (
+            ["bit", "hashes", "verify"], "ExpandingSettings")
+    assert stubs[("Filter", "open")] == ([], "OpenKeywords")
+    assert set(keywords_module.OpenKeywords.__annotations__) <= set(kws) | {"clock"}
 
 
 def test_the_docstrings_say_what_a_full_filter_does():
@@ -132,7 +145,7 @@ def test_open_filter_has_type_hints():
     hints = typing.get_type_hints(rotabloom.open_filter)
     assert hints["url"] is str and hints["name"] is str and "when_full" in hints
     params = inspect.signature(rotabloom.open_filter).parameters
-    assert set(params) - {"url", "name"} == set(_stub_keywords()[("Filter", "open")])
+    assert set(params) - {"url", "name"} == set(keywords_module.OpenKeywords.__annotations__)
 
 
 def _keys(typed_dict):
