@@ -105,7 +105,7 @@ Any other ``ROTABLOOM_*`` setting is refused, with the nearest known name.
 
 import difflib
 import logging
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 from scrapy.dupefilters import BaseDupeFilter
 from scrapy.utils.misc import load_object
@@ -113,6 +113,7 @@ from scrapy.utils.misc import load_object
 from . import BloomFilter, CircularFilter, ExpandingFilter, Filter, ManualClock
 from ._rotabloom import check_settings, keywords
 from .errors import InvalidParameterError, ParameterMismatchError
+from .keywords import HandleKeywords
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -248,14 +249,19 @@ class FilterSettings:
         out: Dict[str, Any] = {}
         for k in mine:
             name = setting_name(k)
-            if k == "lazy":
-                value: Any = settings.getbool(name, DEFAULTS["lazy"])
+            if k == "lazy" and settings.get(name) is not None:
+                value: Any = settings.getbool(name)
             elif k == "clock":
                 value = _clock(settings.get(name))
             else:
-                value = settings.get(name, DEFAULTS.get(k))
+                value = settings.get(name)
             if value is not None:
                 out[k] = value
+        # A bloom filter's explicit shape replaces capacity and error rate.
+        shaped = "bits" in out or "hashes" in out
+        for k, default in DEFAULTS.items():
+            if k in mine and k not in out and not (shaped and k == "capacity"):
+                out[k] = default
         return out
 
     def check(self) -> None:
@@ -274,8 +280,7 @@ class FilterSettings:
     def handle_keywords(self) -> Dict[str, Any]:
         """The keywords of the handle alone (writes, TLS), for the
         adopted bitmap of a window."""
-        handle = ("when_full", "wait_replicas", "wait_timeout_ms", "tls_ca_file", "tls_cert_file", "tls_key_file")
-        return {k: v for k, v in self.keywords.items() if k in handle}
+        return {k: v for k, v in self.keywords.items() if k in HandleKeywords.__annotations__}
 
     def open(self, spider_name: str) -> Tuple[Filter, Optional["LegacyGeneration"]]:
         """Creates or opens the filter (adopting the legacy key first, if
@@ -370,19 +375,15 @@ class LegacyGeneration:
         )
         return cls(adopted, window)
 
-    @property
-    def alive(self) -> bool:
-        """Whether the window still covers the adoption (as last read)."""
+    def holds(self, fingerprint: Union[str, bytes]) -> bool:
+        """Whether the bitmap, still inside the window (as the window was
+        last read), holds ``fingerprint``; retires it once outside."""
         if self.until_epoch is None:
             return False
-        if self.window.epoch < self.until_epoch:
-            return True
-        self.retire()
-        return False
-
-    def holds(self, fingerprint: str) -> bool:
-        """Whether the bitmap, still inside the window, holds ``fingerprint``."""
-        return self.alive and self.adopted.contains(fingerprint)
+        if self.window.epoch >= self.until_epoch:
+            self.retire()
+            return False
+        return self.adopted.contains(fingerprint)
 
     def retire(self) -> None:
         """Deletes the bitmap: the window has moved past it."""
@@ -451,7 +452,7 @@ class RFPDupeFilter(BaseDupeFilter):
                 raise InvalidParameterError("the dupefilter needs the spider's name for ROTABLOOM_KEY")
             self.filter, self.legacy = self.settings.open(spider.name)
 
-    def fingerprint(self, request: "Request") -> str:
+    def fingerprint(self, request: "Request") -> Union[str, bytes]:
         """The item the filter holds for ``request``."""
         if self.settings.fingerprint == "scrapy-redis":
             return _scrapy_redis_fingerprint(request)

@@ -91,6 +91,11 @@ def test_settings_are_taken_as_text_the_way_the_command_line_takes_them(redis_ur
                         ROTABLOOM_GENERATIONS="3", ROTABLOOM_CAPACITY="1e4", ROTABLOOM_LAZY="False")
     p = window.filter.info()["parameters"]
     assert (p["generations"], p["capacity"], p["lazy"]) == (3, 10_000, False)
+    # A bloom filter's explicit shape, instead of the default capacity.
+    shaped = dupefilter(redis_url, ROTABLOOM_KEY="b", ROTABLOOM_KIND="bloom",
+                        ROTABLOOM_BITS="64k", ROTABLOOM_HASHES="7")
+    g = shaped.filter.info()["generations"][0]
+    assert (g["bits"], g["hashes"]) == (64_000, 7)
 
 
 def test_the_defaults_are_the_command_lines(redis_url):
