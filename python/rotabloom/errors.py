@@ -15,7 +15,10 @@ class RotabloomError(Exception):
 
 class InvalidParameterError(RotabloomError, ValueError):
     """A setting out of range, an invalid filter name or URL, or a filter
-    that would exceed the size limit."""
+    that would exceed the size limit. ``setting`` names the setting when
+    the error is about one (``"capacity"``), else None."""
+
+    setting = None
 
 
 class NotFoundError(RotabloomError, LookupError):
@@ -24,7 +27,13 @@ class NotFoundError(RotabloomError, LookupError):
 
 class ParameterMismatchError(RotabloomError):
     """The filter exists with other settings; rotabloom never reuses or
-    overwrites it silently."""
+    overwrites it silently. ``field`` is the stored setting that differs
+    (``"error_rate"``), ``stored`` its value in Redis and ``requested``
+    the one asked for (both as stored: text)."""
+
+    field = None
+    stored = None
+    requested = None
 
 
 class KindMismatchError(RotabloomError):
@@ -37,6 +46,16 @@ class UnsupportedFormatError(RotabloomError):
 
 class WrongTypeError(RotabloomError):
     """A key holds a Redis type the filter cannot use."""
+
+
+class NotAdoptableError(RotabloomError):
+    """A legacy bitmap cannot be adopted as it is: the key is missing,
+    empty, saturated or not a bitmap, its shape does not fit the legacy
+    parameters (``bit``, ``hashes``), or items known to be in it are
+    absent. Checked before anything moves: nothing was changed. ``key`` is
+    the legacy key."""
+
+    key = None
 
 
 class CorruptMetadataError(RotabloomError):
@@ -90,6 +109,35 @@ class RedisConnectionError(RotabloomError, ConnectionError):
 class RedisError(RotabloomError):
     """Any other error reply from Redis, or a reply rotabloom did not
     expect."""
+
+
+class AlreadyExistsError(RotabloomError):
+    """A filter of that name exists already, and the call never overwrites
+    one (a restore). Nothing was written."""
+
+
+class BadDumpError(RotabloomError, ValueError):
+    """A dump file is not one rotabloom wrote or can read."""
+
+
+class FileAccessError(RotabloomError, OSError):
+    """Reading or writing a local file (a dump) failed."""
+
+
+class RestoreCancelledError(RotabloomError):
+    """A restore was cancelled before it published the filter: nothing was
+    restored, and the blocks it had written are deleted."""
+
+
+class RestoreExpiredError(RotabloomError):
+    """Blocks a restore had written vanished before it could publish the
+    filter (they expired after a pause longer than its lease, or were
+    evicted): nothing was restored."""
+
+
+class InternalError(RotabloomError):
+    """rotabloom broke one of its own invariants: a bug, never a problem of
+    the data in Redis. Please report it."""
 
 
 __all__ = [name for name, value in dict(globals()).items() if isinstance(value, type)]

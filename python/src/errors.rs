@@ -6,7 +6,38 @@
 use crate::link::{connection_failed, Link};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use rotabloom::config::ParamError;
 use rotabloom::Error;
+
+/// Every class `class_of` names (`rotabloom.errors` must define each: a
+/// test compares the two).
+pub const CLASSES: &[&str] = &[
+    "InvalidParameterError",
+    "NotFoundError",
+    "ParameterMismatchError",
+    "KindMismatchError",
+    "UnsupportedFormatError",
+    "WrongTypeError",
+    "NotAdoptableError",
+    "CorruptMetadataError",
+    "MissingDataError",
+    "ContentionError",
+    "LimitReachedError",
+    "ModuleMissingError",
+    "FullError",
+    "ReplicasTimeoutError",
+    "OutOfMemoryError",
+    "PermissionDeniedError",
+    "RedisConnectionError",
+    "RedisError",
+    "AlreadyExistsError",
+    "BadDumpError",
+    "FileAccessError",
+    "RestoreCancelledError",
+    "RestoreExpiredError",
+    "InternalError",
+    "RotabloomError",
+];
 
 /// The name in `rotabloom.errors` of the class raised for `e`.
 fn class_of(e: &Error) -> &'static str {
@@ -19,6 +50,7 @@ fn class_of(e: &Error) -> &'static str {
         Error::KindMismatch { .. } => "KindMismatchError",
         Error::UnsupportedFormat { .. } => "UnsupportedFormatError",
         Error::WrongType { .. } => "WrongTypeError",
+        Error::NotAdoptable { .. } => "NotAdoptableError",
         Error::CorruptMetadata { .. } => "CorruptMetadataError",
         Error::MissingData { .. } => "MissingDataError",
         Error::Contention { .. } => "ContentionError",
@@ -31,7 +63,35 @@ fn class_of(e: &Error) -> &'static str {
         Error::Connect { .. } | Error::TimedOut { .. } => "RedisConnectionError",
         Error::Redis(r) if connection_failed(r.inner()) => "RedisConnectionError",
         Error::Redis(_) | Error::UnexpectedReply(_) => "RedisError",
+        Error::AlreadyExists { .. } => "AlreadyExistsError",
+        Error::BadDump { .. } => "BadDumpError",
+        Error::Io { .. } => "FileAccessError",
+        Error::Cancelled { .. } => "RestoreCancelledError",
+        Error::RestoreExpired { .. } => "RestoreExpiredError",
+        Error::Internal(_) => "InternalError",
+        // A variant newer than this binding: still a RotabloomError.
         _ => "RotabloomError",
+    }
+}
+
+/// The attributes an exception carries besides its message, so that a
+/// caller need not parse it: what differs in a mismatch, which key cannot
+/// be adopted, which setting is invalid.
+fn attributes(e: &Error) -> Vec<(&'static str, String)> {
+    match e {
+        Error::ParameterMismatch {
+            field,
+            stored,
+            requested,
+            ..
+        } => vec![
+            ("field", field.clone()),
+            ("stored", stored.clone()),
+            ("requested", requested.clone()),
+        ],
+        Error::InvalidParameter { name, .. } => vec![("setting", (*name).to_string())],
+        Error::NotAdoptable { key, .. } => vec![("key", key.clone())],
+        _ => Vec::new(),
     }
 }
 
@@ -45,17 +105,43 @@ pub fn to_py(e: Error, link: Option<&Link>) -> PyErr {
     // A failed connection is worth another try even where the library,
     // which cannot know the caller's patience, does not say so.
     let retryable = e.is_retryable() || class == "RedisConnectionError";
-    Python::attach(|py| raise(py, class, message, retryable))
+    let attrs = attributes(&e);
+    Python::attach(|py| raise_with(py, class, message, retryable, &attrs))
+}
+
+/// `InvalidParameterError` for a setting the library's table refused; its
+/// `setting` attribute names the key (`capacity`), so that callers with
+/// names of their own (Scrapy's `ROTABLOOM_CAPACITY`) can say theirs.
+pub fn invalid_setting(py: Python<'_>, e: &ParamError) -> PyErr {
+    let attrs: Vec<(&str, String)> = e
+        .key
+        .map(|k| ("setting", k.to_string()))
+        .into_iter()
+        .collect();
+    raise_with(py, "InvalidParameterError", e.to_string(), false, &attrs)
 }
 
 /// An instance of `rotabloom.errors.<class>` carrying `message`.
 pub fn raise(py: Python<'_>, class: &str, message: String, retryable: bool) -> PyErr {
+    raise_with(py, class, message, retryable, &[])
+}
+
+fn raise_with(
+    py: Python<'_>,
+    class: &str,
+    message: String,
+    retryable: bool,
+    attrs: &[(&str, String)],
+) -> PyErr {
     let made = py
         .import("rotabloom.errors")
         .and_then(|m| m.getattr(class))
         .and_then(|cls| cls.call1((message.clone(),)))
         .and_then(|exc| {
             exc.setattr("retryable", retryable)?;
+            for (name, value) in attrs {
+                exc.setattr(*name, value)?;
+            }
             Ok(exc)
         });
     match made {

@@ -13,14 +13,19 @@ pub fn one(item: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     if let Ok(s) = item.cast::<PyString>() {
         return Ok(s.to_cow()?.as_bytes().to_vec());
     }
-    let type_name = item
+    Err(PyTypeError::new_err(format!(
+        "rotabloom items are str or bytes, not {}",
+        type_name(item)
+    )))
+}
+
+/// The name of `value`'s type, for messages.
+pub fn type_name(value: &Bound<'_, PyAny>) -> String {
+    value
         .get_type()
         .name()
         .map(|n| n.to_string())
-        .unwrap_or_else(|_| "?".into());
-    Err(PyTypeError::new_err(format!(
-        "rotabloom items are str or bytes, not {type_name}"
-    )))
+        .unwrap_or_else(|_| "?".into())
 }
 
 /// Every item of an iterable, read before any is sent so that a bad one

@@ -48,12 +48,14 @@
 
 mod error;
 mod file;
+mod parameters;
 mod settings;
 mod url;
 mod validate;
 
 pub use crate::redact::Secrets;
 pub use error::{ConfigError, Location, ParamError};
+pub use parameters::{parameters, Typed};
 pub use settings::{
     parse_bytes, parse_count, parse_kind, parse_number, settings, FilterParams, Setting,
 };

@@ -5,8 +5,8 @@
 use super::error::{Location, ParamError};
 use super::settings::{keys_of, FilterParams};
 use crate::{
-    BloomFilter, BloomSpec, CircularFilter, CircularSpec, Error, ExpandingFilter, ExpandingSpec,
-    FilterName, Kind,
+    AnyFilter, BloomFilter, BloomSpec, CircularBuilder, CircularFilter, CircularSpec, Error,
+    ExpandingBuilder, ExpandingFilter, ExpandingSpec, FilterName, Kind, Opened, WaitReplicas,
 };
 use std::collections::BTreeMap;
 
@@ -29,6 +29,41 @@ impl FilterSpec {
             FilterSpec::Expanding(s) => s.initial_generations(),
             FilterSpec::Circular(s) => s.initial_generations(),
         }
+    }
+
+    /// Creates the filter, or opens it when it exists with the same
+    /// parameters (see each kind's `create_or_open`), as an
+    /// [`AnyFilter`]; the creation and the handle's writes wait for
+    /// `wait`. Also says which happened.
+    ///
+    /// ```no_run
+    /// use rotabloom::config::FilterParams;
+    /// let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+    /// let mut p = FilterParams::default();
+    /// p.set("kind", "expanding")?;
+    /// p.set("capacity", "10M")?;
+    /// let (f, _how) = p.validate("crawl")?.spec().create_or_open(&mut conn, None)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+        wait: Option<WaitReplicas>,
+    ) -> crate::Result<(AnyFilter, Opened)> {
+        Ok(match self.clone() {
+            FilterSpec::Bloom(s) => {
+                let (f, how) = s.with_wait_replicas(wait).create_or_open(conn)?;
+                (f.into(), how)
+            }
+            FilterSpec::Expanding(s) => {
+                let (f, how) = s.with_wait_replicas(wait).create_or_open(conn)?;
+                (f.into(), how)
+            }
+            FilterSpec::Circular(s) => {
+                let (f, how) = s.with_wait_replicas(wait).create_or_open(conn)?;
+                (f.into(), how)
+            }
+        })
     }
 }
 
@@ -137,42 +172,11 @@ impl FilterParams {
                 FilterSpec::Bloom(b.spec().map_err(from_lib)?)
             }
             Kind::Expanding => {
-                let capacity =
-                    required(self.capacity, "capacity", "items of the first generation")?;
-                let b = given!(
-                    ExpandingFilter::builder(name.as_str()).capacity(capacity),
-                    self,
-                    error_rate,
-                    growth,
-                    tightening,
-                    max_generations,
-                    max_bytes,
-                    max_bits,
-                    max_block_bits,
-                    backend,
-                );
+                let b = self.expanding_builder_for(name.as_str())?;
                 FilterSpec::Expanding(b.spec().map_err(from_lib)?)
             }
             Kind::Circular => {
-                let generations =
-                    required(self.generations, "generations", "the window, in periods")?;
-                let capacity = required(self.capacity, "capacity", "items per period")?;
-                let mut b = given!(
-                    CircularFilter::builder(name.as_str())
-                        .generations(generations)
-                        .capacity(capacity),
-                    self,
-                    error_rate,
-                    mode,
-                    lazy,
-                    backend,
-                    max_bits,
-                    max_block_bits,
-                );
-                // The builder takes a schedule as text, and checks it again.
-                if let Some(s) = &self.schedule {
-                    b = b.schedule(s.to_string());
-                }
+                let b = self.circular_builder_for(name.as_str())?;
                 FilterSpec::Circular(Box::new(b.spec().map_err(from_lib)?))
             }
         };
@@ -183,6 +187,94 @@ impl FilterParams {
             header: None,
             locations: Locations::new(),
         })
+    }
+
+    /// The builder of the expanding filter `name` these settings describe
+    /// (their kind unset or `expanding`), for what a validated spec does
+    /// not offer: adopting a legacy bitmap. The builder's own `spec`
+    /// checks the values.
+    ///
+    /// ```
+    /// use rotabloom::config::FilterParams;
+    /// let mut p = FilterParams::default();
+    /// p.set("capacity", "10M").unwrap();
+    /// p.set("growth", "4").unwrap();
+    /// assert!(p.expanding_builder("crawl").is_ok());
+    /// p.set("generations", "4").unwrap();
+    /// assert_eq!(p.expanding_builder("crawl").unwrap_err().key, Some("generations"));
+    /// ```
+    pub fn expanding_builder(&self, name: &str) -> Result<ExpandingBuilder, ParamError> {
+        self.check_kind(Kind::Expanding)?;
+        self.expanding_builder_for(name)
+    }
+
+    /// The builder of the circular filter `name` these settings describe
+    /// (their kind unset or `circular`), for what a validated spec does
+    /// not offer: a [`Clock`](crate::Clock) of the caller's.
+    ///
+    /// ```
+    /// use rotabloom::config::FilterParams;
+    /// use rotabloom::{ManualClock, Clock};
+    /// use std::sync::Arc;
+    /// let mut p = FilterParams::default();
+    /// for (k, v) in [("generations", "4"), ("capacity", "1M"), ("schedule", "7d")] {
+    ///     p.set(k, v).unwrap();
+    /// }
+    /// let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(chrono::Utc::now()));
+    /// assert!(p.circular_builder("recrawl").unwrap().clock(clock).spec().is_ok());
+    /// ```
+    pub fn circular_builder(&self, name: &str) -> Result<CircularBuilder, ParamError> {
+        self.check_kind(Kind::Circular)?;
+        self.circular_builder_for(name)
+    }
+
+    /// Refuses settings of another kind than `kind`.
+    fn check_kind(&self, kind: Kind) -> Result<(), ParamError> {
+        match self.kind {
+            Some(k) if k != kind => Err(ParamError::at(
+                "kind",
+                format!("{k} given where a {kind} filter is built"),
+            )),
+            _ => self.check_keys(kind),
+        }
+    }
+
+    fn expanding_builder_for(&self, name: &str) -> Result<ExpandingBuilder, ParamError> {
+        let capacity = required(self.capacity, "capacity", "items of the first generation")?;
+        Ok(given!(
+            ExpandingFilter::builder(name).capacity(capacity),
+            self,
+            error_rate,
+            growth,
+            tightening,
+            max_generations,
+            max_bytes,
+            max_bits,
+            max_block_bits,
+            backend,
+        ))
+    }
+
+    fn circular_builder_for(&self, name: &str) -> Result<CircularBuilder, ParamError> {
+        let generations = required(self.generations, "generations", "the window, in periods")?;
+        let capacity = required(self.capacity, "capacity", "items per period")?;
+        let mut b = given!(
+            CircularFilter::builder(name)
+                .generations(generations)
+                .capacity(capacity),
+            self,
+            error_rate,
+            mode,
+            lazy,
+            backend,
+            max_bits,
+            max_block_bits,
+        );
+        // The builder takes a schedule as text, and checks it again.
+        if let Some(s) = &self.schedule {
+            b = b.schedule(s.to_string());
+        }
+        Ok(b)
     }
 
     /// Refuses a setting that does not belong to `kind`, listing those that
