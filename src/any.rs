@@ -102,6 +102,46 @@ impl AnyFilter {
         crate::exec::run_async(conn, crate::engine::trash::leftovers(keys), None).await
     }
 
+    /// Drops filter `name` whose metadata cannot be read, so that no
+    /// handle can be opened on it: a corrupt field
+    /// ([`Error::CorruptMetadata`](crate::Error::CorruptMetadata)), another
+    /// format version. Its metadata and fence go in one step (if its uid is
+    /// still the one read just before), then every other key under the
+    /// name, as [`remove_leftovers`](Self::remove_leftovers) does. Returns
+    /// whether this call removed the metadata. A filter that can be read
+    /// is dropped by its handle's `drop`, which checks what it deletes
+    /// against its view: prefer that.
+    ///
+    /// ```no_run
+    /// use rotabloom::{AnyFilter, Error};
+    /// let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+    /// match AnyFilter::open(&mut conn, "crawl") {
+    ///     Ok(f) => { f.drop(&mut conn)?; }
+    ///     Err(Error::CorruptMetadata { .. }) => {
+    ///         AnyFilter::drop_unreadable(&mut conn, "crawl")?;
+    ///     }
+    ///     Err(e) => return Err(e.into()),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn drop_unreadable<C: redis::ConnectionLike + ?Sized>(
+        conn: &mut C,
+        name: &str,
+    ) -> crate::Result<bool> {
+        let keys = crate::Keys::new(crate::FilterName::existing(name)?);
+        crate::exec::run(conn, unreadable_drop(keys), None)
+    }
+
+    #[cfg(feature = "async")]
+    /// Async [`drop_unreadable`](Self::drop_unreadable).
+    pub async fn drop_unreadable_async<C: redis::aio::ConnectionLike + Send>(
+        conn: &mut C,
+        name: &str,
+    ) -> crate::Result<bool> {
+        let keys = crate::Keys::new(crate::FilterName::existing(name)?);
+        crate::exec::run_async(conn, unreadable_drop(keys), None).await
+    }
+
     fn typed(&self, kind: Kind, codec: Codec) -> Option<crate::engine::Core> {
         (self.kind() == kind).then(|| {
             let mut core = self.core.clone();
@@ -126,3 +166,11 @@ macro_rules! from_typed {
 from_typed!(BloomFilter);
 from_typed!(ExpandingFilter);
 from_typed!(CircularFilter);
+
+/// The drop of an unreadable filter, then the sweep of its name.
+fn unreadable_drop(keys: crate::Keys) -> impl crate::exec::Machine<Output = bool> + Send {
+    use crate::engine::chain::MachineExt;
+    let k = keys.clone();
+    crate::engine::trash::UnreadableDrop::new(keys)
+        .then(move |dropped| Ok(crate::engine::trash::leftovers(k).map(move |_| Ok(dropped))))
+}

@@ -67,13 +67,15 @@ pub(crate) static GUARD: LuaScript = LuaScript::new(with_prelude!("lua/guard.lua
 pub(crate) static COMMIT: LuaScript = LuaScript::new(with_prelude!("lua/commit.lua"));
 pub(crate) static PREALLOC: LuaScript = LuaScript::new(include_str!("lua/prealloc.lua"));
 pub(crate) static ALLOC_NEW: LuaScript = LuaScript::new(include_str!("lua/alloc_new.lua"));
+pub(crate) static DROP_UNREADABLE: LuaScript =
+    LuaScript::new(include_str!("lua/drop_unreadable.lua"));
 pub(crate) static RESTORE: LuaScript = LuaScript::new(include_str!("lua/restore.lua"));
 pub(crate) static RESTORE_WRITE: LuaScript = LuaScript::new(include_str!("lua/restore_write.lua"));
 pub(crate) static SWEEP: LuaScript = LuaScript::new(include_str!("lua/sweep.lua"));
 
 /// Every script: tests go over all of them, and an error names the
 /// command of the line it points to ([`command_at`]).
-pub(crate) static ALL: [&LuaScript; 15] = [
+pub(crate) static ALL: [&LuaScript; 16] = [
     &LOAD,
     &DATA,
     &CREATE,
@@ -88,6 +90,7 @@ pub(crate) static ALL: [&LuaScript; 15] = [
     &RESTORE,
     &RESTORE_WRITE,
     &ALLOC_NEW,
+    &DROP_UNREADABLE,
     &SWEEP,
 ];
 

@@ -399,3 +399,36 @@ fn reserved_room_is_taken_until_released_or_lapsed() {
     let exists: bool = redis::cmd("EXISTS").arg(key).query(&mut conn).unwrap();
     assert!(!exists, "no reservation left behind");
 }
+
+/// A filter whose metadata cannot be read can still be dropped, whole:
+/// every other operation refuses it, so this is the way out.
+#[test]
+fn a_filter_with_unreadable_metadata_can_be_dropped_whole() {
+    let server = RedisServer::start();
+    let mut conn = server.connection();
+    let f = BloomFilter::builder("bad")
+        .capacity(1_000)
+        .error_rate(0.01)
+        .create_or_open(&mut conn)
+        .unwrap();
+    f.idempotent_batch(items("b", 20))
+        .check_and_insert(&mut conn)
+        .unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg("rotabloom:{bad}:meta")
+        .arg("gen.0.count")
+        .arg("lots")
+        .query(&mut conn)
+        .unwrap();
+    assert!(matches!(
+        AnyFilter::open(&mut conn, "bad"),
+        Err(Error::CorruptMetadata { .. })
+    ));
+    assert!(AnyFilter::drop_unreadable(&mut conn, "bad").unwrap());
+    let left: Vec<String> = redis::cmd("KEYS")
+        .arg("rotabloom:{bad}:*")
+        .query(&mut conn)
+        .unwrap();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(!AnyFilter::drop_unreadable(&mut conn, "bad").unwrap());
+}

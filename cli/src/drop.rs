@@ -8,6 +8,19 @@ use rotabloom::AnyFilter;
 use serde_json::json;
 use std::io;
 
+/// Whether opening failed on metadata that cannot be read.
+fn is_unreadable(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<rotabloom::Error>(),
+            Some(
+                rotabloom::Error::CorruptMetadata { .. }
+                    | rotabloom::Error::UnsupportedFormat { .. }
+            )
+        )
+    })
+}
+
 /// Refuses to go on without `--yes`.
 fn confirm(yes: bool, command: &str, what: &str) -> anyhow::Result<()> {
     if yes {
@@ -28,6 +41,15 @@ pub fn run(ctx: &Ctx, name: &str, yes: bool, output: Output) -> anyhow::Result<u
         // No filter: maybe a drop was interrupted after its first step,
         // which leaves blocks and records without metadata; finish it.
         Err(e) if connect::is_gone(&e) => false,
+        // Metadata nobody can read: dropping it is the way out.
+        Err(e) if is_unreadable(&e) => {
+            let why = crate::errors::describe(&e, ctx.secrets());
+            AnyFilter::drop_unreadable(&mut conn, name)?;
+            let doc = json!({ "name": name, "result": "dropped", "unreadable": why });
+            let text = format!("{name}: dropped (its metadata could not be read: {why})");
+            output.print(&mut io::stdout(), &text, &doc, true)?;
+            return Ok(0);
+        }
         Err(e) => return Err(e),
     };
     if dropped {

@@ -163,6 +163,68 @@ impl Machine for SweepMachine {
     }
 }
 
+/// Removes the metadata and fence of a filter whose metadata cannot be
+/// decoded (`lua/drop_unreadable.lua`), after reading its uid raw. Output:
+/// whether this call removed them.
+pub(crate) struct UnreadableDrop {
+    keys: Keys,
+    state: UnreadableState,
+}
+
+enum UnreadableState {
+    Start,
+    Uid,
+    Drop,
+}
+
+impl UnreadableDrop {
+    pub fn new(keys: Keys) -> UnreadableDrop {
+        UnreadableDrop {
+            keys,
+            state: UnreadableState::Start,
+        }
+    }
+}
+
+impl Machine for UnreadableDrop {
+    type Output = bool;
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<bool>> {
+        match std::mem::replace(&mut self.state, UnreadableState::Drop) {
+            UnreadableState::Start => {
+                self.state = UnreadableState::Uid;
+                let mut cmd = redis::cmd("HGET");
+                cmd.arg(self.keys.meta()).arg(crate::metadata::field::UID);
+                Ok(Poll::Send(Request::new().read_only().cmd(cmd)))
+            }
+            UnreadableState::Uid => {
+                let uid = match take_one(replies)?? {
+                    Value::Nil => return Ok(Poll::Ready(false)),
+                    v => crate::proto::as_string(&v).unwrap_or_default(),
+                };
+                let mut cmd = scripts::DROP_UNREADABLE
+                    .invoke(&[self.keys.meta().to_string(), self.keys.fence()]);
+                cmd.arg(uid);
+                let mut req = Request::new();
+                req.script(&scripts::DROP_UNREADABLE, cmd);
+                Ok(Poll::Send(req))
+            }
+            UnreadableState::Drop => {
+                let reply = take_one(replies)??;
+                match crate::proto::as_string(&reply).as_deref() {
+                    Some("OK") => Ok(Poll::Ready(true)),
+                    Some("GONE") => Ok(Poll::Ready(false)),
+                    Some("STALE") => Err(crate::Error::Contention {
+                        name: self.keys.name().to_string(),
+                        retries: 1,
+                    }),
+                    _ => Err(crate::proto::unexpected("drop-unreadable script", &reply)),
+                }
+            }
+        }
+    }
+}
+
 /// What a drop leaves to clients: the blocks in the trash, then every key
 /// still under the name while no filter has it. Output: the keys removed.
 pub(crate) fn leftovers(keys: Keys) -> impl Machine<Output = u64> + Send {

@@ -92,7 +92,10 @@ fn check_seed(seed: u64, total: &mut Stats) {
     );
     // scripts/mutants.sh wants the property, not a small sequence.
     if std::env::var("ROTABLOOM_MODEL_NO_SHRINK").is_ok() {
-        panic!("model: seed {seed} failed at step {}: {}", failure.step, failure.message);
+        panic!(
+            "model: seed {seed} failed at step {}: {}",
+            failure.step, failure.message
+        );
     }
     if std::env::var("ROTABLOOM_MODEL_VERBOSE").is_ok() {
         eprintln!("{:#?}", &steps[..=failure.step]);
