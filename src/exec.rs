@@ -36,6 +36,17 @@ impl Request {
         self
     }
 
+    /// Marks a write that waits for no replica itself: what it writes is
+    /// nothing until a later write of the same operation publishes it (the
+    /// blocks of a filter being created), and that write's `WAIT` covers
+    /// every earlier write of the connection. So a creation that no replica
+    /// acknowledges fails at its publishing step, with nothing published,
+    /// not at its first block.
+    pub fn unwaited(mut self) -> Request {
+        self.writes = false;
+        self
+    }
+
     /// Whether the request may change data.
     #[cfg(test)]
     pub fn writes(&self) -> bool {

@@ -432,3 +432,32 @@ fn a_filter_with_unreadable_metadata_can_be_dropped_whole() {
     assert!(left.is_empty(), "{left:?}");
     assert!(!AnyFilter::drop_unreadable(&mut conn, "bad").unwrap());
 }
+
+/// A creation that waits for a replica nobody runs fails at the step that
+/// publishes the filter, which is then on the primary, whole; not at its
+/// first block, with nothing published and a block left behind.
+#[test]
+fn a_creation_no_replica_acknowledges_is_published_whole_and_says_so() {
+    let server = RedisServer::start();
+    let mut conn = server.connection();
+    let wait = rotabloom::WaitReplicas::new(1, std::time::Duration::from_millis(50)).unwrap();
+    let made = BloomFilter::builder("w")
+        .capacity(1_000)
+        .error_rate(0.01)
+        .wait_replicas(wait)
+        .create_or_open(&mut conn);
+    assert!(
+        matches!(made, Err(Error::ReplicasTimeout { .. })),
+        "{made:?}"
+    );
+    let f = AnyFilter::open(&mut conn, "w").unwrap();
+    assert!(f.check_and_insert(&mut conn, "x").unwrap());
+    let leased: Vec<i64> = redis::cmd("KEYS")
+        .arg("rotabloom:{w}:gen:*")
+        .query::<Vec<String>>(&mut conn)
+        .unwrap()
+        .iter()
+        .map(|k| redis::cmd("PTTL").arg(k).query(&mut conn).unwrap())
+        .collect();
+    assert_eq!(leased, vec![-1], "one block, permanent");
+}

@@ -67,7 +67,7 @@ pub(crate) fn alloc_new_request(block: &Block) -> Request {
             capacity,
         } => cmd.arg("bf").arg(fmt_f64(error_rate)).arg(capacity),
     };
-    let mut req = Request::new();
+    let mut req = Request::new().unwaited();
     req.script(&scripts::ALLOC_NEW, cmd);
     req
 }
