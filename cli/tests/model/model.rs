@@ -22,6 +22,10 @@ pub struct MGen {
     /// (a write-only generation, whose own answers nobody hears): the
     /// count may include them.
     pub slack: BTreeSet<u32>,
+    /// Items counted here that the model could not tell apart from those
+    /// of another generation (writers past capacity met a conversion in
+    /// an order nobody knows): a number, taken from the filter.
+    pub unattributed: i64,
 }
 
 impl MGen {
@@ -35,7 +39,7 @@ impl MGen {
     /// The count the filter may report: the items counted, plus any of
     /// those of unknown outcome.
     pub fn count_range(&self) -> (u64, u64) {
-        let lo = self.counted.len() as u64;
+        let lo = (self.counted.len() as i64 + self.unattributed).max(0) as u64;
         let unsure: BTreeSet<u32> = self.maybe.union(&self.slack).copied().collect();
         let extra = unsure.difference(&self.counted).count() as u64;
         (lo, lo + extra)
@@ -166,7 +170,8 @@ impl MFilter {
         // exactly its capacity.
         let d = self.decider();
         if self.spec.shape == Shape::Expanding
-            && self.gens[d].counted.len() as u64 >= self.gens[d].capacity
+            && self.gens[d].counted.len() as i64 + self.gens[d].unattributed
+                >= self.gens[d].capacity as i64
         {
             self.grow();
         }
@@ -199,6 +204,14 @@ impl MFilter {
                 gen.slack.insert(item);
             }
             gen.present.insert(item);
+        }
+    }
+
+    /// Takes each generation's count from the filter, after a step whose
+    /// split of items between generations nobody can know.
+    pub fn resync_counts(&mut self, real: &[u64]) {
+        for (g, &count) in self.gens.iter_mut().zip(real) {
+            g.unattributed = count as i64 - g.counted.len() as i64;
         }
     }
 

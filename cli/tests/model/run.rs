@@ -166,25 +166,22 @@ impl Run {
             // must get through.
             let killable = matches!(step, Step::Data { .. } | Step::Create { .. });
             if killable && matches!(pending, Some(Fault::KillConnections)) {
-                let url = self.world.server.url();
+                let mut conn = self.world.admin();
                 let stop = &stop;
                 s.spawn(move || {
-                    let Ok(mut conn) = redis::Client::open(url).and_then(|c| c.get_connection())
-                    else {
-                        return;
-                    };
                     for pause in [0u64, 1, 2, 5, 10, 20] {
                         if stop.load(std::sync::atomic::Ordering::Relaxed) {
                             break;
                         }
                         std::thread::sleep(std::time::Duration::from_millis(pause));
-                        let _: redis::RedisResult<i64> = redis::cmd("CLIENT")
-                            .arg("KILL")
-                            .arg("TYPE")
-                            .arg("normal")
-                            .arg("SKIPME")
-                            .arg("yes")
-                            .query(&mut conn);
+                        // The clients' connections, not the model's own.
+                        for user in ["default", "nowatch"] {
+                            let _: redis::RedisResult<i64> = redis::cmd("CLIENT")
+                                .arg("KILL")
+                                .arg("USER")
+                                .arg(user)
+                                .query(&mut conn);
+                        }
                     }
                 });
             }
@@ -590,6 +587,9 @@ impl Run {
         let real: Vec<u64> = info.generations.iter().map(|g| g.count).collect();
         if m.spec.shape == Shape::Expanding {
             m.sync_growth(real.len(), self.hazards.converting)?;
+            if self.hazards.converting {
+                m.resync_counts(&real);
+            }
         }
         if real.len() != m.gens.len() {
             return fail(format!(

@@ -115,7 +115,21 @@ struct Client {
 /// The user the server refuses `WATCH` (and only that).
 const NO_WATCH: &str = "nowatch";
 
+/// The user of the test's own connections, which the faults that kill
+/// connections spare.
+const MODEL: &str = "model";
+
 fn add_users(conn: &mut redis::Connection) {
+    let _: () = redis::cmd("ACL")
+        .arg("SETUSER")
+        .arg(MODEL)
+        .arg("on")
+        .arg(">pw")
+        .arg("~*")
+        .arg("&*")
+        .arg("+@all")
+        .query(conn)
+        .unwrap();
     let _: () = redis::cmd("ACL")
         .arg("SETUSER")
         .arg(NO_WATCH)
@@ -170,9 +184,13 @@ impl World {
         self.proxy.url()
     }
 
-    /// A connection straight to the server, for the test's own reads.
+    /// A connection straight to the server, for the test's own reads and
+    /// admin steps, as a user whose connections no fault kills.
     pub fn admin(&self) -> redis::Connection {
-        self.server.connection()
+        let url = format!("redis://{MODEL}:pw@127.0.0.1:{}", self.server.port());
+        redis::Client::open(url)
+            .and_then(|c| c.get_connection())
+            .unwrap_or_else(|e| panic!("the model's own connection: {e}"))
     }
 
     /// Forgets every connection (after a restart).
@@ -205,7 +223,9 @@ impl World {
 
     /// Creates filter `f` as `spec`.
     pub fn create(&mut self, f: u8, spec: &Spec) -> rotabloom::Result<()> {
-        create_on(&mut self.admin(), f, spec)?;
+        // As a client does, through the relay: faults reach it.
+        let mut conn = self.connect_as(false)?;
+        create_on(&mut conn, f, spec)?;
         self.shapes[f as usize] = Some(spec.shape);
         Ok(())
     }
