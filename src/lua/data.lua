@@ -10,8 +10,8 @@
 -- atomic step. Structure never changes here: a full generation is reported
 -- (FULL) and the client appends the next one with the roll script.
 --
--- ARGV: op, uid, epoch, cleared, n, due, now, ngroups, first, ttl, then
--- per group:
+-- ARGV: op, uid, epoch, cleared, n, due, now, ngroups, first, ttl, round,
+-- then per group:
 --   role ('q' query only, 'd' decides and is written, 'w' written only;
 --   upper case for a RedisBloom generation; 'l' the client's findings in
 --   the generations it mirrors: k 0, no keys, one '1'/'0' per item), seq, k, nblocks (the block
@@ -28,6 +28,12 @@
 -- due is the view's lazy-rotation deadline in ms, or '' (the fence check
 -- confirms the view, so no stored value is read); now is the caller's clock
 -- in ms, or '' for the server's. Once due, writes and reads wait (DUE).
+-- round, when not '', names the round of calls this one is part of (a
+-- capped write cut into several calls, pipelined): once one of them stops
+-- at capacity, the later ones write nothing (BUSY, nothing done), so that
+-- what the round wrote is always a prefix of its items, even when room
+-- held by transactions came back between two of its calls. The mark is a
+-- member 'stop:ROUND' of the reservations, lapsing after 5 s.
 -- first and ttl make a write exactly once across a lost reply: ttl ''
 -- means no record; else the record key (a string, one byte per item of the
 -- caller's batch: '0'/'1' once answered) keeps each answer for ttl ms,
@@ -81,8 +87,12 @@ if ARGV[6] ~= '' then
     return {'DUE', 0, '', -1}
   end
 end
+local round = ARGV[11] or ''
+if round ~= '' and redis.call('ZSCORE', KEYS[3], 'stop:' .. round) then
+  return {'BUSY', 0, '', -1}
+end
 local groups = {}
-local a, kix = 11, 4
+local a, kix = 12, 4
 
 for g = 1, tonumber(ARGV[8]) do
   local k = tonumber(ARGV[a + 2])
@@ -367,6 +377,10 @@ else
   end
 end
 
+if round ~= '' and (status == 'FULL' or status == 'BUSY') then
+  redis.call('ZADD', KEYS[3], now_ms() + 5000, 'stop:' .. round)
+  if redis.call('PTTL', KEYS[3]) < 5000 then redis.call('PEXPIRE', KEYS[3], 5000) end
+end
 local out = {}
 for i = 0, processed - 1 do
   out[i + 1] = yes[i] and '1' or '0'

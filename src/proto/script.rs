@@ -172,7 +172,14 @@ pub(crate) fn request(
         DataOp::Add | DataOp::CheckAdd => Request::new(),
     };
     let mut chunks = Vec::new();
-    for chunk in calls(round, per_call) {
+    let cut = calls(round, per_call);
+    // A capped write in several calls: the first that stops at capacity
+    // stops the later ones (lua/data.lua), so the round writes a prefix.
+    let round_id = match (limit, op, cut.len() > 1) {
+        (Limit::Capacity, DataOp::Add | DataOp::CheckAdd, true) => crate::uid::new_uid(),
+        _ => String::new(),
+    };
+    for chunk in cut {
         // Each call names only the blocks its items touch: a single item
         // of a filter of 22 blocks then costs one EXISTS and one key, not
         // 22 of each.
@@ -224,7 +231,8 @@ pub(crate) fn request(
             .arg(now)
             .arg(parts.len() + usize::from(findings))
             .arg(chunk.first().copied().unwrap_or(0))
-            .arg(&ttl);
+            .arg(&ttl)
+            .arg(&round_id);
         if findings {
             // Role l: the client's findings, one flag per item; no keys.
             cmd.arg("l").arg(0).arg(0).arg(0).arg(0).arg("0");
@@ -398,11 +406,11 @@ mod tests {
         assert!(req.writes());
         let args = req.args(0);
         // EVALSHA sha numkeys meta fence reservations block, then op uid
-        // epoch cleared n due now groups first ttl.
+        // epoch cleared n due now groups first ttl round.
         assert_eq!(args[0], "EVALSHA");
         assert_eq!(args[2], "4");
         assert_eq!(
-            &args[7..17],
+            &args[7..18],
             [
                 "cai",
                 "0123456789abcdef",
@@ -413,14 +421,52 @@ mod tests {
                 "",
                 "1",
                 "1",
+                "",
                 ""
             ]
         );
         // One group: decide, seq 0, k, 1 block, no cap, every block must
         // exist whole (125 bytes), then per item block + k positions.
         let k = view.gens[0].layout.hashes as usize;
-        assert_eq!(&args[17..23], ["d", "0", &k.to_string(), "1", "0", "=125"]);
-        assert_eq!(args.len(), 23 + 2 * (1 + k));
+        assert_eq!(&args[18..24], ["d", "0", &k.to_string(), "1", "0", "=125"]);
+        assert_eq!(args.len(), 24 + 2 * (1 + k));
+    }
+
+    #[test]
+    fn the_calls_of_a_capped_round_share_a_round_so_that_one_stop_stops_them_all() {
+        let view = view_of("bloom", 1);
+        let keys = crate::testkit::keys("t");
+        let hashes: Vec<ItemHash> = (0..1200).map(|i| ItemHash::of(i.to_string())).collect();
+        let batch = Batch {
+            hashes: &hashes,
+            items: &crate::items::Items::default(),
+        };
+        let round: Vec<usize> = (0..1200).collect();
+        let r = RoundOf {
+            keys: &keys,
+            view: &view,
+            round: &round,
+            batch,
+        };
+        let (req, chunks) = request(r, DataOp::Add, "", None, &Local::default(), Limit::Capacity);
+        assert!(chunks.len() > 1);
+        let rounds: Vec<String> = (0..chunks.len()).map(|i| req.args(i)[17].clone()).collect();
+        assert!(!rounds[0].is_empty() && rounds.iter().all(|r| *r == rounds[0]));
+        // One call, or no cap: nothing to stop.
+        let (one, _) = request(
+            RoundOf {
+                round: &round[..10],
+                ..r
+            },
+            DataOp::Add,
+            "",
+            None,
+            &Local::default(),
+            Limit::Capacity,
+        );
+        assert_eq!(one.args(0)[17], "");
+        let (open, _) = request(r, DataOp::Add, "", None, &Local::default(), Limit::Open);
+        assert_eq!(open.args(0)[17], "");
     }
 
     #[test]
