@@ -420,7 +420,7 @@ impl Run {
                     // it grow).
                     Op::Insert
                         if a && pre.spec.shape != Shape::Expanding
-                            && !(pre.spec.shape == Shape::Bloom && call.full == Full::Grow) =>
+                            && !self.hazards.converting =>
                     {
                         *new_by_item.entry(it).or_default() += 1;
                     }
