@@ -3,7 +3,7 @@
 
 use crate::engine::{create, Core};
 use crate::error::Result;
-use crate::generation::{Backend, Layout, Scheme};
+use crate::generation::{Backend, Layout};
 use crate::keys::{FilterName, Keys};
 use crate::metadata::{field, fmt_f64, Common, Fields, Kind};
 use crate::ops::impl_filter_ops;
@@ -121,10 +121,7 @@ pub(crate) fn backend_of(f: &Fields, c: &Common) -> Result<Backend> {
         None => Backend::Bitmap,
         Some(_) => f.parsed::<Backend>(field::BACKEND)?,
     };
-    let scheme = match backend {
-        Backend::Bitmap => Scheme::Md5Edh,
-        Backend::RedisBloom => Scheme::RedisBloom,
-    };
+    let scheme = backend.scheme();
     View::check_schemes(f, c, |_, g| g.layout.scheme == scheme)?;
     Ok(backend)
 }

@@ -9,7 +9,7 @@
 //! generation, dropped when their generation leaves the view, and all
 //! dropped when the filter is cleared (`cleared` in the metadata).
 
-use crate::generation::{Generation, Layout, Scheme};
+use crate::generation::{Generation, Layout};
 use crate::hashing::ItemHash;
 use crate::rbchain::{Chain, ModuleHash};
 use crate::view::View;
@@ -114,7 +114,7 @@ impl Frozen {
                 .get((o / 8) as usize)
                 .is_some_and(|v| v & (0x80 >> (o % 8)) != 0)
         };
-        if self.gen.layout.scheme == Scheme::Md5Edh {
+        if self.gen.layout.store().positions_shared() {
             let (b, positions) = memo.placed(self.gen.layout, h);
             return blocks
                 .get(b as usize)
@@ -141,7 +141,7 @@ impl Frozen {
                     None => Probe::Unprobed,
                 }
             }
-            (Bits::Blocks(_), Some(h)) if self.gen.layout.scheme == Scheme::Md5Edh => {
+            (Bits::Blocks(_), Some(h)) if self.gen.layout.store().positions_shared() => {
                 let (b, positions) = memo.placed(self.gen.layout, h);
                 match positions.get(i as usize) {
                     Some(&o) => Probe::At {
@@ -319,6 +319,7 @@ impl FrozenCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::generation::Scheme;
 
     /// A deterministic byte stream (xorshift), about half of whose bits
     /// are set.

@@ -360,7 +360,7 @@ impl<'a, W: Write> DumpMachine<'a, W> {
 
     /// The header and metadata, and the blocks to read.
     fn begin(&mut self, view: View) -> Result<Poll<Summary>> {
-        if view.gens.iter().any(|g| g.layout.scheme.is_module()) {
+        if view.gens.iter().any(|g| !g.layout.store().dumpable()) {
             return Err(Error::InvalidParameter {
                 name: "backend",
                 reason: format!(
@@ -573,7 +573,7 @@ impl<'a, R: Read> RestoreMachine<'a, R> {
         };
         let view = View::decode(fields, None, &keys.fence(), crate::any::ACCEPT_ANY)
             .map_err(|e| bad(format!("its metadata is not valid: {e}")))?;
-        if view.gens.iter().any(|g| g.layout.scheme.is_module()) {
+        if view.gens.iter().any(|g| !g.layout.store().dumpable()) {
             return Err(bad(
                 "it lists RedisBloom generations, which a dump cannot hold",
             ));
@@ -706,7 +706,7 @@ impl<'a, R: Read> RestoreMachine<'a, R> {
                 ))
             })?;
         let full = g.layout.block_bits().div_ceil(8);
-        let exact = g.layout.scheme.always_allocated();
+        let exact = g.layout.block_check() != crate::generation::BlockCheck::MayBeAbsent;
         if block >= g.layout.blocks || !self.seen.insert((seq, block)) {
             return Err(bad(format!(
                 "block {block} of generation {seq} is out of place"

@@ -15,7 +15,7 @@ use crate::engine::roll::{Grow, RollMachine};
 use crate::engine::{create, load::LoadMachine, Core};
 use crate::error::{Error, Result};
 use crate::exec::{Machine, Poll, Replies, Request};
-use crate::generation::{Backend, Layout, Scheme};
+use crate::generation::{Backend, Layout};
 use crate::keys::{FilterName, Keys};
 use crate::metadata::{field, fmt_f64, Common, Fields, Kind};
 use crate::ops::impl_filter_ops;
@@ -587,19 +587,6 @@ fn decode(f: &Fields, c: &Common) -> Result<Arc<dyn Policy>> {
             ),
         ));
     }
-    // RedisBloom generations only with that backend (an expanding filter
-    // made so, or a converted RedisBloom base filter); bitmap ones always
-    // (a converted one grew on bitmaps before expanding filters had a
-    // backend).
-    let module = matches!(f.opt_str(field::BACKEND)?, Some("redisbloom"));
-    View::check_schemes(f, c, |i, g| {
-        match (i < legacy_gens as usize, g.layout.scheme) {
-            (true, s) => !s.writable(),
-            (false, Scheme::Md5Edh) => true,
-            (false, Scheme::RedisBloom) => module,
-            (false, _) => false,
-        }
-    })?;
     let backend = match f.opt_str(field::BACKEND)? {
         None => Backend::Bitmap,
         Some(b) => b.parse::<Backend>().map_err(|_| {
@@ -609,6 +596,13 @@ fn decode(f: &Fields, c: &Common) -> Result<Arc<dyn Policy>> {
             )
         })?,
     };
+    // The backend's generations, and bitmap ones always (a converted
+    // filter grew on bitmaps before expanding filters had a backend); an
+    // adopted legacy generation only where adoption puts it.
+    View::check_schemes(f, c, |i, g| match i < legacy_gens as usize {
+        true => !g.layout.store().writable(),
+        false => g.layout.scheme == backend.scheme() || g.layout.scheme == Backend::Bitmap.scheme(),
+    })?;
     Ok(Arc::new(ExpandingPolicy {
         n0: f.u64_in(field::CAPACITY, 1, u64::MAX)?,
         p: f.rate(field::ERROR_RATE)?,

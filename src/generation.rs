@@ -3,7 +3,7 @@
 //! *which* generations an operation reads and writes; a generation decides
 //! *where* an item's bits are.
 
-use crate::hashing::{hex, legacy_poly, ItemHash};
+use crate::hashing::ItemHash;
 use crate::params::{BloomParams, MAX_BLOCK_BITS};
 
 /// How a generation maps items to bits. Stored in the metadata as
@@ -28,9 +28,6 @@ pub enum Scheme {
     RedisBloom,
 }
 
-/// Seed 000's seeds.
-const SEED000_SEEDS: [u64; 7] = [5, 7, 11, 13, 31, 37, 61];
-
 impl Scheme {
     /// The name used in the metadata hash.
     pub fn as_str(self) -> &'static str {
@@ -54,19 +51,12 @@ impl Scheme {
 
     /// Whether rotabloom may write with this scheme (legacy ones are frozen).
     pub fn writable(self) -> bool {
-        matches!(self, Scheme::Md5Edh | Scheme::RedisBloom)
+        crate::store::of(self).writable()
     }
 
-    /// Whether every block key of such a generation exists from its
-    /// creation on (rotabloom allocates them all); an adopted legacy bitmap
-    /// may lack blocks its crawler never wrote.
-    pub(crate) fn always_allocated(self) -> bool {
-        self.writable()
-    }
-
-    /// Whether the generation is a RedisBloom key rather than a bitmap.
+    /// Whether the generation is a module's key rather than a bitmap.
     pub fn is_module(self) -> bool {
-        self == Scheme::RedisBloom
+        crate::store::of(self).copy() == crate::store::Copy::ScanDump
     }
 }
 
@@ -96,15 +86,12 @@ impl Backend {
 
     /// The layout of a generation of `params` on this backend.
     pub(crate) fn layout(self, params: crate::params::BloomParams, max_block_bits: u64) -> Layout {
-        match self {
-            Backend::Bitmap => Layout::split(params, max_block_bits),
-            Backend::RedisBloom => Layout {
-                bits: params.bits(),
-                hashes: params.hashes(),
-                blocks: 1,
-                scheme: Scheme::RedisBloom,
-            },
-        }
+        crate::store::for_backend(self).new_layout(params, max_block_bits)
+    }
+
+    /// The scheme of the generations this backend makes.
+    pub(crate) fn scheme(self) -> Scheme {
+        crate::store::for_backend(self).scheme()
     }
 }
 
@@ -158,10 +145,12 @@ impl Layout {
     /// The arguments one item takes in a data request: its block and its
     /// bit positions, or for a RedisBloom generation the item itself.
     pub(crate) fn args_per_item(&self) -> usize {
-        match self.scheme.is_module() {
-            true => 1,
-            false => 1 + self.hashes as usize,
-        }
+        self.store().args_per_item(self)
+    }
+
+    /// The backend policy of this layout's scheme.
+    pub(crate) fn store(&self) -> &'static dyn crate::store::Store {
+        crate::store::of(self.scheme)
     }
 
     /// Splits `params` into blocks of at most `max_block_bits` bits (never
@@ -196,33 +185,10 @@ impl Layout {
     /// `item` is needed only by schemes whose `needs_item` is true; without
     /// it they place the item as if it were empty.
     pub fn locate(&self, h: &ItemHash, item: Option<&[u8]>) -> (u32, ItemPositions) {
-        let mask = self.block_bits().wrapping_sub(1);
-        match self.scheme {
-            Scheme::Md5Edh => (
-                h.block(self.blocks),
-                ItemPositions::Edh(h.positions(self.block_bits(), self.hashes)),
-            ),
-            Scheme::ScrapyRedisBloomfilter => {
-                let text = String::from_utf8_lossy(item.unwrap_or_default());
-                let list: Vec<u64> = (1..=u64::from(self.hashes))
-                    .map(|mult| legacy_poly(text.chars(), mult) & mask)
-                    .collect();
-                (0, ItemPositions::List(list.into_iter()))
-            }
-            Scheme::Seed000 => {
-                let digest = h.digest();
-                let hexd = hex(&digest);
-                let block = u32::from(digest[0]) % self.blocks.max(1);
-                let list: Vec<u64> = SEED000_SEEDS
-                    .iter()
-                    .take(self.hashes as usize)
-                    .map(|seed| legacy_poly(hexd.chars(), seed + 1) & mask)
-                    .collect();
-                (block, ItemPositions::List(list.into_iter()))
-            }
-            // The module places the item itself.
-            Scheme::RedisBloom => (0, ItemPositions::List(Vec::new().into_iter())),
-        }
+        // A store that places items itself has no positions to give.
+        self.store()
+            .locate(self, h, item)
+            .unwrap_or((0, ItemPositions::List(Vec::new().into_iter())))
     }
 
     /// The false-positive rate the generation was sized for at `capacity`
@@ -241,11 +207,7 @@ impl Layout {
     /// makes at its full size, so a missing or shorter one is lost data
     /// (§8.12 of docs/FORMAT.md).
     pub(crate) fn block_check(&self) -> BlockCheck {
-        match (self.scheme.always_allocated(), self.scheme.is_module()) {
-            (false, _) => BlockCheck::MayBeAbsent,
-            (true, true) => BlockCheck::Exists,
-            (true, false) => BlockCheck::AtLeast(self.block_bits().div_ceil(8)),
-        }
+        self.store().block_check(self)
     }
 }
 

@@ -50,6 +50,25 @@ impl Items {
     }
 }
 
+/// The items of one operation and their hashes. The items are always
+/// there; the hashes are when a generation of the snapshot the request is
+/// built from places items by their hash (all of them or none).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Batch<'a> {
+    pub hashes: &'a [crate::hashing::ItemHash],
+    pub items: &'a Items,
+}
+
+impl<'a> Batch<'a> {
+    pub fn item(&self, i: usize) -> Option<&'a [u8]> {
+        self.items.get(i)
+    }
+
+    pub fn hash(&self, i: usize) -> Option<&'a crate::hashing::ItemHash> {
+        self.hashes.get(i)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,6 +30,7 @@ mod rbchain;
 mod redact;
 mod schedule;
 mod scripts;
+mod store;
 #[cfg(test)]
 mod testkit;
 mod uid;

@@ -188,6 +188,9 @@ pub(crate) struct View {
     pub policy: Arc<dyn Policy>,
     /// Per generation, its part in data operations.
     pub roles: Vec<Role>,
+    /// Per generation, its backend's policy, chosen from its scheme once,
+    /// here.
+    stores: Vec<&'static dyn crate::store::Store>,
     pub growth: Growth,
     /// The raw fields, for display only.
     pub fields: Fields,
@@ -239,13 +242,23 @@ impl View {
             }
         }
         let growth = policy.growth(&common);
+        let stores = common.gens.iter().map(|g| g.layout.store()).collect();
         Ok(View {
             common,
             policy,
             roles,
+            stores,
             growth,
             fields,
         })
+    }
+
+    /// Generation `g`'s backend policy.
+    pub(crate) fn store(&self, g: usize) -> &'static dyn crate::store::Store {
+        self.stores
+            .get(g)
+            .copied()
+            .unwrap_or_else(crate::store::bitmap)
     }
 
     /// The generations with a role, by index into `gens`.

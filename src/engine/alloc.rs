@@ -82,12 +82,12 @@ impl ModuleMachine {
         let cmds = view
             .gens
             .iter()
-            .find(|g| g.layout.scheme.is_module())
-            .map(|g| {
-                let mut cmd = redis::cmd("BF.EXISTS");
-                cmd.arg(keys.block(&view.uid, g.seq, 0)).arg("");
-                vec![cmd]
+            .find_map(|g| {
+                g.layout
+                    .store()
+                    .presence_probe(&keys.block(&view.uid, g.seq, 0))
             })
+            .map(|cmd| vec![cmd])
             .unwrap_or_default();
         ModuleMachine::new(keys, cmds)
     }

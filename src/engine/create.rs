@@ -48,7 +48,7 @@ fn initial(bp: &Blueprint) -> Vec<NewGen> {
     bp.gens
         .iter()
         .enumerate()
-        .filter(|(_, (layout, _))| layout.scheme.always_allocated())
+        .filter(|(_, (layout, capacity))| layout.store().alloc(layout, *capacity).is_some())
         .map(|(seq, (layout, capacity))| NewGen {
             seq: seq as u64,
             layout: *layout,

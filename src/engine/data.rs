@@ -99,7 +99,7 @@ const BUSY_ROUNDS: u32 = 1_000;
 
 /// Whether some generation of `view` places bits itself (a bitmap).
 fn needs_hashes(view: &View) -> bool {
-    view.gens.iter().any(|g| !g.layout.scheme.is_module())
+    view.gens.iter().any(|g| g.layout.store().hashed())
 }
 
 impl DataMachine {
@@ -165,7 +165,7 @@ impl DataMachine {
             .view
             .with_role(Role::Decide)
             .filter_map(|g| self.view.gens.get(g))
-            .any(|g| g.layout.scheme.is_module());
+            .any(|g| g.layout.store().caps_itself());
         match (
             self.op,
             self.view.growth.is_capped() || module,
@@ -426,7 +426,7 @@ impl DataMachine {
     }
 
     fn on_read(&mut self, r: ReadRound, replies: Replies) -> Result<Poll<DataOutput>> {
-        match txn::decode_read(self.core.name(), &r.sent, r.round.len(), replies) {
+        match txn::decode_read(&r.view, &r.sent, r.round.len(), replies) {
             Err(e) => self.fail(e),
             Ok(Err(v)) => self.after_verdict(v),
             Ok(Ok(read)) => {

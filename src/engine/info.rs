@@ -5,10 +5,11 @@ use super::load::LoadMachine;
 use super::Core;
 use crate::error::{Error, Result};
 use crate::exec::{Machine, Poll, Replies, Request};
-use crate::generation::{Generation, Scheme};
+use crate::generation::Generation;
 use crate::info::{GenerationInfo, Info, Level, Warning, WarningCode};
 use crate::metadata::{field, Kind};
 use crate::params;
+use crate::store::{Held, COUNT_BYTES};
 use crate::view::{Growth, Role, View};
 use redis::Value;
 use std::sync::Arc;
@@ -85,101 +86,30 @@ fn still(view: &View, reply: Option<redis::RedisResult<Value>>) -> Result<Still>
     })
 }
 
-/// (Size in bytes, number of items inserted) from a BF.INFO reply.
-fn bf_info(v: &Value) -> (u64, u64) {
-    let key = |k: &Value| match k {
-        Value::SimpleString(k) => Some(k.clone()),
-        Value::BulkString(k) => Some(String::from_utf8_lossy(k).into_owned()),
-        _ => None,
-    };
-    let pairs: Vec<(String, u64)> = match v {
-        Value::Array(a) => a
-            .chunks(2)
-            .filter_map(|p| match p {
-                [k, Value::Int(n)] => Some((key(k)?, u64::try_from(*n).ok()?)),
-                _ => None,
-            })
-            .collect(),
-        Value::Map(m) => m
-            .iter()
-            .filter_map(|(k, n)| match n {
-                Value::Int(n) => Some((key(k)?, u64::try_from(*n).ok()?)),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    let get = |name: &str| {
-        pairs
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, n)| *n)
-            .unwrap_or(0)
-    };
-    (get("Size"), get("Number of items inserted"))
-}
-
-/// One reply; a missing reply or an error reply ends the request
-/// (WRONGTYPE as [`Error::WrongType`], naming the key).
-fn reply(r: Option<redis::RedisResult<Value>>, what: &str) -> Result<Value> {
-    Ok(r.ok_or_else(|| Error::Internal(format!("the reply to {what} is missing")))??)
-}
-
-fn int(r: Option<redis::RedisResult<Value>>, what: &str) -> Result<u64> {
-    match reply(r, what)? {
-        Value::Int(i) => Ok(u64::try_from(i).unwrap_or(0)),
-        v => Err(crate::proto::unexpected(what, &v)),
-    }
-}
-
-/// The most bitmap bytes one round trip of an info request counts. A
-/// BITCOUNT runs at a few GB/s, so a step holds the server for about a
-/// millisecond; other clients' commands run between the steps. (One
-/// pipeline of every block's BITCOUNT held a 686 MiB filter's server for
-/// 190 to 349 ms.)
-pub(crate) const COUNT_BYTES: u64 = 4 << 20;
-
-/// The byte ranges of a block that its BITCOUNTs cover, each at most
-/// [`COUNT_BYTES`] long.
-fn ranges(block_bytes: u64) -> impl Iterator<Item = (u64, u64)> {
-    let n = block_bytes.div_ceil(COUNT_BYTES).max(1);
-    (0..n).map(move |i| {
-        let start = i * COUNT_BYTES;
-        (start, (start + COUNT_BYTES).min(block_bytes.max(1)) - 1)
-    })
-}
-
-/// The info request, cut into round trips: per bitmap block its
-/// BITCOUNTs over byte ranges, then its STRLEN; per RedisBloom block a
-/// BF.INFO. A round trip counts at most [`COUNT_BYTES`] bytes.
+/// The info request, cut into round trips: per block the commands its
+/// store reads it with (bitmaps: `BITCOUNT`s over byte ranges, then
+/// `STRLEN`; a module: `BF.INFO`). A round trip counts at most
+/// [`COUNT_BYTES`] bytes of bitmap: a `BITCOUNT` runs at a few GB/s, so a
+/// step holds the server for about a millisecond and other clients'
+/// commands run between the steps (one pipeline of every block's
+/// `BITCOUNT` held a 686 MiB filter's server for 190 to 349 ms).
 fn requests(keys: &crate::keys::Keys, view: &View) -> Vec<Request> {
     let mut steps = Vec::new();
     let mut req = Request::new().read_only();
     let mut budget = COUNT_BYTES;
     let mut empty = true;
-    for g in &view.gens {
-        let block_bytes = g.layout.block_bits().div_ceil(8);
+    for (i, g) in view.gens.iter().enumerate() {
         for b in 0..g.layout.blocks {
             let key = keys.block(&view.uid, g.seq, b);
-            if g.layout.scheme.is_module() {
-                req.push(redis::cmd("BF.INFO").arg(&key).clone(), None);
-                empty = false;
-                continue;
-            }
-            for (start, end) in ranges(block_bytes) {
-                let cost = end + 1 - start;
+            for (cmd, cost) in view.store(i).info_commands(&g.layout, &key) {
                 if cost > budget && !empty {
                     steps.push(std::mem::replace(&mut req, Request::new().read_only()));
                     budget = COUNT_BYTES;
                 }
                 budget = budget.saturating_sub(cost);
-                req.push(
-                    redis::cmd("BITCOUNT").arg(&key).arg(start).arg(end).clone(),
-                    None,
-                );
+                req.push(cmd, None);
                 empty = false;
             }
-            req.push(redis::cmd("STRLEN").arg(&key).clone(), None);
         }
     }
     steps.push(req);
@@ -188,49 +118,15 @@ fn requests(keys: &crate::keys::Keys, view: &View) -> Vec<Request> {
 
 /// One generation as read: bits set, bytes held, and the blocks that are
 /// not what they should be.
-#[derive(Default)]
-struct Blocks {
-    set_bits: u64,
-    memory_bytes: u64,
-    /// (block, bytes held) of missing or short blocks.
-    short: Vec<(u32, u64)>,
-}
-
 fn read_blocks(
+    view: &View,
+    i: usize,
     g: &Generation,
     replies: &mut impl Iterator<Item = redis::RedisResult<Value>>,
-) -> Result<Blocks> {
-    let mut out = Blocks::default();
-    if g.layout.scheme.is_module() {
-        match replies.next() {
-            // BF.INFO of a key that does not exist.
-            Some(Err(e)) if e.to_string().contains("not found") => out.short.push((0, 0)),
-            r => {
-                let (size, items) = bf_info(&reply(r, "BF.INFO")?);
-                out.memory_bytes = size;
-                // No bitmap to count: estimate the bits set from the items.
-                let m = g.layout.bits as f64;
-                let k = f64::from(g.layout.hashes);
-                out.set_bits = (m * (1.0 - (-k * items as f64 / m).exp())) as u64;
-            }
-        }
-        return Ok(out);
-    }
-    // Generations rotabloom sized are allocated at full size before they
-    // are listed; adopted legacy bitmaps grow as bits are set.
-    let full = (g.layout.scheme == Scheme::Md5Edh).then(|| g.layout.block_bits().div_ceil(8));
-    let block_bytes = g.layout.block_bits().div_ceil(8);
+) -> Result<Held> {
+    let mut out = Held::default();
     for b in 0..g.layout.blocks {
-        let mut bits = 0u64;
-        for _ in ranges(block_bytes) {
-            bits = bits.saturating_add(int(replies.next(), "BITCOUNT")?);
-        }
-        let len = int(replies.next(), "STRLEN")?;
-        out.set_bits = out.set_bits.saturating_add(bits);
-        out.memory_bytes = out.memory_bytes.saturating_add(len);
-        if len == 0 || full.is_some_and(|full| len < full) {
-            out.short.push((b, len));
-        }
+        view.store(i).info_block(&g.layout, b, replies, &mut out)?;
     }
     Ok(out)
 }
@@ -245,7 +141,7 @@ fn block_list(blocks: impl Iterator<Item = u32>) -> String {
     }
 }
 
-fn block_warnings(g: &Generation, read: &Blocks, warnings: &mut Vec<Warning>) {
+fn block_warnings(g: &Generation, read: &Held, warnings: &mut Vec<Warning>) {
     if read.short.is_empty() {
         return;
     }
@@ -347,7 +243,7 @@ fn decode(view: &View, replies: Replies) -> Result<Info> {
     let mut warnings = Vec::new();
     let mut miss = 1.0;
     for (i, g) in view.gens.iter().enumerate() {
-        let read = read_blocks(g, &mut replies)?;
+        let read = read_blocks(view, i, g, &mut replies)?;
         block_warnings(g, &read, &mut warnings);
         let role = view.roles.get(i).copied();
         let queried = matches!(role, Some(Role::Query | Role::Decide));
@@ -508,19 +404,5 @@ mod tests {
         }
         assert_eq!(counted, (3 << 23) + (1 << 20), "every byte once");
         assert_eq!(steps.len(), 7, "6 of 4 MiB, then the small block");
-    }
-
-    #[test]
-    fn bf_info_reads_both_encodings() {
-        use redis::Value;
-        let a = Value::Array(vec![
-            Value::SimpleString("Size".into()),
-            Value::Int(100),
-            Value::BulkString(b"Number of items inserted".to_vec()),
-            Value::Int(7),
-        ]);
-        assert_eq!(super::bf_info(&a), (100, 7));
-        let m = Value::Map(vec![(Value::SimpleString("Size".into()), Value::Int(-1))]);
-        assert_eq!(super::bf_info(&m), (0, 0));
     }
 }

@@ -86,7 +86,7 @@ impl FillMachine {
                 Some(c) => c,
                 None => {
                     let gen = self.todo.pop()?;
-                    match gen.layout.scheme.is_module() {
+                    match gen.layout.store().copy() == crate::store::Copy::ScanDump {
                         true => Copy::Module {
                             gen,
                             chain: None,
@@ -157,7 +157,7 @@ impl FillMachine {
         let left = size.saturating_sub(bytes.len() as u64);
         let short = (chunk.len() as u64) < CHUNK.min(left);
         bytes.extend_from_slice(&chunk);
-        if short && gen.layout.scheme.always_allocated() {
+        if short && gen.layout.block_check() != crate::generation::BlockCheck::MayBeAbsent {
             // Every block of such a generation is allocated whole, so a
             // short read is a block gone: not mirrored.
             return Ok(());

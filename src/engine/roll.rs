@@ -138,7 +138,7 @@ impl<D: Decide> RollMachine<D> {
                     .add
                     .iter()
                     .enumerate()
-                    .filter(|(i, g)| *i < r.allocate || g.layout.scheme.is_module())
+                    .filter(|(i, g)| *i < r.allocate || g.layout.store().made_before_listed())
                     .map(|(_, g)| *g)
                     .collect();
                 let mut alloc = PreallocMachine::new(&self.core.keys, &self.view, &ahead);

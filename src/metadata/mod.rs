@@ -209,13 +209,13 @@ fn decode_generation(f: &Fields, seq: u64) -> Result<Generation> {
             format!("blocks of {block_bits} bits are not between 8 and 2^32"),
         ));
     }
-    let shape_ok = match scheme {
-        Scheme::Md5Edh => true,
-        Scheme::RedisBloom => blocks == 1,
-        Scheme::ScrapyRedisBloomfilter => blocks == 1 && bits.is_power_of_two(),
-        Scheme::Seed000 => block_bits == 1 << 31 && blocks <= 256 && hashes <= 7,
+    let layout = Layout {
+        bits,
+        hashes,
+        blocks: blocks as u32,
+        scheme,
     };
-    if !shape_ok {
+    if !layout.store().fits(&layout) {
         return Err(f.corrupt(
             &scheme_f,
             format!(
@@ -225,12 +225,7 @@ fn decode_generation(f: &Fields, seq: u64) -> Result<Generation> {
     }
     Ok(Generation {
         seq,
-        layout: Layout {
-            bits,
-            hashes,
-            blocks: blocks as u32,
-            scheme,
-        },
+        layout,
         capacity: f.u64_in(&name(field::G_CAPACITY), 1, u64::MAX)?,
         count: f.opt_u64(&name(field::G_COUNT))?.unwrap_or(0),
         created_at_ms: f.i64(&name(field::G_CREATED_AT))?,

@@ -3,19 +3,12 @@
 //! that lost a creation race.
 
 use crate::exec::Request;
-use crate::generation::Layout;
 use crate::keys::Keys;
 use crate::metadata::fmt_f64;
 use crate::scripts;
 use crate::view::NewGen;
 
-/// How a block is allocated ahead of need: zero bytes up to its size, or
-/// (a RedisBloom generation) `BF.RESERVE`.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Alloc {
-    Bytes(u64),
-    Module { error_rate: f64, capacity: u64 },
-}
+pub(crate) use crate::store::Alloc;
 
 /// A block to allocate: its key and how.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,25 +17,18 @@ pub(crate) struct Block {
     pub alloc: Alloc,
 }
 
-fn alloc_of(layout: &Layout, capacity: u64) -> Alloc {
-    if layout.scheme.is_module() {
-        Alloc::Module {
-            error_rate: layout.error_rate_at(capacity),
-            capacity,
-        }
-    } else {
-        Alloc::Bytes(layout.block_bits().div_ceil(8))
-    }
-}
-
 /// The blocks of the given generations of instance `uid`.
 pub(crate) fn blocks_of(keys: &Keys, uid: &str, gens: &[NewGen]) -> Vec<Block> {
     gens.iter()
         .flat_map(|g| {
-            let alloc = alloc_of(&g.layout, g.capacity);
-            (0..g.layout.blocks).map(move |b| Block {
-                key: keys.block(uid, g.seq, b),
-                alloc: alloc.clone(),
+            // A store that makes no block (an adopted bitmap) has none
+            // to allocate.
+            let alloc = g.layout.store().alloc(&g.layout, g.capacity);
+            alloc.into_iter().flat_map(move |alloc| {
+                (0..g.layout.blocks).map(move |b| Block {
+                    key: keys.block(uid, g.seq, b),
+                    alloc: alloc.clone(),
+                })
             })
         })
         .collect()

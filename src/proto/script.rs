@@ -6,7 +6,6 @@
 use super::{as_string, unexpected};
 use crate::error::{Error, Result};
 use crate::exec::Request;
-use crate::hashing::ItemHash;
 use crate::keys::Keys;
 use crate::scripts;
 use crate::view::{Role, View};
@@ -39,20 +38,7 @@ impl DataOp {
     }
 }
 
-/// The items of one operation and their hashes. The items are always
-/// there; the hashes are when a generation of the snapshot the request is
-/// built from places bits itself (all of them or none).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Batch<'a> {
-    pub hashes: &'a [ItemHash],
-    pub items: &'a crate::items::Items,
-}
-
-impl Batch<'_> {
-    pub fn item(&self, i: usize) -> Option<&[u8]> {
-        self.items.get(i)
-    }
-}
+pub(crate) use crate::items::Batch;
 
 fn role_code(role: Role) -> &'static str {
     match role {
@@ -102,13 +88,11 @@ pub(crate) struct Record {
     pub ttl_ms: u64,
 }
 
-/// One generation's share of a call: where its items go, and the blocks
-/// they touch (ascending), whose keys the call passes.
+/// One generation's share of a call, as its store lays it out.
 struct Part<'a> {
     gen: &'a crate::generation::Generation,
     role: Role,
-    located: Vec<(u32, crate::generation::ItemPositions)>,
-    touched: Vec<u32>,
+    share: crate::store::ScriptShare<'a>,
 }
 
 /// `round` cut into calls: runs of consecutive items (a call names its
@@ -185,38 +169,17 @@ pub(crate) fn request(
         // 22 of each.
         let parts: Vec<Part> = groups
             .iter()
-            .filter_map(|&(g, role)| view.gens.get(g).map(|gen| (gen, role)))
-            .map(|(gen, role)| {
-                let located: Vec<_> = match gen.layout.scheme.is_module() {
-                    true => Vec::new(),
-                    false => chunk
-                        .iter()
-                        .filter_map(|&i| {
-                            batch
-                                .hashes
-                                .get(i)
-                                .map(|h| gen.layout.locate(h, batch.item(i)))
-                        })
-                        .collect(),
-                };
-                let mut touched: Vec<u32> = located.iter().map(|(b, _)| *b).collect();
-                touched.sort_unstable();
-                touched.dedup();
-                if gen.layout.scheme.is_module() {
-                    touched.push(0);
-                }
-                Part {
-                    gen,
-                    role,
-                    located,
-                    touched,
-                }
+            .filter_map(|&(g, role)| view.gens.get(g).map(|gen| (gen, role, view.store(g))))
+            .map(|(gen, role, store)| Part {
+                gen,
+                role,
+                share: store.script_share(&gen.layout, batch, &chunk),
             })
             .collect();
         let mut key_list = vec![keys.meta().to_string(), keys.fence(), keys.reservations()];
         for part in &parts {
             let (uid, seq) = (&view.uid, part.gen.seq);
-            key_list.extend(part.touched.iter().map(|&b| keys.block(uid, seq, b)));
+            key_list.extend(part.share.touched.iter().map(|&b| keys.block(uid, seq, b)));
         }
         if let Some(r) = record {
             key_list.push(r.key.clone());
@@ -246,32 +209,17 @@ pub(crate) fn request(
                 (Role::Decide, DataOp::Add | DataOp::CheckAdd, Limit::Capacity) => gen.capacity,
                 _ => 0,
             };
-            if gen.layout.scheme.is_module() {
-                // A RedisBloom generation takes the items themselves.
-                cmd.arg(role_code(part.role).to_uppercase())
-                    .arg(gen.seq)
-                    .arg(0)
-                    .arg(1)
-                    .arg(cap)
-                    .arg("1");
-                for &i in &chunk {
-                    cmd.arg(batch.item(i).unwrap_or_default());
-                }
-                continue;
-            }
-            cmd.arg(role_code(part.role))
+            let role = match part.share.upper {
+                true => role_code(part.role).to_uppercase(),
+                false => role_code(part.role).to_string(),
+            };
+            cmd.arg(role)
                 .arg(gen.seq)
-                .arg(gen.layout.hashes)
-                .arg(part.touched.len())
+                .arg(part.share.k)
+                .arg(part.share.touched.len())
                 .arg(cap)
                 .arg(gen.layout.block_check().script_arg());
-            for (block, positions) in part.located {
-                // The item's block, as its index among the keys passed.
-                cmd.arg(part.touched.binary_search(&block).unwrap_or_default());
-                for p in positions {
-                    cmd.arg(p);
-                }
-            }
+            part.share.write_args(&mut cmd);
         }
         req.script(&scripts::DATA, cmd);
         chunks.push(chunk);
@@ -365,6 +313,7 @@ pub(crate) fn decode(name: &str, len: usize, reply: redis::RedisResult<Value>) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hashing::ItemHash;
     use crate::testkit::view_of;
 
     fn ok(v: Value) -> redis::RedisResult<Value> {

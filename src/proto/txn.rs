@@ -29,11 +29,7 @@ const ITEMS_PER_COMMAND: usize = 1_000;
 pub(crate) struct Part {
     pub gen: usize,
     pub set: bool,
-    pub hashes: u32,
     pub positions: Vec<usize>,
-    /// A RedisBloom generation: one reply value per item (BF.INSERT says 1
-    /// when added, BF.MEXISTS 1 when present).
-    pub module: bool,
 }
 
 /// What the guard said.
@@ -93,7 +89,7 @@ fn guard(
     let blocks: Vec<(String, crate::generation::BlockCheck)> = gens
         .iter()
         .filter_map(|&g| view.gens.get(g))
-        .filter(|g| g.layout.scheme.always_allocated())
+        .filter(|g| g.layout.block_check() != crate::generation::BlockCheck::MayBeAbsent)
         .flat_map(|g| {
             let check = g.layout.block_check();
             (0..g.layout.blocks).map(move |b| (keys.block(&view.uid, g.seq, b), check))
@@ -163,7 +159,7 @@ pub(crate) fn verdict(name: &str, reply: &redis::RedisResult<Value>) -> Result<V
 pub(crate) use super::script::RoundOf;
 
 /// Appends the commands for generation `gen` over the round positions
-/// `positions`, grouped by block.
+/// `positions`, as its store lays them out.
 fn commands(
     r: RoundOf<'_>,
     gen: usize,
@@ -179,113 +175,34 @@ fn commands(
         batch,
     } = r;
     let Some(g) = view.gens.get(gen) else { return };
-    if g.layout.scheme.is_module() {
-        let key = keys.block(&view.uid, g.seq, 0);
-        for chunk in positions.chunks(ITEMS_PER_COMMAND) {
-            let mut cmd = if set {
-                let mut c = redis::cmd("BF.INSERT");
-                c.arg(&key).arg("NOCREATE").arg("ITEMS");
-                c
-            } else {
-                let mut c = redis::cmd("BF.MEXISTS");
-                c.arg(&key);
-                c
-            };
-            for &p in chunk {
-                cmd.arg(
-                    round
-                        .get(p)
-                        .and_then(|&i| batch.item(i))
-                        .unwrap_or_default(),
-                );
-            }
-            req.push(cmd, None);
-            parts.push(Part {
-                gen,
-                set,
-                hashes: 1,
-                positions: chunk.to_vec(),
-                module: true,
-            });
-        }
-        return;
-    }
-    let blocks = g.layout.blocks.max(1) as usize;
-    let mut by_block: Vec<Vec<(usize, crate::generation::ItemPositions)>> =
-        vec![Vec::new(); blocks];
-    for &p in positions {
-        let Some(h) = round.get(p).and_then(|&i| batch.hashes.get(i)) else {
-            continue;
-        };
-        let (b, bits) = g
-            .layout
-            .locate(h, round.get(p).and_then(|&i| batch.item(i)));
-        by_block[(b as usize).min(blocks - 1)].push((p, bits));
-    }
-    for (b, list) in by_block.into_iter().enumerate() {
-        let key = keys.block(&view.uid, g.seq, b as u32);
-        for chunk in list.chunks(ITEMS_PER_COMMAND) {
-            let mut cmd = redis::cmd(if set { "BITFIELD" } else { "BITFIELD_RO" });
-            cmd.arg(&key);
-            for (_, bits) in chunk {
-                for o in bits.clone() {
-                    if set {
-                        cmd.arg("SET").arg("u1").arg(o).arg(1);
-                    } else {
-                        cmd.arg("GET").arg("u1").arg(o);
-                    }
-                }
-            }
-            req.push(cmd, None);
-            parts.push(Part {
-                gen,
-                set,
-                hashes: g.layout.hashes,
-                positions: chunk.iter().map(|(p, _)| *p).collect(),
-                module: false,
-            });
-        }
+    let items: Vec<(usize, usize)> = positions
+        .iter()
+        .filter_map(|&p| round.get(p).map(|&i| (p, i)))
+        .collect();
+    let key = |b: u32| keys.block(&view.uid, g.seq, b);
+    for c in view
+        .store(gen)
+        .tx_commands(&g.layout, &key, batch, &items, set, ITEMS_PER_COMMAND)
+    {
+        req.push(c.cmd, None);
+        parts.push(Part {
+            gen,
+            set,
+            positions: c.positions,
+        });
     }
 }
 
-/// For each position a part covers: whether all its bits were (already) 1.
-pub(crate) fn all_ones(part: &Part, reply: &Value) -> Result<Vec<bool>> {
-    let Value::Array(bits) = reply else {
-        return Err(super::unexpected("BITFIELD", reply));
-    };
-    if part.module {
-        // A non-scaling module filter at its capacity stops its reply at
-        // the first item it refuses. Transactions reserve their room, so
-        // this means the module's count and rotabloom's disagree: said,
-        // never taken for answers.
-        let took = bits
-            .iter()
-            .take_while(|v| matches!(v, Value::Int(_)))
-            .count();
-        if took != part.positions.len() || bits.len() != part.positions.len() {
-            return Err(Error::UnexpectedReply(format!(
-                "the RedisBloom generation took {took} of {} items and refused the rest (a non-scaling module filter at its capacity, whose count is ahead of rotabloom's)",
-                part.positions.len()
-            )));
-        }
-        // BF.INSERT: 1 added (not all set before); BF.MEXISTS: 1 present.
-        return Ok(bits
-            .iter()
-            .map(|v| matches!(v, Value::Int(1)) != part.set)
-            .collect());
-    }
-    let k = part.hashes as usize;
-    if k == 0 || bits.len() != k * part.positions.len() {
-        return Err(Error::UnexpectedReply(format!(
-            "BITFIELD returned {} values for {} items of {k} bits",
-            bits.len(),
-            part.positions.len()
-        )));
-    }
-    Ok(bits
-        .chunks(k)
-        .map(|c| c.iter().all(|v| matches!(v, Value::Int(1))))
-        .collect())
+/// For each position a part covers: whether all its bits were (already) 1
+/// (or the module had the item).
+pub(crate) fn all_ones(view: &View, part: &Part, reply: &Value) -> Result<Vec<bool>> {
+    let layout = view
+        .gens
+        .get(part.gen)
+        .map(|g| g.layout)
+        .ok_or_else(|| Error::Internal(format!("generation {} of the view", part.gen)))?;
+    view.store(part.gen)
+        .tx_answers(&layout, part.set, part.positions.len(), reply)
 }
 
 /// Phase A of a check-and-insert over query-only generations the server
@@ -309,20 +226,20 @@ pub(crate) fn read_request(r: RoundOf<'_>, gens: &[usize], now: &str) -> (Reques
 /// Per round position, whether a read generation holds the item; or the
 /// guard's verdict when the view was not current.
 pub(crate) fn decode_read(
-    name: &str,
+    view: &View,
     sent: &ReadSent,
     len: usize,
     replies: Replies,
 ) -> Result<std::result::Result<Vec<bool>, Verdict>> {
     let mut replies = replies.into_iter();
-    let v = verdict(name, &replies.next().ok_or_else(|| missing("guard"))?)?;
+    let v = verdict(&view.name, &replies.next().ok_or_else(|| missing("guard"))?)?;
     if v != Verdict::Ok {
         return Ok(Err(v));
     }
     let mut present = vec![false; len];
     for part in &sent.parts {
         let reply = replies.next().ok_or_else(|| missing("BITFIELD_RO"))??;
-        for (&p, f) in part.positions.iter().zip(all_ones(part, &reply)?) {
+        for (&p, f) in part.positions.iter().zip(all_ones(view, part, &reply)?) {
             if let Some(slot) = present.get_mut(p) {
                 *slot |= f;
             }
@@ -505,7 +422,7 @@ pub(crate) fn decode_tx(
             return Err(redis::RedisError::from(e).into());
         }
         let role = view.roles.get(part.gen).copied();
-        let full = all_ones(part, &reply)?;
+        let full = all_ones(view, part, &reply)?;
         let mut new = 0u64;
         for (&p, f) in part.positions.iter().zip(full) {
             if p >= len {
@@ -801,9 +718,15 @@ mod tests {
             Ok(ones(k, 2, 1)),
             Ok(ones(k, 2, 0)),
         ];
-        assert_eq!(decode_read("t", &sent, 2, r).unwrap(), Ok(vec![true, true]));
+        assert_eq!(
+            decode_read(&view, &sent, 2, r).unwrap(),
+            Ok(vec![true, true])
+        );
         let r = vec![Ok(Value::BulkString(b"STALE".to_vec()))];
-        assert_eq!(decode_read("t", &sent, 2, r).unwrap(), Err(Verdict::Stale));
+        assert_eq!(
+            decode_read(&view, &sent, 2, r).unwrap(),
+            Err(Verdict::Stale)
+        );
     }
 
     #[test]

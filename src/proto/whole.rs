@@ -3,7 +3,6 @@
 use crate::error::{Error, Result};
 use crate::exec::Request;
 use crate::keys::Keys;
-use crate::metadata::fmt_f64;
 use crate::scripts;
 use crate::view::View;
 use redis::Value;
@@ -22,17 +21,7 @@ pub(crate) fn block_keys(keys: &Keys, view: &View) -> Vec<String> {
 pub(crate) fn zero_targets(keys: &Keys, view: &View) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();
     for g in &view.gens {
-        let how: Vec<String> = if g.layout.scheme.is_module() {
-            vec![
-                "bf".into(),
-                fmt_f64(g.layout.error_rate_at(g.capacity)),
-                g.capacity.to_string(),
-            ]
-        } else if g.layout.scheme.always_allocated() {
-            vec![g.layout.block_bits().div_ceil(8).to_string()]
-        } else {
-            vec![String::new()]
-        };
+        let how = g.layout.store().zero(&g.layout, g.capacity);
         for b in 0..g.layout.blocks {
             out.push((keys.block(&view.uid, g.seq, b), how.clone()));
         }

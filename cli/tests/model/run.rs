@@ -419,8 +419,7 @@ impl Run {
                     // filter again (a base filter too, once `expand` made
                     // it grow).
                     Op::Insert
-                        if a && pre.spec.shape != Shape::Expanding
-                            && !self.hazards.converting =>
+                        if a && pre.spec.shape != Shape::Expanding && !self.hazards.converting =>
                     {
                         *new_by_item.entry(it).or_default() += 1;
                     }

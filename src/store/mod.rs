@@ -1,0 +1,289 @@
+//! The backends: where a generation's items live, as policies. Each scheme
+//! of docs/FORMAT.md §4 and §6.6 is one [`Store`]: how an item's bits are
+//! found (or whether the store places items itself), what a data call
+//! sends and reads back, how blocks are made, checked, emptied, counted,
+//! mirrored and dumped. The engine and the request builders ask the
+//! generation's store and never name a scheme; adding a backend is one
+//! module here and one line in [`STORES`].
+
+mod bitmap;
+mod legacy;
+mod module;
+mod positional;
+
+pub(crate) use positional::COUNT_BYTES;
+
+use crate::error::Result;
+use crate::generation::{BlockCheck, Layout, Scheme};
+use crate::items::Batch;
+use redis::Value;
+use std::fmt;
+
+/// How a block is made when its generation is.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Alloc {
+    /// Zero bytes up to this size.
+    Bytes(u64),
+    /// A non-scaling module filter of this rate and capacity.
+    Module { error_rate: f64, capacity: u64 },
+}
+
+/// One generation's share of a data script call (`lua/data.lua`): the
+/// blocks its items touch (their keys are passed, ascending) and, per
+/// item, what the group takes.
+pub(crate) struct ScriptShare<'a> {
+    /// The role letter upper-cased: the script's mark of a module group.
+    pub upper: bool,
+    /// k, as the group header gives it (0 for a module).
+    pub k: u32,
+    pub touched: Vec<u32>,
+    body: Body<'a>,
+}
+
+/// Per item, in call order: its block and positions, or itself.
+enum Body<'a> {
+    Placed(Vec<(u32, crate::generation::ItemPositions)>),
+    Items(Vec<&'a [u8]>),
+}
+
+impl<'a> ScriptShare<'a> {
+    /// A positional store's share.
+    pub(super) fn placed(
+        k: u32,
+        touched: Vec<u32>,
+        located: Vec<(u32, crate::generation::ItemPositions)>,
+    ) -> ScriptShare<'a> {
+        ScriptShare {
+            upper: false,
+            k,
+            touched,
+            body: Body::Placed(located),
+        }
+    }
+
+    /// A share whose store takes the items themselves (a module, which
+    /// places them), in one key.
+    pub(super) fn items(items: Vec<&'a [u8]>) -> ScriptShare<'a> {
+        ScriptShare {
+            upper: true,
+            k: 0,
+            touched: vec![0],
+            body: Body::Items(items),
+        }
+    }
+
+    /// Appends the per-item arguments: each item's block (as its index
+    /// among the keys passed) and positions, or the item itself. Numbers
+    /// go straight into the command, with no string in between.
+    pub fn write_args(self, cmd: &mut redis::Cmd) {
+        match self.body {
+            Body::Placed(located) => {
+                for (block, positions) in located {
+                    cmd.arg(self.touched.binary_search(&block).unwrap_or_default());
+                    for p in positions {
+                        cmd.arg(p);
+                    }
+                }
+            }
+            Body::Items(items) => {
+                for item in items {
+                    cmd.arg(item);
+                }
+            }
+        }
+    }
+}
+
+/// One command of a guarded transaction for one generation: the items it
+/// covers (round positions, in order) and how to read its reply.
+pub(crate) struct TxCommand {
+    pub cmd: redis::Cmd,
+    pub positions: Vec<usize>,
+}
+
+/// What a generation's blocks held when read for `info`.
+#[derive(Debug, Default)]
+pub(crate) struct Held {
+    pub set_bits: u64,
+    pub memory_bytes: u64,
+    /// (block, bytes held) of missing or short blocks.
+    pub short: Vec<(u32, u64)>,
+}
+
+/// How a frozen generation is copied into memory (the mirror).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Copy {
+    /// Its blocks' bytes, `GETRANGE` by `GETRANGE`.
+    Slices,
+    /// The module's own dump (`BF.SCANDUMP`).
+    ScanDump,
+}
+
+/// A backend's policy for one generation.
+pub(crate) trait Store: Send + Sync + fmt::Debug {
+    /// The scheme it stores, as the metadata names it.
+    fn scheme(&self) -> Scheme;
+
+    /// Whether a stored layout is one this scheme can have (§6.4).
+    fn fits(&self, l: &Layout) -> bool;
+
+    /// Whether rotabloom writes it (legacy bitmaps are frozen).
+    fn writable(&self) -> bool {
+        true
+    }
+
+    /// What a call checks of each block before it reads it, in the same
+    /// atomic step.
+    fn block_check(&self, l: &Layout) -> BlockCheck;
+
+    /// How each block is made when its generation is; `None`: never (an
+    /// adopted bitmap is taken as it is).
+    fn alloc(&self, l: &Layout, capacity: u64) -> Option<Alloc>;
+
+    /// Whether a generation must exist before a roll lists it (a module
+    /// filter takes no item before it is reserved), rather than being
+    /// made lazily on first write.
+    fn made_before_listed(&self) -> bool {
+        false
+    }
+
+    /// How a clear empties one block: the arguments of `lua/zero.lua`.
+    fn zero(&self, l: &Layout, capacity: u64) -> Vec<String>;
+
+    /// Whether the store itself refuses items past capacity, so writes
+    /// stop there whatever the handle's `when_full` says.
+    fn caps_itself(&self) -> bool {
+        false
+    }
+
+    /// Whether a dump can copy its blocks as bytes.
+    fn dumpable(&self) -> bool {
+        true
+    }
+
+    /// Whether an item's MD5 hash places it (so the operation hashes).
+    fn hashed(&self) -> bool;
+
+    /// Arguments one item takes in a data request.
+    fn args_per_item(&self, l: &Layout) -> usize;
+
+    /// The generation's share of one data script call over `items`
+    /// (indexes into `batch`).
+    fn script_share<'a>(&self, l: &Layout, batch: Batch<'a>, items: &[usize]) -> ScriptShare<'a>;
+
+    /// The commands of a guarded transaction reading (`set` false) or
+    /// writing `items` (round position, batch index) of the generation
+    /// whose block `b` is `key(b)`, at most `per_command` items each.
+    fn tx_commands(
+        &self,
+        l: &Layout,
+        key: &dyn Fn(u32) -> String,
+        batch: Batch<'_>,
+        items: &[(usize, usize)],
+        set: bool,
+        per_command: usize,
+    ) -> Vec<TxCommand>;
+
+    /// Per item of a command, from its reply: whether the item was
+    /// (already) all there.
+    fn tx_answers(&self, l: &Layout, set: bool, items: usize, reply: &Value) -> Result<Vec<bool>>;
+
+    /// The commands that read block `key` for `info`, each with its cost
+    /// in bytes counted (so that a round trip of them stays short).
+    fn info_commands(&self, l: &Layout, key: &str) -> Vec<(redis::Cmd, u64)>;
+
+    /// What one block held, from the replies to its `info_commands`.
+    fn info_block(
+        &self,
+        l: &Layout,
+        block: u32,
+        replies: &mut dyn Iterator<Item = redis::RedisResult<Value>>,
+        out: &mut Held,
+    ) -> Result<()>;
+
+    /// How the mirror copies it.
+    fn copy(&self) -> Copy;
+
+    /// Where an item's bits are in a block: its block and positions, for
+    /// stores that place bits themselves (`None`: the store places items).
+    fn locate(
+        &self,
+        l: &Layout,
+        h: &crate::hashing::ItemHash,
+        item: Option<&[u8]>,
+    ) -> Option<(u32, crate::generation::ItemPositions)>;
+
+    /// Whether an item's positions depend only on its hash and the
+    /// layout, so that one computation serves every generation of that
+    /// layout (the mirror shares it between them).
+    fn positions_shared(&self) -> bool {
+        false
+    }
+
+    /// The public backend that makes generations of this store, if any
+    /// (legacy bitmaps are only adopted).
+    fn backend(&self) -> Option<crate::generation::Backend> {
+        None
+    }
+
+    /// The layout of a new generation of `params` (a store that splits a
+    /// generation into blocks does it here).
+    fn new_layout(&self, params: crate::params::BloomParams, max_block_bits: u64) -> Layout;
+
+    /// A command that fails unless the server can serve this store (a
+    /// module's command on an existing key), if it needs more than Redis.
+    fn presence_probe(&self, _key: &str) -> Option<redis::Cmd> {
+        None
+    }
+}
+
+/// Every backend, one per scheme: the one list a new backend joins.
+static STORES: [&dyn Store; 4] = [
+    &bitmap::Bitmap,
+    &module::RedisBloom,
+    &legacy::ScrapyRedisBloomfilter,
+    &legacy::Seed000,
+];
+
+/// The store of format 1's own generations: where a view without one
+/// (never the case of a decoded view) falls back.
+pub(crate) fn bitmap() -> &'static dyn Store {
+    &bitmap::Bitmap
+}
+
+/// The store of `scheme`.
+pub(crate) fn of(scheme: Scheme) -> &'static dyn Store {
+    STORES
+        .iter()
+        .copied()
+        .find(|s| s.scheme() == scheme)
+        .unwrap_or(&bitmap::Bitmap)
+}
+
+/// The store that makes the generations of `backend`.
+pub(crate) fn for_backend(backend: crate::generation::Backend) -> &'static dyn Store {
+    STORES
+        .iter()
+        .copied()
+        .find(|s| s.backend() == Some(backend))
+        .unwrap_or(&bitmap::Bitmap)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_scheme_has_exactly_one_store() {
+        for scheme in [
+            Scheme::Md5Edh,
+            Scheme::RedisBloom,
+            Scheme::ScrapyRedisBloomfilter,
+            Scheme::Seed000,
+        ] {
+            let n = STORES.iter().filter(|s| s.scheme() == scheme).count();
+            assert_eq!(n, 1, "{scheme:?}");
+            assert_eq!(of(scheme).scheme(), scheme);
+        }
+    }
+}
