@@ -22,8 +22,9 @@
 use crate::bloom::backend_of;
 use crate::clock::{Clock, ServerClock};
 use crate::engine::chain::MachineExt;
+use crate::engine::now::Now;
 use crate::engine::probe::probed;
-use crate::engine::roll::{Decide, DueRotation, Now, RollMachine, Rotation, Step};
+use crate::engine::roll::{Decide, DueRotation, RollMachine, Rotation, Step};
 use crate::engine::{create, Core};
 use crate::error::{Error, Result};
 use crate::generation::{Backend, Layout};
@@ -235,8 +236,20 @@ impl CircularFilter {
         &self,
         now: Option<DateTime<Utc>>,
     ) -> impl crate::exec::Machine<Output = Rotation> + Send {
-        let m =
-            RollMachine::with_view(self.core.clone(), self.core.view(), DueRotation::new(), now);
+        // The clock read once, here, at the operation's edge.
+        let clock: Arc<dyn Clock> = match now {
+            Some(at) => Arc::new(crate::clock::FixedClock(at)),
+            None => Arc::clone(&self.core.clock),
+        };
+        let core = self.core.clone();
+        let m = Now::new(clock).then(move |now| {
+            Ok(RollMachine::with_view(
+                core.clone(),
+                core.view(),
+                DueRotation::new(),
+                Some(now),
+            ))
+        });
         probed(&self.core, m)
     }
 }

@@ -82,3 +82,13 @@ impl Clock for ManualClock {
         Some(self.get())
     }
 }
+
+/// One instant, given by the caller for one operation (`rotate_if_due_at`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FixedClock(pub DateTime<Utc>);
+
+impl Clock for FixedClock {
+    fn now(&self) -> Option<DateTime<Utc>> {
+        Some(self.0)
+    }
+}

@@ -45,6 +45,9 @@ pub use circular::{
     Mode, MAX_CIRCULAR_GENERATIONS,
 };
 pub use clock::{Clock, ManualClock, ServerClock, SystemClock};
+pub use engine::now::server_time;
+#[cfg(feature = "async")]
+pub use engine::now::server_time_async;
 pub use engine::roll::Rotation;
 pub use error::{Error, RedisError, Result};
 pub use expanding::{ExpandingBuilder, ExpandingFilter, ExpandingSpec, MAX_GENERATIONS};

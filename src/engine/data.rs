@@ -90,6 +90,9 @@ pub(crate) struct DataMachine {
     script_next: bool,
     /// Rounds that found the room left held by transactions in flight.
     busy: u32,
+    /// The caller's clock, read once when the operation began (`None`:
+    /// the server's).
+    clock_now: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Rounds a write asks again while the room it needs is held by other
@@ -111,6 +114,7 @@ impl DataMachine {
         let view = core.view();
         let items = Items::collect(items);
         let n = items.len();
+        let clock_now = core.clock.now();
         DataMachine {
             tx_ok: core.transactions,
             core,
@@ -130,6 +134,7 @@ impl DataMachine {
             count: None,
             script_next: false,
             busy: 0,
+            clock_now,
         }
     }
 
@@ -150,8 +155,11 @@ impl DataMachine {
         }
     }
 
+    /// `now` as the requests pass it: the caller's clock, read once when
+    /// the operation began, or '' for the server's own (read inside each
+    /// atomic step that needs it).
     fn now(&self) -> String {
-        now_arg(self.core.clock.now())
+        now_arg(self.clock_now)
     }
 
     /// Whether this operation's writes stop at the deciding generation's
@@ -321,6 +329,7 @@ impl DataMachine {
     fn on_script(&mut self, sent: ScriptRound, replies: Replies) -> Result<Poll<DataOutput>> {
         let mut done = Vec::new();
         let mut worst = Status::Ok;
+        let mut judged_at = None;
         let mut first_err = None;
         if replies.len() != sent.chunks.len() {
             return Err(Error::Internal(
@@ -335,6 +344,9 @@ impl DataMachine {
                     }
                     if let Some(n) = c.count {
                         self.counted(n);
+                    }
+                    if c.judged_at.is_some() {
+                        judged_at = c.judged_at;
                     }
                     for (&i, &yes) in chunk.iter().zip(&c.answers) {
                         if let Some(slot) = self.out.get_mut(i) {
@@ -364,7 +376,7 @@ impl DataMachine {
         match worst {
             Status::Ok => self.next_round(),
             Status::Stale => self.reload(),
-            Status::Due => self.lazy_rotation(),
+            Status::Due => self.lazy_rotation(judged_at),
             Status::Full => self.full(),
             Status::Busy => {
                 // Room held by transactions in flight comes back within a
@@ -493,7 +505,7 @@ impl DataMachine {
     fn after_verdict(&mut self, v: Verdict) -> Result<Poll<DataOutput>> {
         match v {
             Verdict::Stale => self.reload(),
-            Verdict::Due => self.lazy_rotation(),
+            Verdict::Due(judged_at) => self.lazy_rotation(judged_at),
             Verdict::Full => {
                 self.script_next = true;
                 self.next_round()
@@ -514,12 +526,19 @@ impl DataMachine {
         Ok(Poll::Send(load::request(&self.core.keys)))
     }
 
-    fn lazy_rotation(&mut self) -> Result<Poll<DataOutput>> {
+    /// The rotation a lazy filter's deadline calls for, made at the instant
+    /// the deadline was judged by (the caller's clock, or the server's as
+    /// the atomic step read it): no second reading of the clock.
+    fn lazy_rotation(&mut self, judged_at: Option<i64>) -> Result<Poll<DataOutput>> {
+        let at = self.clock_now.or_else(|| {
+            judged_at
+                .and_then(|ms| chrono::TimeZone::timestamp_millis_opt(&chrono::Utc, ms).single())
+        });
         let mut m = Box::new(RollMachine::with_view(
             self.core.clone(),
             Arc::clone(&self.view),
             DueRotation::new(),
-            None,
+            at,
         ));
         match m.step(None)? {
             Poll::Send(req) => {

@@ -10,6 +10,7 @@ pub(crate) mod data;
 pub(crate) mod info;
 pub(crate) mod load;
 pub(crate) mod mirror;
+pub(crate) mod now;
 pub(crate) mod operation;
 pub(crate) mod plan;
 pub(crate) mod probe;

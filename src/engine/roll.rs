@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::exec::{Machine, Poll, Replies, Request};
 use crate::proto::{load, roll, take_one};
 use crate::view::{Due, Growth, NewGen, Roll, View};
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 use std::sync::Arc;
 
 /// What a call to `rotate` or `rotate_if_due` did. Not rotating is an
@@ -64,7 +64,6 @@ pub(crate) trait Decide: Send {
 
 enum State {
     Start,
-    Time,
     /// Allocating the new generations (and their bytes) before the roll.
     Alloc(Box<(PreallocMachine, Request, u64)>),
     Sent,
@@ -167,19 +166,13 @@ impl<D: Decide> Machine for RollMachine<D> {
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<D::Output>> {
         match std::mem::replace(&mut self.state, State::Start) {
             State::Start => {
+                // Time is an argument: whoever starts a scheduled decision
+                // read the clock at the operation's edge.
                 if self.decide.needs_now() && self.now.is_none() {
-                    self.now = self.core.clock.now();
-                    if self.now.is_none() {
-                        self.state = State::Time;
-                        return Ok(Poll::Send(
-                            Request::new().read_only().cmd(redis::cmd("TIME")),
-                        ));
-                    }
+                    return Err(Error::Internal(
+                        "a scheduled rotation was started without the time".into(),
+                    ));
                 }
-                self.decide()
-            }
-            State::Time => {
-                self.now = Some(decode_time(take_one(replies)?)?);
                 self.decide()
             }
             State::Alloc(mut pending) => match pending.0.step(replies).map_err(|e| {
@@ -218,44 +211,6 @@ impl<D: Decide> Machine for RollMachine<D> {
                 self.decide()
             }
         }
-    }
-}
-
-/// The reply to `TIME`.
-pub(crate) fn decode_time(reply: redis::RedisResult<redis::Value>) -> Result<DateTime<Utc>> {
-    let (secs, micros): (i64, i64) = redis::from_redis_value(reply?)
-        .map_err(|e| Error::UnexpectedReply(format!("TIME: {e}")))?;
-    Utc.timestamp_opt(secs, (micros.clamp(0, 999_999) * 1000) as u32)
-        .single()
-        .ok_or_else(|| Error::UnexpectedReply("TIME out of range".into()))
-}
-
-/// The clock's `now`, or the server's (`TIME`).
-pub(crate) struct Now {
-    clock: Arc<dyn crate::Clock>,
-    sent: bool,
-}
-
-impl Now {
-    pub fn new(clock: Arc<dyn crate::Clock>) -> Now {
-        Now { clock, sent: false }
-    }
-}
-
-impl Machine for Now {
-    type Output = DateTime<Utc>;
-
-    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<DateTime<Utc>>> {
-        if self.sent {
-            return decode_time(take_one(replies)?).map(Poll::Ready);
-        }
-        if let Some(now) = self.clock.now() {
-            return Ok(Poll::Ready(now));
-        }
-        self.sent = true;
-        Ok(Poll::Send(
-            Request::new().read_only().cmd(redis::cmd("TIME")),
-        ))
     }
 }
 

@@ -43,7 +43,8 @@
 -- retried call gives the original answers, never "seen" for its own items.
 --
 -- Returns {status, processed, flags, fill, count}: status OK, STALE (nothing
--- done), DUE (nothing done: rotate first), FULL (the deciding group is at
+-- done), DUE (nothing done: rotate first; a sixth element is the instant,
+-- in ms, the deadline was judged by), FULL (the deciding group is at
 -- its capacity and items are left), BUSY (it would be, but part of it is
 -- reserved by transactions in flight, which may leave it unused: try the
 -- rest again), WRONGTYPE (nothing done: flags holds a block key, the
@@ -84,7 +85,8 @@ end
 if ARGV[6] ~= '' then
   local now = tonumber(ARGV[7]) or now_ms()
   if now >= tonumber(ARGV[6]) then
-    return {'DUE', 0, '', -1}
+    -- The instant it judged by goes back: the rotation is made at it.
+    return {'DUE', 0, '', -1, -1, now}
   end
 end
 local round = ARGV[11] or ''

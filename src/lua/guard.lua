@@ -22,7 +22,7 @@
 -- transaction may add, before it runs and until its commit releases it,
 -- so that concurrent writers never take a generation past its capacity.
 -- Returns 'OK' ('OK COUNT' with a reservation: the generation's count),
--- 'STALE', 'DUE', 'FULL' (no room: nothing reserved), 'MISSING key...'
+-- 'STALE', 'DUE NOW', 'FULL' (no room: nothing reserved), 'MISSING key...'
 -- (space-separated), or 'WRONGTYPE key found needed' (a block of another
 -- Redis type: 'string' for a bitmap, 'module' for a RedisBloom key).
 local f = redis.call('GET', KEYS[1])
@@ -33,7 +33,8 @@ elseif ARGV[2] ~= '' then
   -- The deadline comes from the caller's view, which the fence just
   -- confirmed: no stored value is read.
   local now = tonumber(ARGV[3]) or now_ms()
-  if now >= tonumber(ARGV[2]) then verdict = 'DUE' end
+  -- With the instant it judged by, at which the rotation is made.
+  if now >= tonumber(ARGV[2]) then verdict = 'DUE ' .. now end
 end
 if verdict == 'OK' then
   local missing = {}

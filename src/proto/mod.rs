@@ -11,6 +11,7 @@ pub(crate) mod load;
 pub(crate) mod probe;
 pub(crate) mod roll;
 pub(crate) mod script;
+pub(crate) mod time;
 pub(crate) mod txn;
 pub(crate) mod whole;
 

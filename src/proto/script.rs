@@ -268,6 +268,9 @@ pub(crate) struct Chunk {
     pub fill: Option<u64>,
     /// The deciding generation's count afterwards, for a write.
     pub count: Option<u64>,
+    /// With a due rotation: the instant (ms) the deadline was judged by,
+    /// at which the rotation is made.
+    pub judged_at: Option<i64>,
 }
 
 pub(crate) fn decode(name: &str, len: usize, reply: redis::RedisResult<Value>) -> Result<Chunk> {
@@ -305,6 +308,10 @@ pub(crate) fn decode(name: &str, len: usize, reply: redis::RedisResult<Value>) -
         fill: u64::try_from(*fill).ok(),
         count: match parts.get(4) {
             Some(Value::Int(n)) => u64::try_from(*n).ok(),
+            _ => None,
+        },
+        judged_at: match parts.get(5) {
+            Some(Value::Int(n)) => Some(*n),
             _ => None,
         },
     })

@@ -39,7 +39,8 @@ pub(crate) enum Verdict {
     /// aborts it).
     Ok,
     Stale,
-    Due,
+    /// A lazy rotation is due, as judged at this instant (ms).
+    Due(Option<i64>),
     /// The deciding generation has no room for the items the transaction
     /// may add: nothing was reserved, the transaction did not run.
     Full,
@@ -141,7 +142,9 @@ pub(crate) fn verdict(name: &str, reply: &redis::RedisResult<Value>) -> Result<V
         Ok(v) => match super::as_string(v).as_deref() {
             Some(s) if s == "OK" || reserved_count(s).is_some() => Ok(Verdict::Ok),
             Some("STALE") => Ok(Verdict::Stale),
-            Some("DUE") => Ok(Verdict::Due),
+            Some(s) if s == "DUE" || s.starts_with("DUE ") => Ok(Verdict::Due(
+                s.strip_prefix("DUE ").and_then(|n| n.parse().ok()),
+            )),
             Some("FULL") => Ok(Verdict::Full),
             Some(s) if s.starts_with("WRONGTYPE ") => {
                 Err(super::wrong_block_type(&s["WRONGTYPE ".len()..]))
@@ -630,7 +633,7 @@ mod tests {
         );
         for (guard, verdict) in [
             ("STALE", Verdict::Stale),
-            ("DUE", Verdict::Due),
+            ("DUE 17", Verdict::Due(Some(17))),
             ("OK", Verdict::Ok),
         ] {
             let out = decode_tx(
