@@ -9,6 +9,7 @@ pub(crate) mod create;
 pub(crate) mod data;
 pub(crate) mod info;
 pub(crate) mod load;
+pub(crate) mod memory;
 pub(crate) mod mirror;
 pub(crate) mod now;
 pub(crate) mod operation;
@@ -23,8 +24,7 @@ use crate::clock::{Clock, ServerClock};
 use crate::error::Result;
 use crate::keys::Keys;
 use crate::view::{Accept, View};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Consecutive reloads without progress before giving up with
 /// [`Error::Contention`](crate::Error::Contention).
@@ -36,15 +36,13 @@ pub(crate) const DEFAULT_MAX_RETRIES: u32 = 32;
 #[derive(Clone, Debug)]
 pub(crate) struct Core {
     pub keys: Keys,
-    latest: Arc<Mutex<Arc<View>>>,
+    /// What the handle and its clones remember between operations.
+    memory: Arc<memory::Memory>,
     /// The kinds this handle reads.
     pub accept: Accept,
     /// What the handle was created with: a re-created filter (new uid) must
     /// still match, or the handle refuses to use it.
     expect: Arc<Vec<(&'static str, String)>>,
-    /// 1 + the seq of the last generation this handle family allocated
-    /// ahead of need, so each process does it once.
-    preallocated: Arc<AtomicU64>,
     /// Where `now` comes from for schedules (default: the server's clock).
     pub clock: Arc<dyn Clock>,
     /// Frozen generations mirrored in memory, if enabled.
@@ -56,13 +54,6 @@ pub(crate) struct Core {
     pub wait: Option<crate::wait::WaitReplicas>,
     /// What a write does once the generation it fills is full.
     pub when_full: crate::full::WhenFull,
-    /// 1 + the seq of the last deciding generation this handle family
-    /// warned about being full.
-    warned: Arc<AtomicU64>,
-    /// Whether this handle family has seen the server accept `WATCH`. A
-    /// transaction is pipelined in one piece, so a refused `WATCH` would
-    /// let it run unguarded: the first one is preceded by a `WATCH` alone.
-    watch_ok: Arc<AtomicBool>,
 }
 
 impl Core {
@@ -74,18 +65,15 @@ impl Core {
     ) -> Core {
         Core {
             keys,
-            latest: Arc::new(Mutex::new(Arc::new(view))),
+            memory: Arc::new(memory::Memory::new(view)),
             accept,
             expect: Arc::new(expect),
-            preallocated: Arc::new(AtomicU64::new(0)),
             clock: Arc::new(ServerClock),
             cache: None,
             max_retries: DEFAULT_MAX_RETRIES,
             transactions: true,
             wait: None,
             when_full: crate::full::WhenFull::default(),
-            warned: Arc::new(AtomicU64::new(0)),
-            watch_ok: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -109,11 +97,11 @@ impl Core {
     }
 
     pub fn watch_ok(&self) -> bool {
-        self.watch_ok.load(Ordering::Relaxed)
+        self.memory.watch_ok()
     }
 
     pub fn set_watch_ok(&self) {
-        self.watch_ok.store(true, Ordering::Relaxed);
+        self.memory.set_watch_ok();
     }
 
     pub fn name(&self) -> &str {
@@ -123,10 +111,7 @@ impl Core {
     /// The latest view any clone loaded. A poisoned lock still holds a
     /// valid `Arc`, so it is used rather than propagated as a panic.
     pub fn view(&self) -> Arc<View> {
-        match self.latest.lock() {
-            Ok(g) => Arc::clone(&g),
-            Err(p) => Arc::clone(&p.into_inner()),
-        }
+        self.memory.view()
     }
 
     /// Makes a freshly loaded view the latest, after checking that a
@@ -140,10 +125,7 @@ impl Core {
             cache.retain(&view);
         }
         let view = Arc::new(view);
-        match self.latest.lock() {
-            Ok(mut g) => *g = Arc::clone(&view),
-            Err(p) => *p.into_inner() = Arc::clone(&view),
-        }
+        self.memory.remember(Arc::clone(&view));
         Ok(view)
     }
 
@@ -168,8 +150,7 @@ impl Core {
     /// Whether this handle (and its clones) has not warned about
     /// generation `seq` being full yet; from now on it has.
     pub fn first_warning(&self, seq: u64) -> bool {
-        let mark = seq.saturating_add(1);
-        self.warned.swap(mark, Ordering::Relaxed) != mark
+        self.memory.first_warning(seq)
     }
 
     /// Notes that the deciding generation `seq` holds `count` of its
@@ -192,8 +173,7 @@ impl Core {
 
     /// Marks `seq` as allocated ahead of need; false if it already was.
     pub fn claim_prealloc(&self, seq: u64) -> bool {
-        let mark = seq.saturating_add(1);
-        self.preallocated.swap(mark, Ordering::Relaxed) != mark
+        self.memory.claim_prealloc(seq)
     }
 
     /// The error of an operation that kept finding the filter changed.

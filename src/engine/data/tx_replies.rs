@@ -1,0 +1,93 @@
+//! The guarded transaction's replies: the reads of phase A, the
+//! transaction, the commit of counts and reservations.
+
+use super::{DataMachine, DataOutput, ReadRound, State, TxRound};
+use crate::error::Result;
+use crate::exec::{Poll, Replies};
+use crate::proto::txn::{self, TxOutcome, Verdict};
+
+impl DataMachine {
+    pub(super) fn on_read(&mut self, r: ReadRound, replies: Replies) -> Result<Poll<DataOutput>> {
+        match txn::decode_read(&r.view, &r.sent, r.round.len(), replies) {
+            Err(e) => self.fail(e),
+            Ok(Err(v)) => self.after_verdict(v),
+            Ok(Ok(read)) => {
+                let present = r.local.iter().zip(read).map(|(a, b)| *a || b).collect();
+                Ok(Poll::Send(self.send_tx(r.view, r.round, present, &r.serve)))
+            }
+        }
+    }
+
+    pub(super) fn on_tx(&mut self, t: TxRound, replies: Replies) -> Result<Poll<DataOutput>> {
+        // What the guard reserved, if it said OK: released or settled by
+        // the commit whatever happened to the transaction after it.
+        let count = txn::guard_fill(replies.get(1));
+        let reserved = t.sent.reserve.clone().filter(|_| count.is_some());
+        if let (Some(c), Some(r)) = (count, &reserved) {
+            // An upper bound until the commit: enough to allocate the next
+            // generation ahead of need in time.
+            let f = c.saturating_add(r.items);
+            self.fill = Some(self.fill.map_or(f, |old| old.max(f)));
+        }
+        let outcome = match txn::decode_tx(&t.view, self.op, &t.sent, &t.present, replies) {
+            Ok(o) => o,
+            Err(e) => {
+                return match txn::commit_request(&self.core.keys, &t.view, reserved.as_ref(), &[]) {
+                    Some(req) => {
+                        self.state = State::Release(e);
+                        Ok(Poll::Send(req))
+                    }
+                    None => self.fail(e),
+                };
+            }
+        };
+        let (added, verdict) = match outcome {
+            TxOutcome::Aborted(Verdict::Full) => {
+                // No room for the whole round: the script fills what is
+                // left item by item, and says where it stopped.
+                self.script_next = true;
+                self.pace.progress = true;
+                (Vec::new(), Verdict::Ok)
+            }
+            TxOutcome::Aborted(v) => (Vec::new(), v),
+            TxOutcome::Applied { answers, added } => {
+                let mut done = t.round.clone();
+                for (&i, yes) in t.round.iter().zip(answers) {
+                    if let Some(slot) = self.out.get_mut(i) {
+                        *slot = yes;
+                    }
+                }
+                self.decided(&mut done);
+                (added, Verdict::Ok)
+            }
+        };
+        // Counts follow the bits they describe; the reservation ends.
+        match txn::commit_request(&self.core.keys, &t.view, reserved.as_ref(), &added) {
+            Some(req) => {
+                self.state = State::Commit(added, verdict);
+                Ok(Poll::Send(req))
+            }
+            None => self.after_verdict(verdict),
+        }
+    }
+
+    /// After a round's verdict: go on, reload, or rotate first.
+    pub(super) fn after_verdict(&mut self, v: Verdict) -> Result<Poll<DataOutput>> {
+        match v {
+            Verdict::Stale => self.reload(),
+            Verdict::Due(judged_at) => self.lazy_rotation(judged_at),
+            Verdict::Full => {
+                self.script_next = true;
+                self.next_round()
+            }
+            Verdict::Ok => {
+                // Nothing done means other clients' guards aborted the
+                // transaction: the view is current; try again, smaller.
+                if self.pace.settle() > self.core.max_retries.saturating_mul(4) {
+                    return Err(self.core.contention(self.pace.stalls));
+                }
+                self.next_round()
+            }
+        }
+    }
+}
