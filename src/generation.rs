@@ -3,7 +3,6 @@
 //! *which* generations an operation reads and writes; a generation decides
 //! *where* an item's bits are.
 
-use crate::hashing::ItemHash;
 use crate::params::{BloomParams, MAX_BLOCK_BITS};
 
 /// How a generation maps items to bits. Stored in the metadata as
@@ -48,16 +47,6 @@ impl Scheme {
             _ => None,
         }
     }
-
-    /// Whether rotabloom may write with this scheme (legacy ones are frozen).
-    pub fn writable(self) -> bool {
-        crate::store::of(self).writable()
-    }
-
-    /// Whether the generation is a module's key rather than a bitmap.
-    pub fn is_module(self) -> bool {
-        crate::store::of(self).copy() == crate::store::Copy::ScanDump
-    }
 }
 
 /// Where a filter keeps its generations, chosen at creation and recorded
@@ -82,16 +71,6 @@ impl Backend {
             Backend::Bitmap => "bitmap",
             Backend::RedisBloom => "redisbloom",
         }
-    }
-
-    /// The layout of a generation of `params` on this backend.
-    pub(crate) fn layout(self, params: crate::params::BloomParams, max_block_bits: u64) -> Layout {
-        crate::store::for_backend(self).new_layout(params, max_block_bits)
-    }
-
-    /// The scheme of the generations this backend makes.
-    pub(crate) fn scheme(self) -> Scheme {
-        crate::store::for_backend(self).scheme()
     }
 }
 
@@ -142,17 +121,6 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// The arguments one item takes in a data request: its block and its
-    /// bit positions, or for a RedisBloom generation the item itself.
-    pub(crate) fn args_per_item(&self) -> usize {
-        self.store().args_per_item(self)
-    }
-
-    /// The backend policy of this layout's scheme.
-    pub(crate) fn store(&self) -> &'static dyn crate::store::Store {
-        crate::store::of(self.scheme)
-    }
-
     /// Splits `params` into blocks of at most `max_block_bits` bits (never
     /// more than one Redis string). A split generation is rounded up to a
     /// multiple of the block count, by fewer than `blocks` bits.
@@ -179,16 +147,6 @@ impl Layout {
     /// Bits in each block.
     pub fn block_bits(&self) -> u64 {
         self.bits / u64::from(self.blocks.max(1))
-    }
-
-    /// Where an item's bits are: its block and its positions in that block.
-    /// `item` is needed only by schemes whose `needs_item` is true; without
-    /// it they place the item as if it were empty.
-    pub fn locate(&self, h: &ItemHash, item: Option<&[u8]>) -> (u32, ItemPositions) {
-        // A store that places items itself has no positions to give.
-        self.store()
-            .locate(self, h, item)
-            .unwrap_or((0, ItemPositions::List(Vec::new().into_iter())))
     }
 
     /// The false-positive rate the generation was sized for at `capacity`

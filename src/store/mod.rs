@@ -8,6 +8,7 @@
 
 mod bitmap;
 mod legacy;
+mod methods;
 mod module;
 mod positional;
 
