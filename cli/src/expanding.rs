@@ -51,8 +51,8 @@ pub struct LegacySource {
     /// myspider:bloomfilter.
     #[arg(long, value_name = "KEY")]
     scrapy_redis_bloomfilter: Option<String>,
-    /// The key prefix of seed 000's bitmaps (`bloomfilter` in the seed):
-    /// keys PREFIX0, PREFIX1, ...
+    /// The key prefix of the bitmaps of the 2016 blog code (MD5 and
+    /// SimpleHash; `bloomfilter` in the post): keys PREFIX0, PREFIX1, ...
     #[arg(long, value_name = "PREFIX")]
     seed000: Option<String>,
 }
@@ -71,7 +71,7 @@ pub struct AdoptArgs {
     /// scrapy-redis-bloomfilter's BLOOMFILTER_HASH_NUMBER.
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=64))]
     hash_number: u32,
-    /// Seed 000's blockNum: how many keys of 2^31 bits.
+    /// The 2016 blog code's blockNum: how many keys of 2^31 bits.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     block_num: u32,
     /// A file of items known to be in the legacy bitmap, one per line
