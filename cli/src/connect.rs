@@ -409,3 +409,37 @@ pub fn all_names(conn: &mut Connection) -> rotabloom::Result<Vec<String>> {
     }
     Ok(names.into_iter().collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_url_says_where_it_came_from() {
+        let (url, origin) = redis_url(RedisUrlFrom::Flag(None), None);
+        assert!(url.is_ok());
+        assert_eq!(origin, Origin::Default);
+        assert_eq!(
+            origin.to_string(),
+            "the default URL: no --redis, configuration or $REDIS_URL named one"
+        );
+        let from_env = |v: &str| redis_url(RedisUrlFrom::Env(Some(v.into())), None).1;
+        assert_eq!(from_env("redis://h:1/"), Origin::Env);
+        // An empty variable is no URL.
+        assert_eq!(from_env("  "), Origin::Default);
+        let (_, origin) = redis_url(RedisUrlFrom::Flag(Some("redis://h:1/".into())), None);
+        assert_eq!(origin.to_string(), "the URL of --redis");
+        let e = FromUrl {
+            error: Error::Connect {
+                target: "redis://127.0.0.1:6379".into(),
+                reason: "Connection refused".into(),
+            },
+            origin: Origin::Default,
+        };
+        assert_eq!(
+            e.to_string(),
+            "cannot connect to redis://127.0.0.1:6379: Connection refused (the default URL: \
+             no --redis, configuration or $REDIS_URL named one)"
+        );
+    }
+}
