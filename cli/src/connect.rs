@@ -65,7 +65,11 @@ impl Ctx {
                         .map_err(|e| usage(format!("--wait-replicas: {e}")))?,
                 )
             }
-            (None, Some(_)) => return Err(usage("--wait-timeout-ms goes with --wait-replicas")),
+            (None, Some(_)) => {
+                return Err(usage(
+                    "--wait-timeout-ms goes with --wait-replicas N: give both, or neither",
+                ))
+            }
             (None, None) => config.as_ref().and_then(Config::wait_replicas),
         };
         let (url, origin) = redis_url(url, config.as_ref());

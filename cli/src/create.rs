@@ -446,7 +446,10 @@ fn declared(ctx: &Ctx, names: &[String]) -> anyhow::Result<Vec<FilterDef>> {
     };
     if names.is_empty() {
         if c.filters().is_empty() {
-            return Err(usage(format!("create: {} declares no filter", c.file())));
+            return Err(usage(format!(
+                "create: {} declares no filter: add a [filter.NAME] section, or give NAME and --kind",
+                c.file()
+            )));
         }
         return Ok(c.filters().to_vec());
     }

@@ -112,7 +112,7 @@ fn rotate_one(
         if !writable(next) {
             return Err(usage(format!(
                 "{name}: --now {}: the schedule's next rotation after it falls after year 9999, \
-                 which RFC 3339 cannot write; refused",
+                 which RFC 3339 cannot write; give an earlier --now",
                 rfc3339(now)
             )));
         }

@@ -234,7 +234,7 @@ fn a_time_past_year_9999_is_refused() {
     assert_eq!(
         line(&rotate_at("9999-12-31T00:00:00Z"), 2),
         "rotabloom: far: --now 9999-12-31T00:00:00Z: the schedule's next rotation after it falls \
-         after year 9999, which RFC 3339 cannot write; refused"
+         after year 9999, which RFC 3339 cannot write; give an earlier --now"
     );
     // Nothing was rotated, and every date shown is RFC 3339.
     let out = run(&url, &["status", "--json", "far"]).ok();
