@@ -143,13 +143,8 @@ pub fn run(
     dry_run: bool,
     output: Output,
 ) -> anyhow::Result<u8> {
+    // --from needs --every (clap says so): settings given as flags.
     let flagged = !flags.0.keys_set().is_empty();
-    if from.is_some() && !flagged {
-        return Err(usage(
-            "create: --from goes with --every on the command line; in a configuration, \
-             write the origin in the schedule: schedule = \"30d from 2026-05-01T00:00:00Z\"",
-        ));
-    }
     // Usage errors before Redis is asked anything.
     let defs = if flagged {
         vec![from_flags(ctx, names, &flags.0)?]

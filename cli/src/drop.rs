@@ -69,7 +69,10 @@ pub fn run(ctx: &Ctx, name: &str, yes: bool, output: Output) -> anyhow::Result<u
         }
         n => {
             let doc = json!({ "name": name, "result": "leftovers_removed", "keys": n });
-            let text = format!("{name}: no such filter; removed {n} keys an interrupted drop left");
+            let text = format!(
+                "{name}: no such filter; removed {} an interrupted drop left",
+                crate::show::count(n, "key")
+            );
             output.print(&mut io::stdout(), &text, &doc, true)?;
             Ok(0)
         }

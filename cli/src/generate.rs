@@ -31,13 +31,16 @@ pub fn completions(shell: Shell) -> anyhow::Result<u8> {
 pub fn man(command: Option<&str>, dir: Option<&Path>) -> anyhow::Result<u8> {
     let cmd = crate::help::for_manual();
     if let Some(dir) = dir {
-        clap_mangen::generate_to(cmd, dir)
-            .map_err(|e| file_error(format!("man: cannot write into {}: {e}", dir.display())))?;
+        let cannot =
+            |e: io::Error| file_error(format!("man: cannot write into {}: {e}", dir.display()));
+        for page in std::iter::once(&cmd).chain(cmd.get_subcommands()) {
+            page_of(page).generate_to(dir).map_err(cannot)?;
+        }
         return Ok(0);
     }
     let page = match command {
-        None => cmd,
-        Some(name) => cmd.find_subcommand(name).cloned().ok_or_else(|| {
+        None => &cmd,
+        Some(name) => cmd.find_subcommand(name).ok_or_else(|| {
             let names: Vec<&str> = cmd.get_subcommands().map(|c| c.get_name()).collect();
             usage(format!(
                 "man: no command {name:?}{}; the commands are {}",
@@ -49,8 +52,14 @@ pub fn man(command: Option<&str>, dir: Option<&Path>) -> anyhow::Result<u8> {
         })?,
     };
     let mut buf = Vec::new();
-    clap_mangen::Man::new(page).render(&mut buf)?;
+    page_of(page).render(&mut buf)?;
     write_out(&buf)
+}
+
+/// The page of `cmd` (rotabloom or one of its commands), its footer naming
+/// the program and its version.
+fn page_of(cmd: &clap::Command) -> clap_mangen::Man {
+    clap_mangen::Man::new(cmd.clone()).source(format!("rotabloom {}", env!("CARGO_PKG_VERSION")))
 }
 
 fn write_out(buf: &[u8]) -> anyhow::Result<u8> {

@@ -15,15 +15,21 @@ pub const OUTPUT: &str = "Output";
 /// global flags hidden in each command's help, which points to
 /// `rotabloom --help` instead; each command's examples.
 pub fn command() -> clap::Command {
-    finish(crate::Cli::command())
+    finish(crate::Cli::command(), "rotabloom --help")
 }
 
-/// [`command`] without the `help` command, which has no manual page.
+/// [`command`] for manual pages: without the `help` command, which has
+/// none, each command's page pointing to rotabloom(1).
 pub fn for_manual() -> clap::Command {
-    finish(crate::Cli::command().disable_help_subcommand(true))
+    finish(
+        crate::Cli::command().disable_help_subcommand(true),
+        "rotabloom(1)",
+    )
 }
 
-fn finish(cmd: clap::Command) -> clap::Command {
+/// The command line, built, its commands' help as above; `globals_at` is
+/// where they point for the global flags.
+fn finish(cmd: clap::Command, globals_at: &str) -> clap::Command {
     let mut cmd = cmd
         .styles(term::styles())
         .long_version(version::long())
@@ -41,24 +47,18 @@ fn finish(cmd: clap::Command) -> clap::Command {
         .map(|c| c.get_name().to_string())
         .filter(|n| n != "help")
         .collect();
-    let template = format!(
-        "{{before-help}}{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{{all-args}}\n\n\
-         {h}Global options{h:#} (where Redis is, TLS, writes, throughput, colour): \
-         rotabloom --help{{after-help}}",
-        h = term::HEADER
-    );
+    let pointer =
+        format!("Global options (where Redis is, TLS, writes, throughput, colour): {globals_at}");
     for name in names {
         cmd = cmd.mut_subcommand(&name, |sc| {
             // In place (`mut_arg` would move them, and the built command
             // finds its flags by position).
-            let sc = sc
-                .help_template(&template)
-                .mut_args(|a| match globals.contains(a.get_id()) {
-                    true => a.hide(true),
-                    false => a,
-                });
+            let sc = sc.mut_args(|a| match globals.contains(a.get_id()) {
+                true => a.hide(true),
+                false => a,
+            });
             match examples(&name) {
-                Some(text) => sc.after_help(styled(text)),
+                Some(text) => sc.after_help(styled(&format!("{pointer}\n\n{text}"))),
                 None => sc,
             }
         });
@@ -158,7 +158,7 @@ Examples:
 Examples:
   rotabloom add crawl https://example.com/a https://example.com/b
   grep -oh 'https://[^\" ]*' pages/*.html | rotabloom add crawl
-  # One JSON object: {\"name\":\"crawl\",\"result\":\"inserted\",\"items\":1,\"new\":0,\"present\":1}
+  # {\"name\":\"crawl\",\"result\":\"inserted\",\"items\":1,\"new\":0,\"present\":1,\"per_period\":false}
   rotabloom add crawl --json https://example.com/a",
         "check" => "\
 Examples:

@@ -1431,6 +1431,13 @@ fn json_and_quiet_output_of_commands_that_change_filters() {
     let out = at("2031-03-06T10:00:00Z", &["--json"]);
     let doc: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(doc["result"], "not_due", "{doc}");
+    // Every key, as the Python package's rotation results.
+    assert_eq!(
+        (doc["rotations"].as_u64(), doc["epoch"].as_u64()),
+        (Some(0), Some(2)),
+        "{doc}"
+    );
+    assert_eq!(doc["next_rotation_at"], "2031-04-01T00:00:00Z");
     // Quiet: nothing when nothing rotated, the rotation when one did.
     assert_eq!(at("2031-03-07T10:00:00Z", &["--quiet"]).stdout, "");
     let out = at("2031-04-01T00:00:00Z", &["--quiet"]);
