@@ -2,7 +2,7 @@
 
 use crate::connect::Ctx;
 use crate::lines::Source;
-use crate::pipeline::{self, Run};
+use crate::pipeline::{self, Inserted, Run};
 use crate::resume::{shell_words, StateFlags};
 use crate::show::count;
 use crate::tally::{is_refusal, Writes};
@@ -30,7 +30,7 @@ pub fn run(
         }
         shell_words(&words)
     })?;
-    let mut total = 0;
+    let mut total = Inserted::default();
     let result = pipeline::insert_all(
         ctx,
         name,
@@ -44,7 +44,7 @@ pub fn run(
             window: state.window(),
             name,
         },
-        |n, _| total = n,
+        |so_far, _| total = so_far,
     );
     // Refused by a full filter: what was inserted before is said too.
     let refused = match result {
@@ -54,8 +54,19 @@ pub fn run(
     };
     output.print(
         &mut io::stdout(),
-        &format!("{name}: added {}", count(total, "item")),
-        &json!({ "name": name, "added": total }),
+        &format!(
+            "{name}: added {}: {}",
+            count(total.items, "item"),
+            total.says()
+        ),
+        &json!({
+            "name": name,
+            "result": "inserted",
+            "items": total.items,
+            "new": total.new,
+            "present": total.present(),
+            "per_period": total.per_period,
+        }),
         false,
     )?;
     refused.map_or(Ok(0), Err)

@@ -19,6 +19,8 @@ pub struct Ctx {
     /// Resolved at once, so that the password in use is known to every
     /// message; a bad URL is only an error for a command that connects.
     url: Result<RedisUrl, Fail>,
+    /// Where the URL came from, for a connection error to say.
+    origin: Origin,
     tls: TlsOptions,
     secrets: Secrets,
     /// Replicas every write waits for (the flag, else the configuration).
@@ -63,10 +65,14 @@ impl Ctx {
                         .map_err(|e| usage(format!("--wait-replicas: {e}")))?,
                 )
             }
-            (None, Some(_)) => return Err(usage("--wait-timeout-ms goes with --wait-replicas")),
+            (None, Some(_)) => {
+                return Err(usage(
+                    "--wait-timeout-ms goes with --wait-replicas N: give both, or neither",
+                ))
+            }
             (None, None) => config.as_ref().and_then(Config::wait_replicas),
         };
-        let url = redis_url(url, config.as_ref());
+        let (url, origin) = redis_url(url, config.as_ref());
         let secrets = url.as_ref().map(RedisUrl::secrets).unwrap_or_default();
         let from_file = config.as_ref().map(Config::tls_options).unwrap_or_default();
         let tls = TlsOptions {
@@ -82,6 +88,7 @@ impl Ctx {
         Ok(Ctx {
             config,
             url,
+            origin,
             tls,
             secrets,
             when_full,
@@ -134,12 +141,18 @@ impl Ctx {
             .map_err(usage)?
             .with_timeouts(self.timeouts.0, self.timeouts.1);
         if target.is_insecure() {
-            eprintln!(
-                "rotabloom: warning: insecure TLS: the server's certificate is not verified, \
-                 anyone on the path can read and change the traffic"
+            crate::term::warning_line(
+                "insecure TLS: the server's certificate is not verified, \
+                 anyone on the path can read and change the traffic",
             );
         }
-        Ok(target.connect()?)
+        target.connect().map_err(|e| match e {
+            Error::Connect { .. } | Error::TimedOut { .. } => anyhow::Error::new(FromUrl {
+                error: e,
+                origin: self.origin.clone(),
+            }),
+            e => e.into(),
+        })
     }
 
     /// `e`, and for a timeout which flag sets how long: the error line
@@ -239,28 +252,78 @@ pub enum RedisUrlFrom {
     Env(Option<String>),
 }
 
+/// Where the Redis URL in use came from.
+#[derive(Clone, Debug, PartialEq)]
+enum Origin {
+    Flag,
+    Config(String),
+    Env,
+    Default,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Flag => f.write_str("the URL of --redis"),
+            Origin::Config(file) => write!(f, "the URL of the configuration {file}"),
+            Origin::Env => f.write_str("the URL of $REDIS_URL"),
+            Origin::Default => {
+                f.write_str("the default URL: no --redis, configuration or $REDIS_URL named one")
+            }
+        }
+    }
+}
+
+/// A connection error, and where its URL came from: a URL nobody chose
+/// (the default), or a $REDIS_URL left for another tool, is then plain.
+/// The library's error stays in the chain, for the exit code and retries.
+#[derive(Debug)]
+struct FromUrl {
+    error: Error,
+    origin: Origin,
+}
+
+impl std::fmt::Display for FromUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.error, self.origin)
+    }
+}
+
+impl std::error::Error for FromUrl {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
 /// The first of `--redis`, the configuration's URL and `$REDIS_URL`, else
 /// the default: what is named on this command line beats what is in the
-/// environment.
-fn redis_url(from: RedisUrlFrom, config: Option<&Config>) -> Result<RedisUrl, Fail> {
+/// environment. Also says which it was.
+fn redis_url(from: RedisUrlFrom, config: Option<&Config>) -> (Result<RedisUrl, Fail>, Origin) {
     let bad = |message: String| Fail { code: 2, message };
     let env = match from {
         RedisUrlFrom::Flag(Some(u)) => {
-            return RedisUrl::new(u).map_err(|m| bad(format!("--redis: {m}")))
+            return (
+                RedisUrl::new(u).map_err(|m| bad(format!("--redis: {m}"))),
+                Origin::Flag,
+            )
         }
         RedisUrlFrom::Flag(None) => None,
         RedisUrlFrom::Env(u) => u,
     };
     if let Some(c) = config {
-        if let Some(u) = c.redis_url().map_err(|e| bad(e.to_string()))? {
-            return Ok(u);
+        let origin = Origin::Config(c.file().to_string());
+        match c.redis_url() {
+            Ok(Some(u)) => return (Ok(u), origin),
+            Ok(None) => {}
+            Err(e) => return (Err(bad(e.to_string())), origin),
         }
     }
     match env {
-        Some(u) if !u.trim().is_empty() => {
-            RedisUrl::new(u).map_err(|m| bad(format!("$REDIS_URL: {m}")))
-        }
-        _ => RedisUrl::new(DEFAULT_URL).map_err(bad),
+        Some(u) if !u.trim().is_empty() => (
+            RedisUrl::new(u).map_err(|m| bad(format!("$REDIS_URL: {m}"))),
+            Origin::Env,
+        ),
+        _ => (RedisUrl::new(DEFAULT_URL).map_err(bad), Origin::Default),
     }
 }
 
@@ -269,9 +332,18 @@ fn redis_url(from: RedisUrlFrom, config: Option<&Config>) -> Result<RedisUrl, Fa
 pub fn open(conn: &mut Connection, name: &str) -> anyhow::Result<AnyFilter> {
     match AnyFilter::open(conn, name) {
         Ok(f) => Ok(f),
-        Err(e @ Error::NotFound { .. }) => Err(anyhow::Error::new(e).context(format!(
-            "filter {name:?} does not exist (create it with `rotabloom create`)"
-        ))),
+        Err(e @ Error::NotFound { .. }) => {
+            // The filters there are, for a name mistyped; a SCAN that
+            // fails (an ACL without it) only loses the suggestion.
+            let names = all_names(conn).unwrap_or_default();
+            let hint = match crate::suggest::did_you_mean(name, names.iter().map(String::as_str)) {
+                Some(near) => {
+                    format!("did you mean {near:?}? else create it with `rotabloom create`")
+                }
+                None => "create it with `rotabloom create`".to_string(),
+            };
+            Err(anyhow::Error::new(e).context(format!("filter {name:?} does not exist ({hint})")))
+        }
         Err(e) => Err(e.into()),
     }
 }
@@ -319,7 +391,7 @@ pub fn names_or_all(conn: &mut Connection, names: Vec<String>) -> anyhow::Result
 /// of the hash tag match themselves. The library's `Keys` gives the keys of
 /// one named filter only, so the pattern and the name's place in a key are
 /// spelled here.
-fn all_names(conn: &mut Connection) -> rotabloom::Result<Vec<String>> {
+pub fn all_names(conn: &mut Connection) -> rotabloom::Result<Vec<String>> {
     let prefix = format!("{KEY_PREFIX}:{{");
     let suffix = "}:meta";
     let pattern = format!("{prefix}*{suffix}");
@@ -340,4 +412,38 @@ fn all_names(conn: &mut Connection) -> rotabloom::Result<Vec<String>> {
         }
     }
     Ok(names.into_iter().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_url_says_where_it_came_from() {
+        let (url, origin) = redis_url(RedisUrlFrom::Flag(None), None);
+        assert!(url.is_ok());
+        assert_eq!(origin, Origin::Default);
+        assert_eq!(
+            origin.to_string(),
+            "the default URL: no --redis, configuration or $REDIS_URL named one"
+        );
+        let from_env = |v: &str| redis_url(RedisUrlFrom::Env(Some(v.into())), None).1;
+        assert_eq!(from_env("redis://h:1/"), Origin::Env);
+        // An empty variable is no URL.
+        assert_eq!(from_env("  "), Origin::Default);
+        let (_, origin) = redis_url(RedisUrlFrom::Flag(Some("redis://h:1/".into())), None);
+        assert_eq!(origin.to_string(), "the URL of --redis");
+        let e = FromUrl {
+            error: Error::Connect {
+                target: "redis://127.0.0.1:6379".into(),
+                reason: "Connection refused".into(),
+            },
+            origin: Origin::Default,
+        };
+        assert_eq!(
+            e.to_string(),
+            "cannot connect to redis://127.0.0.1:6379: Connection refused (the default URL: \
+             no --redis, configuration or $REDIS_URL named one)"
+        );
+    }
 }

@@ -6,12 +6,14 @@ use crate::connect::Ctx;
 use crate::errors::usage;
 use crate::show;
 use crate::status;
+use crate::window;
 use crate::Output;
+use chrono::{DateTime, Utc};
 use clap::{Arg, ArgAction, ArgMatches};
 use rotabloom::config::{settings, FilterDef, FilterParams, Setting};
 use rotabloom::connect::Connection;
-use rotabloom::{AnyFilter, Kind, Opened};
-use serde_json::json;
+use rotabloom::{AnyFilter, Every, Kind, Opened, Schedule};
+use serde_json::{json, Value};
 use std::io;
 
 /// The filter settings given as flags: one flag per setting of
@@ -38,6 +40,9 @@ fn flag(s: &'static Setting) -> Arg {
         .long(s.flag())
         .help(help(s))
         .help_heading("Filter settings");
+    if let Some(values) = crate::complete::setting_values(s.key()) {
+        arg = arg.add(values);
+    }
     // A flag named otherwise than its key (`--every`) also takes the
     // key's spelling (`--schedule`), as in the configuration.
     if s.flag() != s.key() && !s.key().contains('_') {
@@ -111,19 +116,50 @@ impl clap::FromArgMatches for SettingFlags {
     }
 }
 
+/// `--from WHEN`: where an interval schedule counts its periods from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum From {
+    /// The creation, by the Redis server's clock.
+    Now,
+    At(DateTime<Utc>),
+}
+
+pub fn parse_from(s: &str) -> Result<From, String> {
+    if s.trim() == "now" {
+        return Ok(From::Now);
+    }
+    DateTime::parse_from_rfc3339(s.trim())
+        .map(|t| From::At(t.with_timezone(&Utc)))
+        .map_err(|e| {
+            format!("{s:?} is not `now` nor an RFC 3339 time like 2026-05-01T00:00:00Z ({e})")
+        })
+}
+
 pub fn run(
     ctx: &Ctx,
     names: &[String],
     flags: &SettingFlags,
+    from: Option<From>,
     dry_run: bool,
     output: Output,
 ) -> anyhow::Result<u8> {
-    let defs = if flags.0.keys_set().is_empty() {
-        declared(ctx, names)?
-    } else {
+    // --from needs --every (clap says so): settings given as flags.
+    let flagged = !flags.0.keys_set().is_empty();
+    // Usage errors before Redis is asked anything.
+    let defs = if flagged {
         vec![from_flags(ctx, names, &flags.0)?]
+    } else {
+        declared(ctx, names)?
     };
     let mut conn = ctx.connect()?;
+    let defs = match from {
+        Some(from) => vec![from_flags(
+            ctx,
+            names,
+            &anchored(&mut conn, names, &flags.0, from)?,
+        )?],
+        None => defs,
+    };
     let mut out = io::stdout().lock();
     if dry_run {
         let mut worst = 0;
@@ -133,8 +169,7 @@ pub fn run(
         return Ok(worst);
     }
     for def in &defs {
-        let (f, how) = any::create_or_open(&mut conn, def, ctx.wait())
-            .map_err(|e| ctx.create_error(def.name(), e))?;
+        let (f, how) = create_one(ctx, &mut conn, def, from)?;
         let info = f.info(&mut conn)?;
         let bytes: u64 = info.generations.iter().map(|g| g.bits.div_ceil(8)).sum();
         let shape = format!(
@@ -143,20 +178,34 @@ pub fn run(
             show::count(info.generations.len() as u64, "generation"),
             show::bytes(bytes)
         );
-        let (text, result) = match how {
+        let (mut text, result) = match how {
             Opened::Created => (format!("{}: created ({shape})", def.name()), "created"),
             Opened::Existing => (
                 format!("{}: exists, same parameters ({shape})", def.name()),
                 "exists",
             ),
         };
-        let doc = json!({
+        let mut doc = json!({
             "name": def.name(),
             "result": result,
             "kind": f.kind(),
             "generations": info.generations.len(),
             "memory_bytes": bytes,
         });
+        // A window says in dates what its schedule does.
+        if let Some(c) = f.circular() {
+            let now = status::Server::read(&mut conn)
+                .map_err(rotabloom::Error::from)?
+                .now;
+            let n = u32::try_from(info.generations.len()).unwrap_or(u32::MAX);
+            let schedule = c.schedule();
+            let (lines, fields) =
+                window::describe(schedule.as_ref(), n, now, how == Opened::Created);
+            text.push_str(&lines);
+            if let (Some(doc), Value::Object(fields)) = (doc.as_object_mut(), fields) {
+                doc.extend(fields);
+            }
+        }
         output.print(&mut out, &text, &doc, how == Opened::Created)?;
     }
     Ok(0)
@@ -243,8 +292,8 @@ fn dry_run_one(
     for (i, (l, capacity)) in gens.iter().enumerate() {
         table.add_row(vec![
             i.to_string(),
-            capacity.to_string(),
-            l.bits.to_string(),
+            show::int(*capacity),
+            show::int(l.bits),
             l.hashes.to_string(),
             l.blocks.to_string(),
             show::bytes(l.bytes()),
@@ -277,6 +326,83 @@ fn dry_run_one(
     } else {
         0
     })
+}
+
+/// Creates or opens `def`. A schedule counted from now is no mismatch
+/// with a filter made so a moment ago by another process: that filter is
+/// opened (its origin is then the one kept).
+fn create_one(
+    ctx: &Ctx,
+    conn: &mut Connection,
+    def: &FilterDef,
+    from: Option<From>,
+) -> anyhow::Result<(AnyFilter, Opened)> {
+    match any::create_or_open(conn, def, ctx.wait()) {
+        Err(rotabloom::Error::ParameterMismatch { field, .. })
+            if field == "schedule" && from == Some(From::Now) =>
+        {
+            let params = anchored(conn, &[def.name().to_string()], def.params(), From::Now)?;
+            let def = params.validate(def.name()).map_err(|e| usage(e.message))?;
+            any::create_or_open(conn, &def, ctx.wait()).map_err(|e| ctx.create_error(def.name(), e))
+        }
+        other => other.map_err(|e| ctx.create_error(def.name(), e)),
+    }
+}
+
+/// `params` with its interval schedule counted from `from`. `now` is the
+/// Redis server's clock, as for the creation itself; a filter of that name
+/// that exists with the same interval keeps its origin, so that the same
+/// command run again opens it (`exists, same parameters`).
+fn anchored(
+    conn: &mut Connection,
+    names: &[String],
+    params: &FilterParams,
+    from: From,
+) -> anyhow::Result<FilterParams> {
+    let Some(schedule) = params.schedule else {
+        return Err(usage("create: --from needs --every INTERVAL"));
+    };
+    let Every::Interval(every) = schedule.every() else {
+        return Err(usage(format!(
+            "create: --from counts the periods of an interval (30d, 6h...); {schedule} is a \
+             calendar schedule, whose periods are the calendar's"
+        )));
+    };
+    if schedule.to_string().contains(" from ") {
+        return Err(usage(format!(
+            "create: --every {schedule} already says where its periods start; drop --from"
+        )));
+    }
+    let origin = match from {
+        From::At(t) => t,
+        From::Now => {
+            let existing = match names {
+                [name] => AnyFilter::open(conn, name)
+                    .ok()
+                    .and_then(|f| f.circular().and_then(|c| c.schedule())),
+                _ => None,
+            };
+            match existing {
+                Some(s) if s.every() == schedule.every() => {
+                    let mut p = params.clone();
+                    p.schedule = Some(s);
+                    return Ok(p);
+                }
+                _ => {
+                    status::Server::read(conn)
+                        .map_err(rotabloom::Error::from)?
+                        .now
+                }
+            }
+        }
+    };
+    let utc = chrono::Offset::fix(&Utc);
+    let mut p = params.clone();
+    p.schedule = Some(
+        Schedule::with(Every::Interval(every), utc, origin)
+            .map_err(|e| usage(format!("create: --from: {e}")))?,
+    );
+    Ok(p)
 }
 
 /// The one filter the flags describe.
@@ -315,7 +441,10 @@ fn declared(ctx: &Ctx, names: &[String]) -> anyhow::Result<Vec<FilterDef>> {
     };
     if names.is_empty() {
         if c.filters().is_empty() {
-            return Err(usage(format!("create: {} declares no filter", c.file())));
+            return Err(usage(format!(
+                "create: {} declares no filter: add a [filter.NAME] section, or give NAME and --kind",
+                c.file()
+            )));
         }
         return Ok(c.filters().to_vec());
     }

@@ -60,10 +60,19 @@ pub fn run(ctx: &Ctx, name: &str, yes: bool, output: Output) -> anyhow::Result<u
     // Gone before this drop (another process's, or an interrupted one):
     // what it left under the name goes now.
     match AnyFilter::remove_leftovers(&mut conn, name)? {
-        0 => Err(usage(format!("filter {name:?} does not exist"))),
+        0 => {
+            let names = connect::all_names(&mut conn).unwrap_or_default();
+            let near = crate::suggest::did_you_mean(name, names.iter().map(String::as_str))
+                .map(|n| format!(" (did you mean {n:?}?)"))
+                .unwrap_or_default();
+            Err(usage(format!("filter {name:?} does not exist{near}")))
+        }
         n => {
             let doc = json!({ "name": name, "result": "leftovers_removed", "keys": n });
-            let text = format!("{name}: no such filter; removed {n} keys an interrupted drop left");
+            let text = format!(
+                "{name}: no such filter; removed {} an interrupted drop left",
+                crate::show::count(n, "key")
+            );
             output.print(&mut io::stdout(), &text, &doc, true)?;
             Ok(0)
         }

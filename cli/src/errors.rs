@@ -104,7 +104,7 @@ pub fn describe(e: &anyhow::Error, secrets: &Secrets) -> String {
 /// commands that go on with other filters.
 pub fn report(e: &anyhow::Error, secrets: &Secrets) -> (String, u8) {
     let text = describe(e, secrets);
-    eprintln!("rotabloom: {text}");
+    crate::term::error_line(&text);
     (text, exit_code(e))
 }
 
@@ -125,16 +125,33 @@ pub fn exit(e: &anyhow::Error, secrets: &Secrets) -> ExitCode {
 }
 
 /// How the program ends when its arguments do not parse: help and version
-/// go to standard output as clap writes them; an error is one line, like
-/// every other, with exit code 2.
+/// go to standard output as clap writes them (in colour on a terminal);
+/// no arguments at all print the help on standard error (exit code 2: it
+/// was not asked for); an error is one line, like every other, with exit
+/// code 2.
 pub fn exit_clap(e: &clap::Error) -> ExitCode {
-    let text = Secrets::default().redact(&e.render().to_string());
-    if !e.use_stderr() {
-        let _ = io::stdout().write_all(text.as_bytes());
-        return ExitCode::SUCCESS;
-    }
-    eprintln!("rotabloom: {}", one_line(&text));
-    ExitCode::from(2)
+    use clap::error::ErrorKind;
+    let secrets = Secrets::default();
+    let styled = || secrets.redact(&e.render().ansi().to_string());
+    let written = match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let mut out = anstream::stdout().lock();
+            out.write_all(styled().as_bytes())
+                .and_then(|()| out.flush())
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let mut err = anstream::stderr().lock();
+            let _ = err.write_all(styled().as_bytes());
+            return ExitCode::from(2);
+        }
+        _ => {
+            crate::term::error_line(one_line(&secrets.redact(&e.render().to_string())));
+            return ExitCode::from(2);
+        }
+    };
+    // A reader gone (`rotabloom --help | head`) is no error.
+    let _ = written;
+    ExitCode::SUCCESS
 }
 
 /// clap's message without its usage section, paragraphs joined with `; `.
@@ -169,7 +186,7 @@ pub fn install_panic_hook(secrets: Secrets) {
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "panic".into());
-        eprintln!("rotabloom: internal error: {}", secrets.redact(&msg));
+        crate::term::error_line(format!("internal error: {}", secrets.redact(&msg)));
     }));
 }
 

@@ -51,8 +51,8 @@ pub struct LegacySource {
     /// myspider:bloomfilter.
     #[arg(long, value_name = "KEY")]
     scrapy_redis_bloomfilter: Option<String>,
-    /// The key prefix of seed 000's bitmaps (`bloomfilter` in the seed):
-    /// keys PREFIX0, PREFIX1, ...
+    /// The key prefix of the bitmaps of the 2016 blog code (MD5 and
+    /// SimpleHash; `bloomfilter` in the post): keys PREFIX0, PREFIX1, ...
     #[arg(long, value_name = "PREFIX")]
     seed000: Option<String>,
 }
@@ -71,7 +71,7 @@ pub struct AdoptArgs {
     /// scrapy-redis-bloomfilter's BLOOMFILTER_HASH_NUMBER.
     #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=64))]
     hash_number: u32,
-    /// Seed 000's blockNum: how many keys of 2^31 bits.
+    /// The 2016 blog code's blockNum: how many keys of 2^31 bits.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
     block_num: u32,
     /// A file of items known to be in the legacy bitmap, one per line
@@ -209,7 +209,7 @@ pub fn adopt(ctx: &Ctx, a: &AdoptArgs) -> anyhow::Result<u8> {
     let estimate = gens.first().map_or(0, |g| g.capacity);
     let found = match checked {
         0 => String::new(),
-        n => format!(", all {n} known items found"),
+        n => format!(", all {} known items found", crate::show::int(n as u64)),
     };
     let (text, result) = if existed {
         (
@@ -223,9 +223,10 @@ pub fn adopt(ctx: &Ctx, a: &AdoptArgs) -> anyhow::Result<u8> {
     } else {
         (
             format!(
-                "{}: adopted (expanding, {}; the legacy bitmap holds about {estimate} items{found}){}",
+                "{}: adopted (expanding, {}; the legacy bitmap holds about {}{found}){}",
                 a.name,
                 shape(&f),
+                count(estimate, "item"),
                 if copies.is_empty() {
                     ""
                 } else {
@@ -343,6 +344,17 @@ fn unlink(conn: &mut Connection, keys: &[String]) {
     }
 }
 
+/// Whether `conn` is to a Redis Cluster (never, built without `cluster`).
+fn is_cluster(conn: &Connection) -> bool {
+    #[cfg(feature = "cluster")]
+    return matches!(conn, Connection::Cluster(_));
+    #[cfg(not(feature = "cluster"))]
+    return {
+        let _ = conn;
+        false
+    };
+}
+
 /// In a cluster, adoption renames the legacy keys into the filter's slot,
 /// which `RENAME` cannot do across slots: keys elsewhere are first copied
 /// (1 MiB per step) to `rotabloom-import:{NAME}:B`, in the filter's slot,
@@ -357,7 +369,7 @@ fn into_slot(
     legacy: Legacy,
     copy: bool,
 ) -> anyhow::Result<(Legacy, Vec<String>)> {
-    if !matches!(conn, Connection::Cluster(_)) {
+    if !is_cluster(conn) {
         return Ok((legacy, Vec::new()));
     }
     let home = keyslot(conn, &format!("{{{name}}}"))?;

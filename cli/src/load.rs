@@ -3,11 +3,12 @@
 use crate::connect::Ctx;
 use crate::errors::file_error;
 use crate::lines::Batches;
-use crate::pipeline::{self, Run};
+use crate::pipeline::{self, Inserted, Run};
 use crate::resume::{shell_words, StateFlags};
+use crate::show::{count, elapsed, speed};
 use crate::tally::{is_refusal, Writes};
 use crate::Output;
-use indicatif::{HumanCount, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 use std::io::{self, IsTerminal, Read};
 use std::path::Path;
@@ -46,7 +47,7 @@ pub fn run(
         shell_words(&["rotabloom", "load", name, &what, "--resume", state_file])
     })?;
     let mut progress = Progress::new(size, progress_every, !output.quiet);
-    let mut total = 0;
+    let mut total = Inserted::default();
     let result = pipeline::insert_all(
         ctx,
         name,
@@ -60,9 +61,9 @@ pub fn run(
             window: state.window(),
             name,
         },
-        |n, bytes| {
-            total = n;
-            progress.update(n, bytes)
+        |so_far, bytes| {
+            total = so_far;
+            progress.update(so_far.items, bytes)
         },
     );
     progress.finish();
@@ -72,12 +73,27 @@ pub fn run(
         Err(e) if is_refusal(&e) => Some(e),
         Err(e) => return Err(e),
     };
-    let secs = progress.start.elapsed().as_secs_f64();
-    let rate = progress.rate(total);
+    let took = progress.start.elapsed();
+    let rate = progress.rate(total.items);
     output.print(
         &mut io::stdout(),
-        &format!("{name}: loaded {total} items in {secs:.1} s, {rate:.0} items/s"),
-        &json!({ "name": name, "loaded": total, "seconds": secs, "items_per_second": rate }),
+        &format!(
+            "{name}: loaded {} in {} ({} items/s): {}",
+            count(total.items, "item"),
+            elapsed(took),
+            speed(rate),
+            total.says()
+        ),
+        &json!({
+            "name": name,
+            "result": "loaded",
+            "items": total.items,
+            "new": total.new,
+            "present": total.present(),
+            "per_period": total.per_period,
+            "seconds": took.as_secs_f64(),
+            "items_per_second": rate,
+        }),
         false,
     )?;
     refused.map_or(Ok(0), Err)
@@ -113,9 +129,9 @@ impl Progress {
     fn update(&mut self, items: u64, bytes: u64) {
         if let Some(bar) = &self.bar {
             bar.set_message(format!(
-                "{} items, {} items/s",
-                HumanCount(items),
-                HumanCount(self.rate(items) as u64)
+                "{}, {} items/s",
+                count(items, "item"),
+                speed(self.rate(items))
             ));
             if bar.length().is_some() {
                 bar.set_position(bytes);
@@ -124,7 +140,11 @@ impl Progress {
             while self.next_line <= items {
                 self.next_line += self.every;
             }
-            eprintln!("loaded {items} items, {:.0} items/s", self.rate(items));
+            eprintln!(
+                "loaded {}, {} items/s",
+                count(items, "item"),
+                speed(self.rate(items))
+            );
         }
     }
 

@@ -7,6 +7,7 @@
 mod add;
 mod any;
 mod check;
+mod complete;
 mod connect;
 mod create;
 mod drop;
@@ -15,6 +16,8 @@ mod errors;
 mod expanding;
 mod filter;
 mod generate;
+mod globals;
+mod help;
 mod interrupt;
 mod lines;
 mod list;
@@ -28,160 +31,28 @@ mod rotate;
 mod show;
 mod statefile;
 mod status;
+mod suggest;
 mod tally;
+mod term;
+mod version;
 mod warnings;
+mod window;
 
 use chrono::{DateTime, Utc};
-use clap::parser::ValueSource;
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
-use connect::{Ctx, RedisUrlFrom};
+use clap::{Args, FromArgMatches, Parser, Subcommand};
+use connect::Ctx;
 use rotabloom::config::Secrets;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-const EXIT_CODES: &str = "\
-Exit codes:
-  0  success (check: at least one item printed)
-  1  negative answer (check: no item printed; create --dry-run: it would
-     not fit the server's maxmemory)
-  2  usage or configuration error, including a filter that does not exist,
-     exists with other parameters than asked for, or exists already
-     (restore)
-  3  Redis error: connection, authentication, server, or the data in it;
-     a full filter (filter, add, load: after what was inserted); retries
-     run out (the message says how to resume)
-  4  status --check: a filter has an error-level warning
-  5  a local file cannot be read or written (load, dump, restore,
-     metrics --output; dump's reader gone before the end), or a dump
-     file is damaged, has bytes after its end, or is not a dump
-  128+N  restore or dump FILE stopped by signal N (130: SIGINT) after
-     cleaning up
-
-Redis URL: --redis, else the configuration's redis_url / redis_url_env /
-cluster_nodes / sentinels, else $REDIS_URL, else redis://127.0.0.1:6379
-(the explicit beats the ambient).
-Forms: redis://, rediss:// (TLS), unix://, redis+cluster://H:P,H:P,
-redis+sentinel://H:P,H:P/MASTER (see docs/CLI.md). Passwords are never
-printed.";
-
 /// Bloom filters in Redis: create, inspect, rotate and use them from the shell.
 #[derive(Parser, Debug)]
-#[command(name = "rotabloom", version, after_help = EXIT_CODES)]
+#[command(name = "rotabloom", version, arg_required_else_help = true)]
 struct Cli {
-    /// Configuration file declaring filters (TOML; see docs/CLI.md).
-    #[arg(long, global = true, value_name = "FILE")]
-    config: Option<PathBuf>,
-
-    /// Redis URL, e.g. redis://127.0.0.1:6379/0 (prefer $REDIS_URL for one
-    /// with a password: the command line is visible to other users). The
-    /// flag wins over the configuration's URL, which wins over $REDIS_URL.
-    #[arg(
-        long,
-        global = true,
-        value_name = "URL",
-        env = "REDIS_URL",
-        hide_env_values = true
-    )]
-    redis: Option<String>,
-
-    /// PEM file of the certificate authorities to trust for rediss://
-    /// (default: the system's, which honours SSL_CERT_FILE / SSL_CERT_DIR).
-    #[arg(long, global = true, value_name = "FILE", env = "ROTABLOOM_TLS_CA")]
-    tls_ca: Option<PathBuf>,
-
-    /// PEM file of a client certificate (mutual TLS; with --tls-key).
-    #[arg(long, global = true, value_name = "FILE", env = "ROTABLOOM_TLS_CERT")]
-    tls_cert: Option<PathBuf>,
-
-    /// PEM file of the client certificate's private key.
-    #[arg(long, global = true, value_name = "FILE", env = "ROTABLOOM_TLS_KEY")]
-    tls_key: Option<PathBuf>,
-
-    /// Do not verify the server's certificate (tests only; warns on every
-    /// run).
-    #[arg(long, global = true, env = "ROTABLOOM_TLS_INSECURE")]
-    tls_insecure: bool,
-
-    /// Acknowledge a write only once this many replicas have it (Redis
-    /// WAIT); fewer in time is an error (exit 3). Overrides the
-    /// configuration's wait_replicas.
-    #[arg(long, global = true, value_name = "N", env = "ROTABLOOM_WAIT_REPLICAS")]
-    wait_replicas: Option<u32>,
-
-    /// How long a write waits for --wait-replicas, in milliseconds
-    /// (default 1000).
-    #[arg(
-        long,
-        global = true,
-        value_name = "MS",
-        env = "ROTABLOOM_WAIT_TIMEOUT_MS"
-    )]
-    wait_timeout_ms: Option<u64>,
-
-    /// What writes do once a filter's generation holds its capacity: error
-    /// (refuse, exit 3; the default), warn (write on, warn once) or expand
-    /// (a base filter becomes an expanding one, warns once, and goes on).
-    /// Overrides the configuration's when_full.
-    #[arg(
-        long,
-        global = true,
-        value_name = "POLICY",
-        env = "ROTABLOOM_WHEN_FULL"
-    )]
-    when_full: Option<rotabloom::WhenFull>,
-
-    /// filter, check, load, add: reconnections to try, with backoff (0.1 s
-    /// doubling to 5 s), after a lost connection or a failover before
-    /// giving up (exit 3).
-    #[arg(
-        long,
-        global = true,
-        value_name = "N",
-        default_value_t = 8,
-        env = "ROTABLOOM_RETRIES"
-    )]
-    retries: u32,
-
-    /// filter, check, add, load: copy the frozen generations of expanding
-    /// and query-all circular filters into this process, up to this many
-    /// MiB, and check them here (the server then reads only the newest); 0
-    /// turns it off. The copies are made once per run, 4 MiB per round
-    /// trip.
-    #[arg(
-        long,
-        global = true,
-        value_name = "MIB",
-        default_value_t = 64,
-        env = "ROTABLOOM_MIRROR_MIB"
-    )]
-    mirror_mib: u64,
-
-    /// filter, check, add, load: batches in flight at once, each on its own
-    /// connection, so that the server and this process work at the same
-    /// time; output stays in input order.
-    #[arg(
-        long,
-        global = true,
-        value_name = "N",
-        default_value_t = 2,
-        value_parser = clap::value_parser!(u32).range(1..=16),
-        env = "ROTABLOOM_IN_FLIGHT"
-    )]
-    in_flight: u32,
-
-    /// How long to wait for Redis, in seconds: to open a connection (the
-    /// server's first answer included) and for each reply. Default: 10 to
-    /// connect, 120 per reply.
-    #[arg(
-        long,
-        global = true,
-        value_name = "SECONDS",
-        value_parser = parse_timeout,
-        env = "ROTABLOOM_TIMEOUT"
-    )]
-    timeout: Option<Duration>,
+    #[command(flatten)]
+    globals: globals::Globals,
 
     #[command(subcommand)]
     command: Command,
@@ -191,16 +62,19 @@ struct Cli {
 enum Command {
     /// Create filters from the configuration or from flags (or check that
     /// they exist with the same parameters).
-    #[command(
-        after_help = "Without NAME, creates every filter of --config. With flags, creates one \
-filter from them (and the configuration must not declare it)."
-    )]
+    ///
+    /// Without NAME, creates every filter of --config. With flags, creates
+    /// one filter from them (and the configuration must not declare it).
+    /// Once a filter exists, its parameters in Redis are the truth: asking
+    /// for others is refused, naming the one that differs.
     Create(CreateArgs),
     /// Show filters, their generations and warnings.
     Status {
         /// Filters to show (default: every filter in the database).
+        #[arg(add = complete::filter_names())]
         names: Vec<String>,
-        /// Print JSON (schema in docs/CLI.md).
+        /// Print one JSON object (its fields: the CLI reference named in
+        /// `rotabloom --help`).
         #[arg(long)]
         json: bool,
         /// Exit with code 4 when any filter has an error-level warning
@@ -209,12 +83,12 @@ filter from them (and the configuration must not declare it)."
         check: bool,
     },
     /// Rotate circular filters: by hand, or as the schedule says (cron).
-    #[command(
-        after_help = "With --if-due and no NAME, every circular filter with a schedule. \
-Prints one line per filter: rotated, or not due. Exit 0 either way."
-    )]
+    ///
+    /// With --if-due and no NAME, every circular filter with a schedule.
+    /// Prints one line per filter: rotated, or not due. Exit 0 either way.
     Rotate {
         /// Filters to rotate.
+        #[arg(add = complete::filter_names())]
         names: Vec<String>,
         #[command(flatten)]
         output: Output,
@@ -232,8 +106,10 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         #[arg(long, requires = "now")]
         force: bool,
     },
-    /// Insert items (arguments, else one per line of standard input).
+    /// Insert items (arguments, else one per line of standard input), and
+    /// say how many were new and how many already present.
     Add {
+        #[arg(add = complete::filter_names())]
         name: String,
         items: Vec<OsString>,
         #[command(flatten)]
@@ -244,6 +120,7 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
     /// Print the items that may be present (with --absent, those that are
     /// not), in input order. Exit 0 if any was printed, else 1.
     Check {
+        #[arg(add = complete::filter_names())]
         name: String,
         items: Vec<OsString>,
         /// Print the absent items instead.
@@ -253,6 +130,7 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
     /// Copy standard input to standard output, dropping lines seen before
     /// (by this or any other process using the filter).
     Filter {
+        #[arg(add = complete::filter_names())]
         name: String,
         /// Lines per round trip to Redis.
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
@@ -260,8 +138,10 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         #[command(flatten)]
         state: resume::StateFlags,
     },
-    /// Insert every line of FILE ('-' for standard input), with progress.
+    /// Insert every line of FILE ('-' for standard input), with progress,
+    /// and say how many were new and how many already present.
     Load {
+        #[arg(add = complete::filter_names())]
         name: String,
         file: PathBuf,
         #[command(flatten)]
@@ -278,6 +158,7 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
     },
     /// Delete a filter and all its data.
     Drop {
+        #[arg(add = complete::filter_names())]
         name: String,
         /// Really delete it.
         #[arg(long)]
@@ -294,6 +175,7 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
     /// Empty every generation of a filter; the filter and its parameters
     /// stay.
     Clear {
+        #[arg(add = complete::filter_names())]
         name: String,
         /// Really empty it.
         #[arg(long)]
@@ -304,6 +186,7 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
     /// Freeze the newest generation of an expanding filter and add the
     /// next one now.
     Expand {
+        #[arg(add = complete::filter_names())]
         name: String,
         #[command(flatten)]
         output: Output,
@@ -311,6 +194,7 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
     /// Turn a bloom filter into an expanding one, in place: its bits stay
     /// as generation 0, which takes writes until it holds its capacity.
     Convert {
+        #[arg(add = complete::filter_names())]
         name: String,
         #[command(flatten)]
         growth: expanding::GrowthFlags,
@@ -318,15 +202,19 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         output: Output,
     },
     /// Make a new expanding filter whose frozen first generation is a
-    /// bitmap written by scrapy-redis-bloomfilter or seed 000's code
-    /// (renamed into place; in a cluster, copied first from another slot;
-    /// see docs/LEGACY.md).
+    /// bitmap of a Python crawler: scrapy-redis-bloomfilter's, or the one
+    /// of the 2016 blog code (MD5 and SimpleHash, keys PREFIX0, PREFIX1...).
+    ///
+    /// The bitmap is checked against the parameters given before anything
+    /// moves, then renamed into place (in a cluster, copied first from
+    /// another slot). New items go to the generations after it.
     Adopt(expanding::AdoptArgs),
     /// Write a filter's metadata and bits to FILE ('-': standard output),
-    /// a slice at a time (format in docs/FORMAT.md). A regular FILE is
-    /// replaced whole once complete (through a symbolic link, its
+    /// a slice at a time, in a versioned, checksummed format. A regular
+    /// FILE is replaced whole once complete (through a symbolic link, its
     /// target); a FIFO or a device is written straight through.
     Dump {
+        #[arg(add = complete::filter_names())]
         name: String,
         file: PathBuf,
         #[command(flatten)]
@@ -347,6 +235,7 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
     /// node_exporter's textfile collector).
     Metrics {
         /// Filters to export (default: every filter in the database).
+        #[arg(add = complete::filter_names())]
         names: Vec<String>,
         /// Write to FILE (through a temporary file renamed over it, as
         /// the textfile collector needs; a FIFO or a device straight
@@ -354,22 +243,42 @@ Prints one line per filter: rotated, or not due. Exit 0 either way."
         #[arg(long, short = 'o', value_name = "FILE")]
         output: Option<PathBuf>,
     },
-    /// Print a completion script for SHELL, e.g.
-    /// `rotabloom completions bash > /etc/bash_completion.d/rotabloom`.
+    /// Print the completion script for SHELL: commands, flags, their
+    /// values, and filter names asked of the server.
+    ///
+    /// The script calls rotabloom to complete (as `COMPLETE=SHELL
+    /// rotabloom` would print it): filter names come from the Redis the
+    /// words typed so far point to (--redis, --config, $REDIS_URL), within
+    /// a second, else none.
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the manual page (roff), e.g. `rotabloom man > rotabloom.1`.
-    Man,
+    /// Print a manual page (roff): rotabloom's, or a command's; with --dir,
+    /// write them all there.
+    Man {
+        /// The command whose page to print, e.g. create (default: the
+        /// page of rotabloom itself).
+        #[arg(value_name = "COMMAND", conflicts_with = "dir")]
+        command: Option<String>,
+        /// Write every page (rotabloom.1, rotabloom-create.1, ...) into DIR.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Args, Debug)]
 struct CreateArgs {
     /// Filters to create (default: every filter of --config).
+    #[arg(add = complete::filter_names())]
     names: Vec<String>,
     #[command(flatten)]
     settings: create::SettingFlags,
+    /// With --every INTERVAL (30d, 6h...): count the periods from WHEN
+    /// instead of from 1970-01-01: `now` (the creation, by the Redis
+    /// server's clock) or an RFC 3339 time. Stored as `30d from TIME`.
+    #[arg(long, value_name = "WHEN", requires = "schedule", help_heading = "Filter settings", value_parser = create::parse_from)]
+    from: Option<create::From>,
     /// Print the generations it would make (bits, hashes, blocks, bytes)
     /// and whether they fit the server's maxmemory; create nothing. Exit
     /// 1 when they would not fit.
@@ -382,8 +291,8 @@ struct CreateArgs {
 /// How a command that changes filters reports what it did.
 #[derive(Args, Debug, Clone, Copy)]
 pub struct Output {
-    /// Print one JSON object per line instead of text (schema in
-    /// docs/CLI.md).
+    /// Print one JSON object per line instead of text (fields: the CLI
+    /// reference named in `rotabloom --help`).
     #[arg(long)]
     json: bool,
     /// Print only lines about a change (a filter created, rotated,
@@ -432,26 +341,24 @@ fn parse_now(s: &str) -> Result<DateTime<Utc>, String> {
 }
 
 fn main() -> ExitCode {
+    // Before anything is printed: --color decides how clap prints too.
+    term::init(std::env::args_os());
     errors::install_panic_hook(Secrets::default());
     warnings::install();
-    let parsed = Cli::command().try_get_matches().and_then(|m| {
-        let cli = Cli::from_arg_matches(&m)?;
-        // An explicit flag beats the configuration; the ambient
-        // environment variable does not (docs/CLI.md, "Global options").
-        let url = match m.value_source("redis") {
-            Some(ValueSource::EnvVariable) => RedisUrlFrom::Env(cli.redis.clone()),
-            _ => RedisUrlFrom::Flag(cli.redis.clone()),
-        };
-        Ok((cli, url))
-    });
-    let (cli, url) = match parsed {
+    // `COMPLETE=bash rotabloom ...` (the completion script's call) answers
+    // here and exits.
+    clap_complete::CompleteEnv::with_factory(help::command).complete();
+    let parsed = help::command()
+        .try_get_matches()
+        .and_then(|m| Ok((Cli::from_arg_matches(&m)?, m)));
+    let (cli, matches) = match parsed {
         Ok(parsed) => parsed,
         Err(e) => return errors::exit_clap(&e),
     };
     // These need neither a configuration nor Redis.
-    let local = match cli.command {
-        Command::Completions { shell } => Some(generate::completions(shell)),
-        Command::Man => Some(generate::man()),
+    let local = match &cli.command {
+        Command::Completions { shell } => Some(generate::completions(*shell)),
+        Command::Man { command, dir } => Some(generate::man(command.as_deref(), dir.as_deref())),
         _ => None,
     };
     if let Some(result) = local {
@@ -460,23 +367,8 @@ fn main() -> ExitCode {
             Err(e) => errors::exit(&e, &Secrets::default()),
         };
     }
-    let tls = rotabloom::connect::TlsOptions {
-        ca_file: cli.tls_ca,
-        cert_file: cli.tls_cert,
-        key_file: cli.tls_key,
-        insecure: cli.tls_insecure,
-    };
-    let durability = connect::Durability {
-        wait_replicas: cli.wait_replicas,
-        wait_timeout_ms: cli.wait_timeout_ms,
-        retries: cli.retries,
-        when_full: cli.when_full,
-        timeout: cli.timeout,
-    };
-    let ctx = match Ctx::new(cli.config.as_deref(), url, tls, durability) {
-        Ok(ctx) => ctx
-            .with_mirror(cli.mirror_mib)
-            .with_in_flight(cli.in_flight),
+    let ctx = match cli.globals.ctx(&matches) {
+        Ok(ctx) => ctx,
         Err(e) => return errors::exit(&e, &Secrets::default()),
     };
     errors::install_panic_hook(ctx.secrets().clone());
@@ -488,9 +380,14 @@ fn main() -> ExitCode {
 
 fn run(ctx: &Ctx, command: Command) -> anyhow::Result<u8> {
     match command {
-        Command::Create(args) => {
-            create::run(ctx, &args.names, &args.settings, args.dry_run, args.output)
-        }
+        Command::Create(args) => create::run(
+            ctx,
+            &args.names,
+            &args.settings,
+            args.from,
+            args.dry_run,
+            args.output,
+        ),
         Command::Status { names, json, check } => status::run(ctx, names, json, check),
         Command::Rotate {
             names,
@@ -545,6 +442,6 @@ fn run(ctx: &Ctx, command: Command) -> anyhow::Result<u8> {
         } => dump::restore(ctx, &file, as_name.as_deref(), output),
         Command::Metrics { names, output } => metrics::run(ctx, names, output.as_deref()),
         Command::Completions { shell } => generate::completions(shell),
-        Command::Man => generate::man(),
+        Command::Man { command, dir } => generate::man(command.as_deref(), dir.as_deref()),
     }
 }

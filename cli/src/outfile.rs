@@ -38,11 +38,11 @@ fn on_signal(signal: i32) {
     let temps = temps();
     for (tmp, shown) in temps.iter() {
         let _ = fs::remove_file(tmp);
-        eprintln!(
-            "rotabloom: interrupted by {}: {} is left as it was",
+        crate::term::error_line(format_args!(
+            "interrupted by {}: {} is left as it was",
             interrupt::name(signal),
             shown.display()
-        );
+        ));
     }
     std::process::exit(interrupt::exit_code(signal).into());
 }

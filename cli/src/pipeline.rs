@@ -21,6 +21,7 @@ use crate::resilient::Resilient;
 use crate::resume::{digest, fate, Fate, Journal, Plan};
 use crate::tally::{Tally, Words, Writes};
 use rotabloom::IdempotentBatch;
+use rotabloom::Kind;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError};
@@ -271,34 +272,130 @@ fn resumed(j: &Journal, redis: &mut Resilient, name: &str) -> anyhow::Result<Pla
 /// How often a waiting worker looks at the stop flag.
 const POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
+/// What `add` and `load` inserted so far: items, and those new to the
+/// filter; the others were present already (or false positives).
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+pub struct Inserted {
+    pub items: u64,
+    pub new: u64,
+    /// New and present say so of the current period only: a circular
+    /// filter that writes its newest generation and queries all writes an
+    /// item again that only older periods hold (so the window keeps it
+    /// longer), and counts it new.
+    pub per_period: bool,
+}
+
+impl Inserted {
+    pub fn present(&self) -> u64 {
+        self.items - self.new
+    }
+
+    /// `1 new, 2 already present`.
+    pub fn says(&self) -> String {
+        let (new, present) = match self.per_period {
+            true => ("new to the current period", "already in it"),
+            false => ("new", "already present"),
+        };
+        format!(
+            "{} {new}, {} {present}",
+            crate::show::int(self.new),
+            crate::show::int(self.present())
+        )
+    }
+}
+
+#[cfg(test)]
+mod inserted_tests {
+    use super::Inserted;
+
+    #[test]
+    fn says_new_and_present() {
+        let i = Inserted {
+            items: 3,
+            new: 0,
+            per_period: false,
+        };
+        assert_eq!(i.says(), "0 new, 3 already present");
+        let i = Inserted {
+            items: 1_234_567,
+            new: 1_000_000,
+            per_period: false,
+        };
+        assert_eq!(i.says(), "1,000,000 new, 234,567 already present");
+        let i = Inserted {
+            items: 2,
+            new: 1,
+            per_period: true,
+        };
+        assert_eq!(i.says(), "1 new to the current period, 1 already in it");
+    }
+}
+
 /// Inserts every item of `items` into filter `name` (`add`, `load`), in
-/// idempotent batches; `done` gets the count inserted so far and the bytes
+/// idempotent batches; `done` gets what was inserted so far and the bytes
 /// read, batch by batch (a batch refused by a full filter counts the items
-/// it took before it refused).
+/// it took before it refused). A batch sent again after a lost
+/// connection is answered as it was the first time, so `new` counts each
+/// item once.
 pub fn insert_all(
     ctx: &crate::connect::Ctx,
     name: &str,
     items: impl Items + Send + 'static,
     run: Run<'_>,
-    mut done: impl FnMut(u64, u64),
-) -> anyhow::Result<u64> {
-    let mut total = 0u64;
+    mut done: impl FnMut(Inserted, u64),
+) -> anyhow::Result<Inserted> {
+    let mut total = Inserted::default();
+    let per_period = AtomicBool::new(false);
     ordered(
         ctx,
         items,
         run,
-        |conn| ctx.open_for_write(conn, name),
+        |conn| {
+            let f = ctx.open_for_write(conn, name)?;
+            if f.kind() == Kind::Circular {
+                per_period.store(writes_newest_only(conn, name), Ordering::Relaxed);
+            }
+            Ok(f)
+        },
         |f, redis, job| {
             let mut once = job.prepare(f.idempotent_batch(&job.lines))?;
-            redis.run(job.first, job.lines.len(), |c| once.insert(c))
+            // An expanding filter's insert writes its newest generation
+            // whatever the older ones hold; checked first, an item they
+            // hold is not written again (nor counted twice) and is
+            // answered present. Queries answer the same either way.
+            match f.kind() {
+                Kind::Expanding => {
+                    redis.run(job.first, job.lines.len(), |c| once.check_and_insert(c))
+                }
+                _ => redis.run(job.first, job.lines.len(), |c| once.insert(c)),
+            }
         },
-        |_, inserted, bytes| {
-            total += inserted.len() as u64;
+        |_, changed, bytes| {
+            total.items += changed.len() as u64;
+            total.new += changed.iter().filter(|&&c| c).count() as u64;
+            total.per_period = per_period.load(Ordering::Relaxed);
             done(total, bytes);
             Ok(())
         },
     )?;
     Ok(total)
+}
+
+/// Whether circular filter `name` writes only its newest generation (mode
+/// insert-newest-query-all, the default): its inserts then answer for the
+/// current period. In the other mode the oldest generation decides, and
+/// it holds every item the filter answers present.
+fn writes_newest_only(conn: &mut rotabloom::connect::Connection, name: &str) -> bool {
+    let Ok(filter) = rotabloom::FilterName::existing(name) else {
+        return true;
+    };
+    let mode: Option<String> = redis::cmd("HGET")
+        .arg(rotabloom::Keys::new(filter).meta())
+        .arg("mode")
+        .query(conn)
+        .ok()
+        .flatten();
+    mode.as_deref() != Some(rotabloom::Mode::InsertAllQueryOldest.as_str())
 }
 
 /// The next batch for a worker; `None` once the input is done or the run

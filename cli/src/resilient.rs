@@ -84,12 +84,12 @@ impl<'a> Resilient<'a> {
         };
         while attempt < self.ctx.retries {
             attempt += 1;
-            eprintln!(
-                "rotabloom: warning: {}: {last}; retrying in {:.1} s ({attempt} of {}) {what}",
+            crate::term::warning_line(format_args!(
+                "{}: {last}; retrying in {:.1} s ({attempt} of {}) {what}",
                 self.ctx.describe(),
                 wait.as_secs_f64(),
                 self.ctx.retries,
-            );
+            ));
             std::thread::sleep(wait);
             wait = (wait * 2).min(MAX_BACKOFF);
             match self.ctx.connect() {

@@ -112,7 +112,7 @@ fn rotate_one(
         if !writable(next) {
             return Err(usage(format!(
                 "{name}: --now {}: the schedule's next rotation after it falls after year 9999, \
-                 which RFC 3339 cannot write; refused",
+                 which RFC 3339 cannot write; give an earlier --now",
                 rfc3339(now)
             )));
         }
@@ -145,16 +145,26 @@ fn rotate_one(
         Rotation::Rotated { epoch, .. } => by_hand(name, &c, &before, epoch),
         Rotation::NotDue { next_at } => Said {
             text: format!("{name}: not due (next {})", rfc3339(next_at)),
+            // Every key of every outcome, as the Python package's
+            // rotation results have them.
             json: json!({
                 "name": name,
                 "result": "not_due",
+                "rotations": 0,
+                "epoch": c.epoch(),
                 "next_rotation_at": rfc3339_checked(next_at),
             }),
             rotated: false,
         },
         Rotation::Superseded { epoch } => Said {
             text: format!("{name}: not rotated: another process changed it first (epoch {epoch})"),
-            json: json!({ "name": name, "result": "superseded", "epoch": epoch }),
+            json: json!({
+                "name": name,
+                "result": "superseded",
+                "rotations": 0,
+                "epoch": epoch,
+                "next_rotation_at": c.next_rotation_at().and_then(rfc3339_checked),
+            }),
             rotated: false,
         },
     };

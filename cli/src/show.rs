@@ -1,6 +1,53 @@
-//! How values are written for people: sizes, times, counts.
+//! How values are written for people, one way everywhere (docs/CLI.md,
+//! "Output"): counts with thousands separators, rates and speeds to three
+//! significant digits, sizes by humansize (binary units), spans of time by
+//! humantime, instants in RFC 3339. JSON carries the raw numbers.
 
 use chrono::{DateTime, Datelike, SecondsFormat, TimeZone, Utc};
+
+/// 1234567 -> "1,234,567".
+pub fn int(n: u64) -> String {
+    indicatif::HumanCount(n).to_string()
+}
+
+/// A probability (a false-positive rate) to three significant digits:
+/// `0.0185`, `0.500`, and below 0.001 in scientific notation, `9.30e-13`.
+pub fn rate(p: f64) -> String {
+    if p == 0.0 || !p.is_finite() {
+        return format!("{p}");
+    }
+    if p.abs() >= 1e-3 {
+        let decimals = (2 - p.abs().log10().floor() as i32).max(0) as usize;
+        format!("{p:.decimals$}")
+    } else {
+        format!("{p:.2e}")
+    }
+}
+
+/// Items per second, to three significant digits: `10,000`, `1,230,000`,
+/// `12.3`.
+pub fn speed(per_second: f64) -> String {
+    if !per_second.is_finite() || per_second <= 0.0 {
+        return "0".into();
+    }
+    let magnitude = per_second.log10().floor() as i32;
+    if magnitude >= 2 {
+        let unit = 10f64.powi(magnitude - 2);
+        int(((per_second / unit).round() * unit) as u64)
+    } else {
+        let decimals = (2 - magnitude) as usize;
+        format!("{per_second:.decimals$}")
+    }
+}
+
+/// A time taken: `2.5s` under a minute, else to the second (`3m 12s`).
+pub fn elapsed(d: std::time::Duration) -> String {
+    if d.as_secs() < 60 {
+        format!("{:.1}s", d.as_secs_f64())
+    } else {
+        humantime::format_duration(std::time::Duration::from_secs(d.as_secs())).to_string()
+    }
+}
 
 /// 1536 -> "1.5 KiB".
 pub fn bytes(n: u64) -> String {
@@ -51,9 +98,9 @@ pub fn time_ms(ms: i64) -> String {
         .unwrap_or_else(|| ms.to_string())
 }
 
-/// `1 item`, `3 items`.
+/// `1 item`, `3 items`, `1,000 items`.
 pub fn count(n: u64, noun: &str) -> String {
-    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+    format!("{} {noun}{}", int(n), if n == 1 { "" } else { "s" })
 }
 
 #[cfg(test)]
@@ -75,6 +122,19 @@ mod tests {
         assert_eq!(duration(chrono::TimeDelta::seconds(-5)), "0s");
         assert_eq!(count(1, "item"), "1 item");
         assert_eq!(count(0, "item"), "0 items");
+        assert_eq!(count(12_345, "item"), "12,345 items");
+        assert_eq!(int(1_495_328), "1,495,328");
+        assert_eq!(rate(0.018512), "0.0185");
+        assert_eq!(rate(0.5), "0.500");
+        assert_eq!(rate(0.001), "0.00100");
+        assert_eq!(rate(9.3e-13), "9.30e-13");
+        assert_eq!(rate(0.0), "0");
+        assert_eq!(speed(123_456.7), "123,000");
+        assert_eq!(speed(10_000.0), "10,000");
+        assert_eq!(speed(12.345), "12.3");
+        assert_eq!(speed(0.5), "0.500");
+        assert_eq!(elapsed(std::time::Duration::from_millis(2_540)), "2.5s");
+        assert_eq!(elapsed(std::time::Duration::from_secs(192)), "3m 12s");
         assert_eq!(time_ms(0), "1970-01-01T00:00:00Z");
         assert_eq!(time_ms(i64::MAX), i64::MAX.to_string());
         // Year 10000 is within chrono's range, not RFC 3339's.

@@ -3,7 +3,8 @@
 use crate::any::{self, AnyFilter};
 use crate::connect::{self, Ctx, Names};
 use crate::errors::{is_redis, report};
-use crate::show::{bytes, duration, rfc3339, rfc3339_checked, time_ms as time};
+use crate::show::{bytes, count, duration, int, rate, rfc3339, rfc3339_checked, time_ms as time};
+use crate::term::{self, paint};
 use chrono::{DateTime, TimeZone, Utc};
 use comfy_table::{presets, CellAlignment, Table};
 use rotabloom::connect::Connection;
@@ -12,7 +13,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{self, Write};
+use std::io::Write;
 
 /// The exit code of `status --check` when a filter has an error-level
 /// warning.
@@ -83,7 +84,8 @@ pub fn run(ctx: &Ctx, names: Vec<String>, json: bool, check: bool) -> anyhow::Re
         })
         .collect();
     let warnings = server.warnings();
-    let mut out = io::stdout().lock();
+    // Colour on a terminal only (and as --color says).
+    let mut out = anstream::stdout().lock();
     if json {
         let mut filters: Vec<Value> = reports.iter().map(Report::json).collect::<Result<_, _>>()?;
         filters.extend(failed);
@@ -92,9 +94,8 @@ pub fn run(ctx: &Ctx, names: Vec<String>, json: bool, check: bool) -> anyhow::Re
             "warnings": warnings,
             "filters": filters,
         });
-        let mut text = serde_json::to_string_pretty(&doc)?;
-        text.push('\n');
-        out.write_all(text.as_bytes())?;
+        // One object on one line, as every command's JSON (`jq .` to read).
+        writeln!(out, "{doc}")?;
     } else {
         if reports.is_empty() && failed.is_empty() {
             writeln!(out, "no filters")?;
@@ -124,12 +125,12 @@ pub fn run(ctx: &Ctx, names: Vec<String>, json: bool, check: bool) -> anyhow::Re
     Ok(worst)
 }
 
-/// How a warning line starts: `error`, `warning` or `note`.
-fn level_word(level: Level) -> &'static str {
+/// How a warning line starts: `error`, `warning` or `note`, in its colour.
+fn level_word(level: Level) -> String {
     match level {
-        Level::Error => "error",
-        Level::Warn => "warning",
-        _ => "note",
+        Level::Error => paint(term::ERROR, "error"),
+        Level::Warn => paint(term::WARNING, "warning"),
+        _ => paint(term::NOTE, "note"),
     }
 }
 
@@ -200,16 +201,6 @@ impl Server {
     }
 }
 
-fn rate(p: f64) -> String {
-    if p == 0.0 {
-        "0".into()
-    } else if p >= 0.001 {
-        format!("{p:.4}")
-    } else {
-        format!("{p:.2e}")
-    }
-}
-
 /// One filter's report.
 pub struct Report {
     pub info: Info,
@@ -262,7 +253,7 @@ impl Report {
     fn text(&self, server: &Server) -> String {
         let i = &self.info;
         let mut out = String::new();
-        let mut head = format!("{}: {}", i.name, i.kind);
+        let mut head = format!("{}: {}", paint(term::BOLD, &i.name), i.kind);
         match i.kind {
             Kind::Circular => {
                 for k in ["mode", "schedule"] {
@@ -280,18 +271,19 @@ impl Report {
                         let _ = write!(head, ", {k} {v}");
                     }
                 }
-                if let Some(v) = self.field("max_bytes").filter(|v| *v != "0") {
-                    let _ = write!(head, ", max_bytes {v}");
+                let max_bytes = self.field("max_bytes").and_then(|v| v.parse::<u64>().ok());
+                if let Some(v) = max_bytes.filter(|v| *v != 0) {
+                    let _ = write!(head, ", max_bytes {}", bytes(v));
                 }
             }
             Kind::Bloom => {}
         }
         let _ = writeln!(
             out,
-            "{head}, epoch {}, created {}\n  {} items, false-positive rate {}, memory {}",
+            "{head}, epoch {}, created {}\n  {}, false-positive rate {}, memory {}",
             i.epoch,
             time(i.created_at_ms),
-            i.count,
+            count(i.count, "item"),
             rate(i.false_positive_rate),
             bytes(i.memory_bytes),
         );
@@ -377,8 +369,8 @@ fn generation_table(generations: &[GenerationInfo]) -> Table {
         table.add_row(vec![
             g.seq.to_string(),
             time(g.created_at_ms),
-            g.count.to_string(),
-            g.capacity.to_string(),
+            int(g.count),
+            int(g.capacity),
             format!("{:.1}%", g.count as f64 * 100.0 / g.capacity.max(1) as f64),
             format!("{:.1}%", g.fill_ratio * 100.0),
             rate(g.false_positive_rate),

@@ -14,11 +14,14 @@ impl Log for Stderr {
 
     fn log(&self, r: &Record<'_>) {
         if self.enabled(r.metadata()) {
-            let level = match r.level() {
-                Level::Error => "error",
-                _ => "warning",
-            };
-            eprintln!("rotabloom: {level}: {}", r.args());
+            match r.level() {
+                Level::Error => crate::term::error_line(format!(
+                    "{}: {}",
+                    crate::term::paint(crate::term::ERROR, "error"),
+                    r.args()
+                )),
+                _ => crate::term::warning_line(r.args()),
+            }
         }
     }
 

@@ -110,7 +110,13 @@ fn add_inserts_a_line_again_after_a_clear_a_drop_or_a_rotation() {
     {
         let name = format!("a{i}");
         let run = kk_twice(&server, "add", &name, between).ok();
-        assert_eq!(run.stdout, format!("{name}: added 2 items\n"));
+        // Both were new: the second after the filter forgot the first (a
+        // circular filter counts in its current period).
+        let said = match between {
+            Between::RotateOut => "2 new to the current period, 0 already in it",
+            _ => "2 new, 0 already present",
+        };
+        assert_eq!(run.stdout, format!("{name}: added 2 items: {said}\n"));
         // What `rotabloom check` says after `add` said it added it.
         let check = bin::rb(&["--redis", &server.url(), "check", &name, "kk"]);
         assert_eq!(check.code, 0, "{between:?}: kk not inserted: {check:?}");
@@ -276,7 +282,15 @@ fn add_and_load_into_a_full_filter_count_only_what_they_inserted() {
         // generation filled.
         assert!((100..=110).contains(&handled), "{run:?}");
         if run.stdout.contains("added") {
-            assert_eq!(run.stdout, format!("{name}: added {handled} items\n"));
+            // The 100 the generation took were new; what came before the
+            // refusal beyond them was answered present (false positives).
+            assert_eq!(
+                run.stdout,
+                format!(
+                    "{name}: added {handled} items: 100 new, {} already present\n",
+                    handled - 100
+                )
+            );
         } else {
             assert!(run.stdout.is_empty(), "--quiet: {run:?}");
         }
@@ -298,6 +312,21 @@ fn under_when_full_warn_every_line_is_inserted() {
         input.as_bytes(),
     )
     .ok();
-    assert_eq!(run.stdout, "warned: added 500 items\n");
+    // Past its capacity the filter answers some new lines "present"
+    // (false positives): new is what it counted.
+    let new: u64 = run
+        .stdout
+        .strip_prefix("warned: added 500 items: ")
+        .and_then(|rest| rest.split_once(" new, "))
+        .map(|(new, rest)| {
+            let present: u64 = rest.trim_end_matches(" already present\n").parse().unwrap();
+            let new: u64 = new.parse().unwrap();
+            assert_eq!(new + present, 500, "{run:?}");
+            new
+        })
+        .unwrap_or_else(|| panic!("{run:?}"));
     assert!(run.stderr.contains("warning"), "{run:?}");
+    let mut conn = server.connection();
+    let f = rotabloom::BloomFilter::open(&mut conn, "warned").unwrap();
+    assert_eq!(f.count(&mut conn).unwrap(), new);
 }

@@ -218,7 +218,24 @@ fn create_status_and_kind_dispatch_for_all_kinds() {
     let cfg = dir.file("rotabloom.toml", CONFIG);
 
     let out = ok(rb(&url, &["--config", &cfg, "create"]));
-    assert_eq!(out.stdout.lines().count(), 3, "{out:?}");
+    // One line per filter, and the circular one's schedule in dates.
+    let heads: Vec<&str> = out.stdout.lines().filter(|l| !l.starts_with(' ')).collect();
+    assert_eq!(heads.len(), 3, "{out:?}");
+    let first = out
+        .stdout
+        .split("schedule monthly:1@00:00: first rotation ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("no first rotation: {out:?}"));
+    assert!(first.ends_with("-01T00:00:00Z"), "{out:?}");
+    assert!(
+        out.stdout
+            .contains("\n  window: an item inserted now is forgotten at ")
+            && out
+                .stdout
+                .contains("-01T00:00:00Z (4 rotations on; every item is kept 3 to 4 periods"),
+        "{out:?}"
+    );
     assert!(out.stdout.contains("crawl: created (bloom"), "{out:?}");
     assert!(
         out.stdout.contains("growing: created (expanding"),
@@ -295,8 +312,10 @@ fn create_status_and_kind_dispatch_for_all_kinds() {
         let out = rb_in(&url, &["filter", name], b"b\nc\nc\nd\n");
         assert_eq!((out.code, out.stdout.as_str()), (0, "c\nd\n"), "{name}");
     }
-    // Past its first generation's capacity, the expanding filter grows.
-    let lines: String = (0..3000).map(|i| format!("item-{i}\n")).collect();
+    // Past its first generation's capacity, the expanding filter grows
+    // (3,200 items: past 1,000 + 2,000 even with a few false positives
+    // answered present by the older generations).
+    let lines: String = (0..3200).map(|i| format!("item-{i}\n")).collect();
     ok(rb_in(&url, &["add", "growing"], lines.as_bytes()));
 
     let doc = json(&url, &[]);
@@ -483,9 +502,16 @@ fn add_and_check_exit_codes() {
         &["create", "seen", "--kind", "bloom", "--capacity", "10000"],
     ));
     let out = ok(rb(&url, &["add", "seen", "apple", "pear"]));
-    assert_eq!(out.stdout, "seen: added 2 items\n");
+    assert_eq!(
+        out.stdout,
+        "seen: added 2 items: 2 new, 0 already present\n"
+    );
     let out = ok(rb_in(&url, &["add", "seen"], b"plum\r\npear\n\xff\xfe\n"));
-    assert_eq!(out.stdout, "seen: added 3 items\n");
+    // pear was there already.
+    assert_eq!(
+        out.stdout,
+        "seen: added 3 items: 2 new, 1 already present\n"
+    );
 
     let out = rb_in(
         &url,
@@ -782,13 +808,30 @@ fn load_reports_progress_and_totals() {
     ));
     let progress: Vec<&str> = out.stderr.lines().collect();
     assert_eq!(progress.len(), 2, "{out:?}");
-    assert!(progress[0].starts_with("loaded 10000 items, "), "{out:?}");
+    assert!(progress[0].starts_with("loaded 10,000 items, "), "{out:?}");
     assert!(progress[0].ends_with(" items/s"), "{out:?}");
-    assert!(progress[1].starts_with("loaded 20000 items, "), "{out:?}");
+    assert!(progress[1].starts_with("loaded 20,000 items, "), "{out:?}");
     assert!(
-        out.stdout.starts_with("bulk: loaded 25000 items in "),
+        out.stdout.starts_with("bulk: loaded 25,000 items in "),
         "{out:?}"
     );
+    // New and present (false positives of an expanding filter) add up,
+    // and new is what the filter counted.
+    let (new, present) = out
+        .stdout
+        .trim_end()
+        .rsplit_once(" items/s): ")
+        .and_then(|(_, tail)| tail.split_once(" new, "))
+        .map(|(n, p)| {
+            (
+                n.replace(',', ""),
+                p.trim_end_matches(" already present").replace(',', ""),
+            )
+        })
+        .unwrap_or_else(|| panic!("{out:?}"));
+    let (new, present): (u64, u64) = (new.parse().unwrap(), present.parse().unwrap());
+    assert_eq!(new + present, 25_000, "{out:?}");
+    assert_eq!(json(&url, &["bulk"])["filters"][0]["items"], new, "{out:?}");
     let out = rb_in(&url, &["check", "bulk", "--absent"], text.as_bytes());
     assert_eq!(
         (out.code, out.stdout.as_str()),
@@ -799,6 +842,10 @@ fn load_reports_progress_and_totals() {
     let out = ok(rb_in(&url, &["load", "bulk", "-"], b"a\nurl-1\n"));
     assert!(
         out.stdout.starts_with("bulk: loaded 2 items in "),
+        "{out:?}"
+    );
+    assert!(
+        out.stdout.ends_with(": 1 new, 1 already present\n"),
         "{out:?}"
     );
     let out = rb(&url, &["check", "bulk", "a", "url-1"]);
@@ -994,7 +1041,7 @@ fn usage_errors_are_one_line() {
 
 #[test]
 fn create_has_a_flag_for_every_setting() {
-    let out = ok(run_cmd(command(&["create", "--help"]), b""));
+    let out = ok(run_cmd(command(&["create", "-h"]), b""));
     for s in settings() {
         let flag = match s.value_name() {
             Some(v) => format!("--{} <{v}>", s.flag()),
@@ -1312,14 +1359,44 @@ fn json_and_quiet_output_of_commands_that_change_filters() {
     assert_eq!(doc["kind"], "circular");
     assert_eq!(doc["generations"], 2);
     assert!(doc["memory_bytes"].is_u64(), "{doc}");
+    // Its schedule in dates: the first rotation, and when an item
+    // inserted now is forgotten (two monthly rotations on).
+    assert_eq!(doc["schedule"], "monthly:1@00:00", "{doc}");
+    let next = doc["next_rotation_at"].as_str().unwrap_or_default();
+    let gone = doc["forgotten_at"].as_str().unwrap_or_default();
+    assert!(
+        next.ends_with("-01T00:00:00Z") && gone.ends_with("-01T00:00:00Z"),
+        "{doc}"
+    );
+    assert!(gone > next, "{doc}");
     let out = ok(rb(&url, &[&j[..], &["--quiet"]].concat()));
     assert_eq!(out.stdout, "", "{out:?}");
 
     let out = ok(rb(&url, &["add", "j", "a", "b", "--json"]));
     let doc: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(
-        (doc["name"].as_str(), doc["added"].as_u64()),
-        (Some("j"), Some(2))
+        (doc["name"].as_str(), doc["result"].as_str()),
+        (Some("j"), Some("inserted"))
+    );
+    assert_eq!(
+        (
+            doc["items"].as_u64(),
+            doc["new"].as_u64(),
+            doc["present"].as_u64()
+        ),
+        (Some(2), Some(2), Some(0)),
+        "{doc}"
+    );
+    let out = ok(rb(&url, &["add", "j", "a", "b", "w", "--json"]));
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            doc["items"].as_u64(),
+            doc["new"].as_u64(),
+            doc["present"].as_u64()
+        ),
+        (Some(3), Some(1), Some(2)),
+        "{doc}"
     );
     assert_eq!(ok(rb(&url, &["add", "j", "c", "-q"])).stdout, "");
 
@@ -1328,7 +1405,12 @@ fn json_and_quiet_output_of_commands_that_change_filters() {
     let out = ok(rb(&url, &["load", "j", &file, "--json"]));
     assert!(out.stderr.is_empty(), "{out:?}");
     let doc: Value = serde_json::from_str(&out.stdout).unwrap();
-    assert_eq!(doc["loaded"], 3);
+    assert_eq!(doc["result"], "loaded");
+    assert_eq!(
+        (doc["items"].as_u64(), doc["new"].as_u64()),
+        (Some(3), Some(3))
+    );
+    assert_eq!(doc["present"], 0);
     assert!(doc["seconds"].is_f64() && doc["items_per_second"].is_number());
     let out = ok(rb(
         &url,
@@ -1349,6 +1431,13 @@ fn json_and_quiet_output_of_commands_that_change_filters() {
     let out = at("2031-03-06T10:00:00Z", &["--json"]);
     let doc: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(doc["result"], "not_due", "{doc}");
+    // Every key, as the Python package's rotation results.
+    assert_eq!(
+        (doc["rotations"].as_u64(), doc["epoch"].as_u64()),
+        (Some(0), Some(2)),
+        "{doc}"
+    );
+    assert_eq!(doc["next_rotation_at"], "2031-04-01T00:00:00Z");
     // Quiet: nothing when nothing rotated, the rotation when one did.
     assert_eq!(at("2031-03-07T10:00:00Z", &["--quiet"]).stdout, "");
     let out = at("2031-04-01T00:00:00Z", &["--quiet"]);
@@ -1357,22 +1446,115 @@ fn json_and_quiet_output_of_commands_that_change_filters() {
     assert_eq!(out.code, 2, "{out:?}");
 }
 
+/// What the completion script gets back for the command line `words`
+/// (the word at `index` being completed), as the bash script asks it.
+fn complete(words: &[&str], index: usize) -> Vec<String> {
+    let mut args = vec!["--", "rotabloom"];
+    args.extend_from_slice(words);
+    let mut c = command(&args);
+    c.env("COMPLETE", "bash")
+        .env("_CLAP_COMPLETE_INDEX", (index + 1).to_string());
+    let out = run_cmd(c, b"");
+    assert_eq!(out.code, 0, "{words:?}: {out:?}");
+    out.stdout.lines().map(str::to_string).collect()
+}
+
 #[test]
 fn completions_and_man_page() {
     for shell in ["bash", "zsh", "fish"] {
         let out = run_cmd(command(&["completions", shell]), b"");
         assert_eq!(out.code, 0, "{out:?}");
+        // The script calls rotabloom back to complete (dynamic completion).
         assert!(out.stdout.contains("rotabloom"), "{shell}");
-        assert!(out.stdout.contains("status"), "{shell}");
+        assert!(out.stdout.contains("COMPLETE"), "{shell}: {out:?}");
     }
     let out = run_cmd(command(&["completions", "tcsh"]), b"");
     assert_eq!(out.code, 2, "{out:?}");
+
+    // Commands, and the words of the flags that take words.
+    assert!(complete(&["st"], 0).contains(&"status".to_string()));
+    let values = |flag: &str| {
+        let mut v = complete(&["create", "x", flag, ""], 3);
+        v.sort();
+        v
+    };
+    assert_eq!(values("--kind"), ["bloom", "circular", "expanding"]);
+    assert_eq!(
+        values("--mode"),
+        ["insert-all-query-oldest", "insert-newest-query-all"]
+    );
+    assert_eq!(values("--backend"), ["bitmap", "redisbloom"]);
+    assert_eq!(values("--when-full"), ["error", "expand", "warn"]);
+    assert!(values("--every").contains(&"monthly".to_string()));
+
+    // Filter names, asked of the server the line points to, and those the
+    // configuration declares; none (and quickly) when Redis is not there.
+    let server = RedisServer::start();
+    let url = server.url();
+    for name in ["crawl", "crawl:old", "recrawl"] {
+        create(&url, name, &["--kind", "bloom", "--capacity", "10"]);
+    }
+    let mut got = complete(&["--redis", &url, "add", "cr"], 3);
+    got.sort();
+    assert_eq!(got, ["crawl", "crawl:old"]);
+    assert_eq!(complete(&["status", "--redis", &url, "re"], 3), ["recrawl"]);
+    let dir = TempDir::new("complete");
+    let cfg = dir.file(
+        "c.toml",
+        &format!(
+            "[defaults]\nredis_url = \"{url}\"\n[filter.declared]\nkind = \"bloom\"\ncapacity = 10\n"
+        ),
+    );
+    // An empty word: the command's flags, then the names.
+    let names = |words: &[&str], index| {
+        let mut got = complete(words, index);
+        got.retain(|w| !w.starts_with('-'));
+        got.sort();
+        got
+    };
+    let got = names(&["--config", &cfg, "create", ""], 3);
+    assert_eq!(got, ["crawl", "crawl:old", "declared", "recrawl"]);
+    let started = std::time::Instant::now();
+    assert_eq!(
+        names(&["--redis", "redis://127.0.0.1:1", "add", ""], 3),
+        Vec::<String>::new()
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+
+    // Manual pages: rotabloom's, one command's, or all of them.
     let out = run_cmd(command(&["man"]), b"");
     assert_eq!(out.code, 0, "{out:?}");
-    assert!(
-        out.stdout.starts_with(".ie") || out.stdout.contains(".TH rotabloom"),
-        "{out:?}"
+    assert!(out.stdout.contains(".TH rotabloom 1"), "{out:?}");
+    let out = run_cmd(command(&["man", "create"]), b"");
+    assert_eq!(out.code, 0, "{out:?}");
+    assert!(out.stdout.contains(".TH rotabloom-create 1"), "{out:?}");
+    assert!(out.stdout.contains("\\-\\-every"), "{out:?}");
+    assert!(out.stdout.contains("Examples:"), "{out:?}");
+    usage_error(
+        run_cmd(command(&["man", "craete"]), b""),
+        "rotabloom: man: no command \"craete\" (did you mean \"create\"?)",
     );
+    let pages = TempDir::new("man");
+    let out = run_cmd(
+        command(&["man", "--dir", pages.path().to_str().unwrap()]),
+        b"",
+    );
+    assert_eq!(out.code, 0, "{out:?}");
+    let mut written: Vec<String> = std::fs::read_dir(pages.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    assert!(written.contains(&"rotabloom.1".to_string()), "{written:?}");
+    for sub in [
+        "create", "status", "rotate", "add", "filter", "load", "adopt", "man",
+    ] {
+        assert!(
+            written.contains(&format!("rotabloom-{sub}.1")),
+            "{sub}: {written:?}"
+        );
+    }
+    assert!(!written.iter().any(|f| f.contains("help")), "{written:?}");
     // Neither needs a readable configuration.
     let out = run_cmd(command(&["--config", "/nonexistent.toml", "man"]), b"");
     assert_eq!(out.code, 0, "{out:?}");

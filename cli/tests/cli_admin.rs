@@ -1035,9 +1035,15 @@ fn create_dry_run_shows_the_generations_and_whether_they_fit() {
     let hashes = layout.hashes.to_string();
     let blocks = layout.blocks.to_string();
     assert_eq!(
-        lines[2].split_whitespace().collect::<Vec<_>>(),
+        lines[2]
+            .split_whitespace()
+            .map(|w| w.replace(',', ""))
+            .collect::<Vec<_>>(),
         ["0", "100000000", &bits, &hashes, &blocks, "171.4", "MiB"]
     );
+    // Counts with thousands separators, as everywhere for people.
+    assert!(lines[2].contains(" 100,000,000 "), "{out:?}");
+    assert_eq!(lines[2].matches(',').count(), 2 + 3, "{out:?}");
     assert!(
         lines[3]
             .trim_start()

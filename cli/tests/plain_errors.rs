@@ -55,7 +55,7 @@ fn a_missing_or_wrong_password_says_so() {
             format!(
                 "rotabloom: cannot connect to {none}: authentication required: the server wants a \
                  password and none was given (in the URL, :PASSWORD@ goes before the host; \
-                 USER:PASSWORD@ for an ACL user)"
+                 USER:PASSWORD@ for an ACL user) (the URL of --redis)"
             ),
             "{args:?}"
         );
@@ -63,7 +63,7 @@ fn a_missing_or_wrong_password_says_so() {
             line(&run(&wrong, args), 3),
             format!(
                 "rotabloom: cannot connect to redis://***@127.0.0.1:{port}/: authentication \
-                 failed: the server refused the user name or password"
+                 failed: the server refused the user name or password (the URL of --redis)"
             ),
             "{args:?}"
         );
@@ -179,14 +179,14 @@ fn a_peer_that_is_not_redis_is_named_so() {
             line(&run(&http, args), 3),
             format!(
                 "rotabloom: cannot connect to {http}: not a Redis server: its reply is not in the \
-                 Redis protocol"
+                 Redis protocol (the URL of --redis)"
             )
         );
         assert_eq!(
             line(&run(&echo, args), 3),
             format!(
                 "rotabloom: cannot connect to {echo}: not a Redis server: it answered PING with \
-                 something else than PONG"
+                 something else than PONG (the URL of --redis)"
             )
         );
     }
@@ -206,7 +206,7 @@ fn a_peer_that_never_answers_times_out_as_the_flag_says() {
         line(&out, 3),
         format!(
             "rotabloom: cannot connect to {silent}: timed out: the server did not answer within \
-             0.5 s; --timeout SECONDS sets how long to wait"
+             0.5 s (the URL of --redis); --timeout SECONDS sets how long to wait"
         )
     );
     assert!(
@@ -234,7 +234,7 @@ fn a_time_past_year_9999_is_refused() {
     assert_eq!(
         line(&rotate_at("9999-12-31T00:00:00Z"), 2),
         "rotabloom: far: --now 9999-12-31T00:00:00Z: the schedule's next rotation after it falls \
-         after year 9999, which RFC 3339 cannot write; refused"
+         after year 9999, which RFC 3339 cannot write; give an earlier --now"
     );
     // Nothing was rotated, and every date shown is RFC 3339.
     let out = run(&url, &["status", "--json", "far"]).ok();
