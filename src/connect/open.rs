@@ -196,6 +196,9 @@ impl Target {
             }
         };
         let mut conn = conn.map_err(|e| self.failed(&e))?;
+        // Without the `cluster-async` feature a connection is always
+        // single, and the pattern cannot fail.
+        #[cfg_attr(not(feature = "cluster-async"), allow(irrefutable_let_patterns))]
         if let AsyncConnection::Single(c) = &mut conn {
             // The response timeout of the connection bounds the PING.
             let pong = redis::aio::ConnectionLike::req_packed_command(c, &redis::cmd("PING")).await;
