@@ -61,6 +61,9 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Both modes, the default first.
+    pub const ALL: &'static [Mode] = &[Mode::InsertNewestQueryAll, Mode::InsertAllQueryOldest];
+
     /// The name stored in the metadata (`mode` field).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -84,7 +87,10 @@ impl FromStr for Mode {
             "insert-all-query-oldest" | "query-oldest" => Ok(Mode::InsertAllQueryOldest),
             _ => Err(Error::InvalidParameter {
                 name: "mode",
-                reason: format!("{s:?} is not insert-newest-query-all or insert-all-query-oldest"),
+                reason: format!(
+                    "{s:?} is not {}",
+                    crate::metadata::one_of(Mode::ALL.iter().map(|m| m.as_str()))
+                ),
             }),
         }
     }

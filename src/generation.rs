@@ -65,6 +65,9 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// Every backend, the default first.
+    pub const ALL: &'static [Backend] = &[Backend::Bitmap, Backend::RedisBloom];
+
     /// The name stored in the metadata.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -82,7 +85,10 @@ impl std::str::FromStr for Backend {
             "redisbloom" | "bf" => Ok(Backend::RedisBloom),
             _ => Err(crate::Error::InvalidParameter {
                 name: "backend",
-                reason: format!("{s:?} is not bitmap or redisbloom"),
+                reason: format!(
+                    "{s:?} is not {}",
+                    crate::metadata::one_of(Backend::ALL.iter().map(|b| b.as_str()))
+                ),
             }),
         }
     }

@@ -136,6 +136,37 @@ impl<K: FilterKind> Filter<K> {
         self.core.view().gens.clone()
     }
 
+    /// Whether an insert writes only the newest generation while queries
+    /// also read older ones (an expanding filter, a query-all circular
+    /// filter): an item only an older generation holds is written again
+    /// and answered new. In a window that is the point (the item is
+    /// remembered for another period, so "new" means new this period); in
+    /// a filter that [`grows`](Self::grows) it stores the item twice, and a
+    /// caller that must not checks first with
+    /// [`check_and_insert`](Self::check_and_insert). As last read from
+    /// Redis: no round trip.
+    ///
+    /// ```no_run
+    /// let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+    /// let f = rotabloom::AnyFilter::open(&mut conn, "crawl")?;
+    /// let new = if f.grows() {
+    ///     f.check_and_insert(&mut conn, "http://example.com/")?
+    /// } else {
+    ///     f.insert(&mut conn, "http://example.com/")?
+    /// };
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn inserts_newest_only(&self) -> bool {
+        self.core.view().roles.contains(&crate::view::Role::Query)
+    }
+
+    /// Whether the filter adds a generation when its newest one fills (an
+    /// expanding filter, or one converted to it), rather than going past
+    /// its capacity or refusing. As last read from Redis: no round trip.
+    pub fn grows(&self) -> bool {
+        self.core.view().growth.is_capped()
+    }
+
     /// Mirrors generations that can no longer change (the frozen
     /// generations of an expanding or query-all circular filter) in this
     /// process, up to `max_bytes`, and checks them locally: a query then

@@ -1,7 +1,15 @@
 //! The list of kinds: every kind this library reads, and the marker types
-//! that name each in a [`Filter`](crate::Filter) handle. Adding a kind is
-//! its own module (its policy, its codec, its marker) and one line in
-//! [`ALL`] and in the re-exports below.
+//! that name each in a [`Filter`](crate::Filter) handle.
+//!
+//! Adding a kind touches, besides its own module (its policy, codec,
+//! marker, builder and spec): its variant in [`Kind`](crate::Kind) with its
+//! name (and [`Kind::ALL`](crate::Kind::ALL), which the settings table,
+//! the command line's help and completion and every message read); one
+//! line in [`ALL`] and in the re-exports below; its
+//! [`FilterSpec`](crate::config::FilterSpec) variant with the rows of its
+//! own settings in the settings table; and its Python class. The engine,
+//! the command line and `status` ask the policy (roles, growth, schedule)
+//! and the settings table, never the kind.
 
 use crate::handle::{
     sealed::{Opens, Sealed},

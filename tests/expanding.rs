@@ -374,13 +374,15 @@ fn expanding_into_a_huge_generation_does_not_stall_redis() {
     // The next generation is ~350 MB. Without allocation ahead of need the
     // first write into it would allocate its block in one command; the
     // control below shows what that costs. SLOWLOG measures time spent in
-    // each command on the server.
+    // each command on the server; every command is logged and the longest
+    // of the expansion is compared with the control's one-shot allocation
+    // on the same server a moment later, so a busy machine slows both.
     let server = RedisServer::start();
     let mut conn = server.connection();
     let slow = |conn: &mut redis::Connection| -> Vec<(String, u64)> {
         let entries: Vec<redis::Value> = redis::cmd("SLOWLOG")
             .arg("GET")
-            .arg(128)
+            .arg(-1)
             .query(conn)
             .unwrap();
         entries
@@ -420,7 +422,9 @@ fn expanding_into_a_huge_generation_does_not_stall_redis() {
     let _: () = redis::cmd("CONFIG")
         .arg("SET")
         .arg("slowlog-log-slower-than")
-        .arg(50_000)
+        .arg(0)
+        .arg("slowlog-max-len")
+        .arg(100_000)
         .query(&mut conn)
         .unwrap();
     let _: () = redis::cmd("SLOWLOG").arg("RESET").query(&mut conn).unwrap();
@@ -432,11 +436,14 @@ fn expanding_into_a_huge_generation_does_not_stall_redis() {
     assert_eq!(newest.memory_bytes, full, "allocated before use");
     f.check_and_insert_many(&mut conn, (0..10_000).map(|i| format!("h{i}")))
         .unwrap();
-    let entries = slow(&mut conn);
-    assert!(
-        entries.is_empty(),
-        "commands over 50 ms during expansion: {entries:?}"
-    );
+    let expansion = slow(&mut conn);
+    let _: () = redis::cmd("SLOWLOG").arg("RESET").query(&mut conn).unwrap();
+    let longest = expansion
+        .iter()
+        .filter(|(c, _)| !c.starts_with("SLOWLOG"))
+        .max_by_key(|(_, us)| *us)
+        .cloned()
+        .unwrap();
 
     // Control: the same size allocated by one command is caught.
     let _: () = redis::cmd("SETBIT")
@@ -445,15 +452,19 @@ fn expanding_into_a_huge_generation_does_not_stall_redis() {
         .arg(1)
         .query(&mut conn)
         .unwrap();
-    let entries = slow(&mut conn);
-    assert!(
-        entries.iter().any(|(c, _)| c.starts_with("SETBIT")),
-        "the control was not caught: {entries:?}"
-    );
+    let control = slow(&mut conn)
+        .into_iter()
+        .find(|(c, _)| c.starts_with("SETBIT"))
+        .unwrap();
     eprintln!(
-        "control: one-shot allocation of {} MB took {:?} us; expansion: none over 50 ms",
+        "one-shot allocation of {} MB: {} us; longest command of the expansion: {longest:?}",
         newest.bits / 8 / 1_000_000,
-        entries
+        control.1
+    );
+    assert!(
+        longest.1 * 4 < control.1,
+        "a command of the expansion ({longest:?}) took over a quarter of a one-shot allocation ({} us)",
+        control.1
     );
 }
 

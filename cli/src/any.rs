@@ -2,7 +2,7 @@
 //! from a configured definition, and rotating.
 
 use chrono::{DateTime, Utc};
-use rotabloom::config::{FilterDef, FilterSpec};
+use rotabloom::config::FilterDef;
 use rotabloom::connect::Connection;
 use rotabloom::{CircularFilter, Opened, Result, Rotation, WaitReplicas};
 
@@ -15,20 +15,7 @@ pub fn create_or_open(
     def: &FilterDef,
     wait: Option<WaitReplicas>,
 ) -> Result<(AnyFilter, Opened)> {
-    Ok(match def.spec().clone() {
-        FilterSpec::Bloom(s) => {
-            let (f, how) = s.with_wait_replicas(wait).create_or_open(conn)?;
-            (f.into(), how)
-        }
-        FilterSpec::Expanding(s) => {
-            let (f, how) = s.with_wait_replicas(wait).create_or_open(conn)?;
-            (f.into(), how)
-        }
-        FilterSpec::Circular(s) => {
-            let (f, how) = s.with_wait_replicas(wait).create_or_open(conn)?;
-            (f.into(), how)
-        }
-    })
+    def.spec().create_or_open(conn, wait)
 }
 
 /// When the next scheduled rotation is due (circular filters with a

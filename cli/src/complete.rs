@@ -6,7 +6,7 @@
 use crate::globals::Globals;
 use clap::FromArgMatches;
 use clap_complete::engine::{ArgValueCandidates, CompletionCandidate};
-use rotabloom::{Backend, Kind, Mode, WhenFull};
+use rotabloom::WhenFull;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -73,21 +73,11 @@ pub fn setting_values(key: &str) -> Option<ArgValueCandidates> {
 }
 
 fn setting_words(key: &str) -> Option<Vec<&'static str>> {
-    Some(match key {
-        "kind" => [Kind::Bloom, Kind::Expanding, Kind::Circular]
-            .map(Kind::as_str)
-            .to_vec(),
-        "mode" => [Mode::InsertNewestQueryAll, Mode::InsertAllQueryOldest]
-            .map(Mode::as_str)
-            .to_vec(),
-        "backend" => [Backend::Bitmap, Backend::RedisBloom]
-            .map(Backend::as_str)
-            .to_vec(),
-        "schedule" => vec![
-            "30d", "7d", "1d", "6h", "hourly", "daily", "weekly", "monthly",
-        ],
-        _ => return None,
-    })
+    let words = rotabloom::config::settings()
+        .iter()
+        .find(|s| s.key() == key)?
+        .words();
+    (!words.is_empty()).then_some(words)
 }
 
 #[cfg(test)]

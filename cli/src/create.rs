@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use clap::{Arg, ArgAction, ArgMatches};
 use rotabloom::config::{settings, FilterDef, FilterParams, Setting};
 use rotabloom::connect::Connection;
-use rotabloom::{AnyFilter, Every, Kind, Opened, Schedule};
+use rotabloom::{AnyFilter, Every, Opened, Schedule};
 use serde_json::{json, Value};
 use std::io;
 
@@ -61,8 +61,7 @@ fn flag(s: &'static Setting) -> Arg {
 
 /// The setting's help, led by the kinds that take it unless all do.
 fn help(s: &Setting) -> String {
-    let all = [Kind::Bloom, Kind::Expanding, Kind::Circular];
-    if all.iter().all(|k| s.accepts(*k)) {
+    if !s.is_of_some_kinds() {
         return s.help().to_string();
     }
     let kinds: Vec<&str> = s.kinds().iter().map(|k| k.as_str()).collect();

@@ -21,7 +21,6 @@ use crate::resilient::Resilient;
 use crate::resume::{digest, fate, Fate, Journal, Plan};
 use crate::tally::{Tally, Words, Writes};
 use rotabloom::IdempotentBatch;
-use rotabloom::Kind;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError};
@@ -352,22 +351,19 @@ pub fn insert_all(
         run,
         |conn| {
             let f = ctx.open_for_write(conn, name)?;
-            if f.kind() == Kind::Circular {
-                per_period.store(writes_newest_only(conn, name), Ordering::Relaxed);
-            }
+            per_period.store(f.inserts_newest_only() && !f.grows(), Ordering::Relaxed);
             Ok(f)
         },
         |f, redis, job| {
             let mut once = job.prepare(f.idempotent_batch(&job.lines))?;
-            // An expanding filter's insert writes its newest generation
+            // A growing filter's insert writes its newest generation
             // whatever the older ones hold; checked first, an item they
             // hold is not written again (nor counted twice) and is
             // answered present. Queries answer the same either way.
-            match f.kind() {
-                Kind::Expanding => {
-                    redis.run(job.first, job.lines.len(), |c| once.check_and_insert(c))
-                }
-                _ => redis.run(job.first, job.lines.len(), |c| once.insert(c)),
+            if f.inserts_newest_only() && f.grows() {
+                redis.run(job.first, job.lines.len(), |c| once.check_and_insert(c))
+            } else {
+                redis.run(job.first, job.lines.len(), |c| once.insert(c))
             }
         },
         |_, changed, bytes| {
@@ -379,23 +375,6 @@ pub fn insert_all(
         },
     )?;
     Ok(total)
-}
-
-/// Whether circular filter `name` writes only its newest generation (mode
-/// insert-newest-query-all, the default): its inserts then answer for the
-/// current period. In the other mode the oldest generation decides, and
-/// it holds every item the filter answers present.
-fn writes_newest_only(conn: &mut rotabloom::connect::Connection, name: &str) -> bool {
-    let Ok(filter) = rotabloom::FilterName::existing(name) else {
-        return true;
-    };
-    let mode: Option<String> = redis::cmd("HGET")
-        .arg(rotabloom::Keys::new(filter).meta())
-        .arg("mode")
-        .query(conn)
-        .ok()
-        .flatten();
-    mode.as_deref() != Some(rotabloom::Mode::InsertAllQueryOldest.as_str())
 }
 
 /// The next batch for a worker; `None` once the input is done or the run

@@ -204,6 +204,8 @@ impl Server {
 /// One filter's report.
 pub struct Report {
     pub info: Info,
+    /// Whether the filter rotates (by hand when it has no schedule).
+    rotates: bool,
     pub next_rotation_at: Option<DateTime<Utc>>,
     /// The library's warnings, then an overdue rotation.
     pub warnings: Vec<Warning>,
@@ -230,6 +232,7 @@ impl Report {
         }
         Report {
             info,
+            rotates: filter.circular().is_some(),
             next_rotation_at,
             warnings,
         }
@@ -254,29 +257,32 @@ impl Report {
         let i = &self.info;
         let mut out = String::new();
         let mut head = format!("{}: {}", paint(term::BOLD, &i.name), i.kind);
-        match i.kind {
-            Kind::Circular => {
-                for k in ["mode", "schedule"] {
-                    if let Some(v) = self.field(k) {
+        // The kind's own parameters, as the settings table names them.
+        let own = rotabloom::config::settings()
+            .iter()
+            .filter(|s| s.is_of_some_kinds() && s.accepts(i.kind));
+        for setting in own {
+            let (k, Some(v)) = (setting.key(), self.field(setting.key())) else {
+                continue;
+            };
+            match setting.value_name() {
+                None if v == "1" => {
+                    let _ = write!(head, ", {k}");
+                }
+                None => {}
+                Some(_) if setting.is_size() => match v.parse::<u64>() {
+                    Ok(0) => {}
+                    Ok(n) => {
+                        let _ = write!(head, ", {k} {}", bytes(n));
+                    }
+                    Err(_) => {
                         let _ = write!(head, ", {k} {v}");
                     }
-                }
-                if self.field("lazy") == Some("1") {
-                    head.push_str(", lazy");
-                }
-            }
-            Kind::Expanding => {
-                for k in ["growth", "tightening", "max_generations"] {
-                    if let Some(v) = self.field(k) {
-                        let _ = write!(head, ", {k} {v}");
-                    }
-                }
-                let max_bytes = self.field("max_bytes").and_then(|v| v.parse::<u64>().ok());
-                if let Some(v) = max_bytes.filter(|v| *v != 0) {
-                    let _ = write!(head, ", max_bytes {}", bytes(v));
+                },
+                Some(_) => {
+                    let _ = write!(head, ", {k} {v}");
                 }
             }
-            Kind::Bloom => {}
         }
         let _ = writeln!(
             out,
@@ -297,7 +303,7 @@ impl Report {
                 format!("due {} ago", duration(server.now - t))
             };
             let _ = writeln!(out, "  next rotation: {} ({when})", rfc3339(t));
-        } else if i.kind == Kind::Circular {
+        } else if self.rotates {
             let _ = writeln!(out, "  next rotation: none (no schedule; rotate by hand)");
         }
         for w in &self.warnings {

@@ -70,7 +70,7 @@ pub struct FilterParams {
     pub max_block_bits: Option<u64>,
 }
 
-const ALL: &[Kind] = &[Kind::Bloom, Kind::Expanding, Kind::Circular];
+const ALL: &[Kind] = Kind::ALL;
 
 /// Every filter setting, in the order of the documentation.
 static SETTINGS: &[Setting] = &[
@@ -250,6 +250,32 @@ impl Setting {
         (!switch).then_some(self.value_name)
     }
 
+    /// The words the setting takes (`kind`, `mode`, `backend`), or
+    /// examples where they are open-ended (`schedule`); empty for a
+    /// number, a size or a switch.
+    ///
+    /// ```
+    /// let backend = rotabloom::config::settings().iter().find(|s| s.key() == "backend").unwrap();
+    /// assert_eq!(backend.words(), ["bitmap", "redisbloom"]);
+    /// ```
+    pub fn words(&self) -> Vec<&'static str> {
+        match (self.slot)(&mut FilterParams::default()) {
+            Slot::Word(w) => w.words(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether the value is a size in bytes (written `4GiB`, shown so).
+    pub fn is_size(&self) -> bool {
+        matches!((self.slot)(&mut FilterParams::default()), Slot::Bytes(_))
+    }
+
+    /// Whether only some kinds take the setting: a parameter of the kind,
+    /// shown beside it.
+    pub fn is_of_some_kinds(&self) -> bool {
+        self.kinds.len() < Kind::ALL.len()
+    }
+
     pub(super) fn slot<'a>(&self, params: &'a mut FilterParams) -> Slot<'a> {
         (self.slot)(params)
     }
@@ -313,6 +339,19 @@ impl FilterParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kind_settings_help_names_every_kind() {
+        let kind = setting("kind").unwrap();
+        for k in Kind::ALL {
+            assert!(
+                kind.help().contains(k.as_str()),
+                "{k} missing from {:?}",
+                kind.help()
+            );
+        }
+        assert_eq!(kind.words().len(), Kind::ALL.len());
+    }
 
     /// A value each setting takes, by the kind of its slot.
     fn example(s: &Setting) -> &'static str {

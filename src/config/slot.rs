@@ -59,6 +59,10 @@ impl Slot<'_> {
 /// A value the library parses from a word.
 pub(super) trait Word: Sized {
     fn parse_word(s: &str) -> Result<Self, String>;
+
+    /// The words it takes, or examples of them where they are open-ended,
+    /// for completion and help.
+    fn words() -> Vec<&'static str>;
 }
 
 /// The reason of an `InvalidParameter`, which already names the value;
@@ -74,11 +78,19 @@ impl Word for Kind {
     fn parse_word(s: &str) -> Result<Self, String> {
         parse_kind(s)
     }
+
+    fn words() -> Vec<&'static str> {
+        Kind::ALL.iter().map(|k| k.as_str()).collect()
+    }
 }
 
 impl Word for Mode {
     fn parse_word(s: &str) -> Result<Self, String> {
         s.parse().map_err(reason)
+    }
+
+    fn words() -> Vec<&'static str> {
+        Mode::ALL.iter().map(|m| m.as_str()).collect()
     }
 }
 
@@ -86,11 +98,21 @@ impl Word for Schedule {
     fn parse_word(s: &str) -> Result<Self, String> {
         s.parse().map_err(reason)
     }
+
+    fn words() -> Vec<&'static str> {
+        vec![
+            "30d", "7d", "1d", "6h", "hourly", "daily", "weekly", "monthly",
+        ]
+    }
 }
 
 impl Word for Backend {
     fn parse_word(s: &str) -> Result<Self, String> {
         s.parse().map_err(reason)
+    }
+
+    fn words() -> Vec<&'static str> {
+        Backend::ALL.iter().map(|b| b.as_str()).collect()
     }
 }
 
@@ -99,6 +121,7 @@ impl Word for Backend {
 pub(super) trait WordSlot {
     fn set_word(&mut self, s: &str) -> Result<(), String>;
     fn is_set(&self) -> bool;
+    fn words(&self) -> Vec<&'static str>;
 }
 
 impl<T: Word> WordSlot for Option<T> {
@@ -109,5 +132,9 @@ impl<T: Word> WordSlot for Option<T> {
 
     fn is_set(&self) -> bool {
         self.is_some()
+    }
+
+    fn words(&self) -> Vec<&'static str> {
+        T::words()
     }
 }

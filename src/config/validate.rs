@@ -139,7 +139,7 @@ impl FilterParams {
     pub fn validate(&self, name: &str) -> Result<FilterDef, ParamError> {
         let name = FilterName::new(name).map_err(|e| ParamError::whole(e.to_string()))?;
         let kind = self.kind.ok_or_else(|| {
-            ParamError::at("kind", "missing (set kind to bloom, expanding or circular)")
+            ParamError::at("kind", format!("missing (set kind to {})", Kind::choices()))
         })?;
         self.check_keys(kind)?;
         let from_lib = |e: Error| self.lib_error(e);
@@ -281,12 +281,12 @@ impl FilterParams {
     /// do.
     fn check_keys(&self, kind: Kind) -> Result<(), ParamError> {
         let allowed = keys_of(kind);
-        let article = if kind == Kind::Expanding { "an" } else { "a" };
         match self.keys_set().into_iter().find(|k| !allowed.contains(k)) {
             Some(key) => Err(ParamError::at(
                 key,
                 format!(
-                    "not a setting of {article} {kind} filter (its settings: {})",
+                    "not a setting of {} filter (its settings: {})",
+                    kind.with_article(),
                     allowed.join(", ")
                 ),
             )),

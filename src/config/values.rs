@@ -7,7 +7,7 @@ use crate::Kind;
 /// Parses a kind name (`bloom`, `expanding`, `circular`).
 pub fn parse_kind(s: &str) -> Result<Kind, String> {
     s.parse::<Kind>()
-        .map_err(|_| format!("{s:?} is not a kind (bloom, expanding or circular)"))
+        .map_err(|_| format!("{s:?} is not a kind ({})", Kind::choices()))
 }
 
 /// Parses a size in bytes: a plain number, or a number with a unit

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::exec::{Machine, Poll, Replies, Request};
 use crate::generation::Generation;
 use crate::info::{GenerationInfo, Info, Level, Warning, WarningCode};
-use crate::metadata::{field, Kind};
+use crate::metadata::field;
 use crate::params;
 use crate::store::{Held, COUNT_BYTES};
 use crate::view::{Growth, Role, View};
@@ -182,7 +182,9 @@ fn fill_warnings(view: &View, info: &Info, warnings: &mut Vec<Warning>) {
                 Level::Error,
                 ": its false-positive rate is above what it was sized for",
             )
-        } else if pct >= 90.0 && view.kind != Kind::Expanding {
+        } else if pct >= 90.0 && !view.growth.is_capped() {
+            // A filter that grows adds a generation when this one fills:
+            // nothing to warn of until it cannot (below).
             (Level::Warn, "")
         } else {
             continue;
@@ -215,9 +217,7 @@ fn fill_warnings(view: &View, info: &Info, warnings: &mut Vec<Warning>) {
             ));
         }
     }
-    if let (Kind::Expanding, Growth::Capped(Err(reason)), Some(newest)) =
-        (view.kind, &view.growth, view.gens.last())
-    {
+    if let (Growth::Capped(Err(reason)), Some(newest)) = (&view.growth, view.gens.last()) {
         let full = newest.count >= newest.capacity;
         if full || newest.count as f64 >= newest.capacity as f64 * 0.9 {
             warnings.push(Warning::new(

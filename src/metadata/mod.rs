@@ -38,6 +38,24 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Every kind, in the order they are listed to users: the one list the
+    /// configuration table, the command line's help and completion and the
+    /// error messages read, so a new kind is named here and nowhere else
+    /// outside its own module (see [`kinds`](crate::kinds)).
+    ///
+    /// ```
+    /// use rotabloom::Kind;
+    /// let names: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
+    /// assert_eq!(names, ["bloom", "expanding", "circular"]);
+    /// ```
+    pub const ALL: &'static [Kind] = &[Kind::Bloom, Kind::Expanding, Kind::Circular];
+
+    /// The kinds' names as a phrase for messages: "bloom, expanding or
+    /// circular".
+    pub fn choices() -> String {
+        one_of(Kind::ALL.iter().map(|k| k.as_str()))
+    }
+
     /// The name stored in the metadata hash.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -72,15 +90,24 @@ impl FromStr for Kind {
     /// assert!("ring".parse::<Kind>().is_err());
     /// ```
     fn from_str(s: &str) -> Result<Kind> {
-        match s {
-            "bloom" => Ok(Kind::Bloom),
-            "expanding" => Ok(Kind::Expanding),
-            "circular" => Ok(Kind::Circular),
-            _ => Err(Error::InvalidParameter {
+        Kind::ALL
+            .iter()
+            .copied()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| Error::InvalidParameter {
                 name: "kind",
-                reason: format!("{s:?} is not bloom, expanding or circular"),
-            }),
-        }
+                reason: format!("{s:?} is not {}", Kind::choices()),
+            })
+    }
+}
+
+/// `"a, b or c"`: the words of a closed list, for messages.
+pub(crate) fn one_of<'a>(words: impl IntoIterator<Item = &'a str>) -> String {
+    let words: Vec<&str> = words.into_iter().collect();
+    match words.split_last() {
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 
@@ -253,6 +280,22 @@ pub(crate) mod tests {
     use super::*;
     use crate::params::BloomParams;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn every_kind_is_listed_once_and_reads_back_from_its_name() {
+        // The match has no wildcard: a new variant fails to compile here
+        // until it is listed.
+        let listed = |k: Kind| match k {
+            Kind::Bloom | Kind::Expanding | Kind::Circular => Kind::ALL.contains(&k),
+        };
+        for k in Kind::ALL {
+            assert!(listed(*k));
+            assert_eq!(k.as_str().parse::<Kind>().unwrap(), *k);
+            assert_eq!(Kind::ALL.iter().filter(|o| *o == k).count(), 1);
+        }
+        assert_eq!(Kind::choices(), "bloom, expanding or circular");
+        assert_eq!(one_of(["a"]), "a");
+    }
 
     /// A valid bloom filter's hash, as `HGETALL` pairs.
     pub(crate) fn sample() -> Fields {
