@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use rotabloom::config::FilterDef;
 use rotabloom::connect::Connection;
-use rotabloom::{CircularFilter, Opened, Result, Rotation, WaitReplicas};
+use rotabloom::{Opened, Result, WaitReplicas};
 
 pub use rotabloom::AnyFilter;
 
@@ -22,19 +22,4 @@ pub fn create_or_open(
 /// schedule), as last read from Redis.
 pub fn next_rotation_at(f: &AnyFilter) -> Option<DateTime<Utc>> {
     f.circular().and_then(|c| c.next_rotation_at())
-}
-
-/// A rotation: manual, or the ones owed by the schedule at `now` (the
-/// server's clock when `None`).
-pub fn rotate(
-    f: &CircularFilter,
-    conn: &mut Connection,
-    if_due: bool,
-    now: Option<DateTime<Utc>>,
-) -> Result<Rotation> {
-    match (if_due, now) {
-        (false, _) => f.rotate(conn),
-        (true, None) => f.rotate_if_due(conn),
-        (true, Some(now)) => f.rotate_if_due_at(conn, now),
-    }
 }

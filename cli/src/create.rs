@@ -193,9 +193,7 @@ pub fn run(
         });
         // A window says in dates what its schedule does.
         if let Some(c) = f.circular() {
-            let now = status::Server::read(&mut conn)
-                .map_err(rotabloom::Error::from)?
-                .now;
+            let now = rotabloom::server_time(&mut conn)?;
             let n = u32::try_from(info.generations.len()).unwrap_or(u32::MAX);
             let schedule = c.schedule();
             let (lines, fields) =
@@ -387,11 +385,7 @@ fn anchored(
                     p.schedule = Some(s);
                     return Ok(p);
                 }
-                _ => {
-                    status::Server::read(conn)
-                        .map_err(rotabloom::Error::from)?
-                        .now
-                }
+                _ => rotabloom::server_time(conn)?,
             }
         }
     };

@@ -5,7 +5,7 @@
 use crate::connect::{self, Ctx};
 use crate::outfile;
 use crate::status::{self, Report, Server};
-use rotabloom::{Error, Level, Warning};
+use rotabloom::{Level, Warning};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::Path;
@@ -215,7 +215,7 @@ fn write_out(path: &Path, text: &str) -> anyhow::Result<()> {
 pub fn run(ctx: &Ctx, names: Vec<String>, output: Option<&Path>) -> anyhow::Result<u8> {
     let mut conn = ctx.connect()?;
     let names = connect::names_or_all(&mut conn, names)?;
-    let server = Server::read(&mut conn).map_err(Error::from)?;
+    let server = Server::read(&mut conn)?;
     // A filter that cannot be read is `rotabloom_filter_up 0`, not a
     // missing file: the exposition is written either way.
     let (reports, failed, worst) = status::collect(ctx, &mut conn, &names, &server)?;

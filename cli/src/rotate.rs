@@ -1,14 +1,13 @@
 //! `rotabloom rotate`: circular filters rotated by hand, or as their
 //! schedule says (from cron).
 
-use crate::any;
 use crate::connect::{self, Ctx};
 use crate::errors::{report, usage};
 use crate::show::{count, rfc3339, rfc3339_checked, time_ms, writable};
 use crate::Output;
-use chrono::{DateTime, TimeDelta, TimeZone, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use rotabloom::connect::Connection;
-use rotabloom::{CircularFilter, Error, Rotation};
+use rotabloom::{CircularFilter, Rotation};
 use serde_json::{json, Value};
 use std::io;
 
@@ -30,14 +29,23 @@ pub fn run(
         ));
     }
     let mut conn = ctx.connect()?;
-    if let (Some(now), false) = (now, force) {
-        refuse_future(&mut conn, now)?;
-    }
+    // The clock is read once, here: every filter of the run is judged due
+    // or not at the same instant.
+    let asked = match (if_due, now) {
+        (false, _) => Asked::Now,
+        (true, Some(now)) => {
+            if !force {
+                refuse_future(&mut conn, now)?;
+            }
+            Asked::DueAt(now)
+        }
+        (true, None) => Asked::DueAt(rotabloom::server_time(&mut conn)?),
+    };
     let names = connect::names_or_all(&mut conn, names)?;
     let mut out = io::stdout().lock();
     let mut worst = 0u8;
     for name in &names.list {
-        match rotate_one(ctx, &mut conn, name, names.named, if_due, now) {
+        match rotate_one(ctx, &mut conn, name, names.named, asked) {
             Ok(Some(said)) => output.print(&mut out, &said.text, &said.json, said.rotated)?,
             Ok(None) => {}
             // Dropped since the SCAN: nothing to rotate.
@@ -52,11 +60,7 @@ pub fn run(
 /// rotated: the real cron then rotates nothing until that time comes.
 /// Refused unless `--force`.
 fn refuse_future(conn: &mut Connection, now: DateTime<Utc>) -> anyhow::Result<()> {
-    let (secs, micros): (i64, i64) = redis::cmd("TIME").query(conn).map_err(Error::from)?;
-    let server = Utc
-        .timestamp_opt(secs, (micros.clamp(0, 999_999) * 1000) as u32)
-        .single()
-        .unwrap_or_else(Utc::now);
+    let server = rotabloom::server_time(conn)?;
     if now - server <= FUTURE_TOLERANCE {
         return Ok(());
     }
@@ -67,6 +71,15 @@ fn refuse_future(conn: &mut Connection, now: DateTime<Utc>) -> anyhow::Result<()
         crate::show::duration(now - server),
         rfc3339(server)
     )))
+}
+
+/// The rotation asked for.
+#[derive(Clone, Copy)]
+enum Asked {
+    /// One, now, whatever the schedule says.
+    Now,
+    /// Those the schedule owes at this instant.
+    DueAt(DateTime<Utc>),
 }
 
 /// What `rotate` says about one filter.
@@ -83,8 +96,7 @@ fn rotate_one(
     conn: &mut Connection,
     name: &str,
     explicit: bool,
-    if_due: bool,
-    now: Option<DateTime<Utc>>,
+    asked: Asked,
 ) -> anyhow::Result<Option<Said>> {
     // A rotation is a state change: it waits for replicas as writes do.
     let f = ctx.writer(connect::open(conn, name)?);
@@ -97,7 +109,7 @@ fn rotate_one(
         }
         return Ok(None);
     };
-    if if_due && c.schedule().is_none() {
+    if matches!(asked, Asked::DueAt(_)) && c.schedule().is_none() {
         if explicit {
             return Err(usage(format!(
                 "{name}: has no schedule, so it is never due; rotate it without --if-due"
@@ -107,7 +119,7 @@ fn rotate_one(
     }
     // A time the schedule's next rotation after it cannot be written in
     // RFC 3339 would leave the filter saying `+10006-...` for ever.
-    if let (Some(now), Some(schedule)) = (now, c.schedule()) {
+    if let (Asked::DueAt(now), Some(schedule)) = (asked, c.schedule()) {
         let next = schedule.next_at(now);
         if !writable(next) {
             return Err(usage(format!(
@@ -118,12 +130,16 @@ fn rotate_one(
         }
     }
     let before = c.generations();
-    let said = match any::rotate(&c, conn, if_due, now)? {
+    let rotation = match asked {
+        Asked::Now => c.rotate(conn)?,
+        Asked::DueAt(now) => c.rotate_if_due_at(conn, now)?,
+    };
+    let said = match rotation {
         Rotation::Rotated {
             rotations,
             epoch,
             next_at,
-        } if if_due => {
+        } if matches!(asked, Asked::DueAt(_)) => {
             let next = next_at
                 .map(|t| format!(", next {}", rfc3339(t)))
                 .unwrap_or_default();

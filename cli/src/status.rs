@@ -5,7 +5,7 @@ use crate::connect::{self, Ctx, Names};
 use crate::errors::{is_redis, report};
 use crate::show::{bytes, count, duration, int, rate, rfc3339, rfc3339_checked, time_ms as time};
 use crate::term::{self, paint};
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 use comfy_table::{presets, CellAlignment, Table};
 use rotabloom::connect::Connection;
 use rotabloom::{Error, GenerationInfo, Info, Kind, Level, Warning, WarningCode};
@@ -70,7 +70,7 @@ pub fn collect(
 pub fn run(ctx: &Ctx, names: Vec<String>, json: bool, check: bool) -> anyhow::Result<u8> {
     let mut conn = ctx.connect()?;
     let names = connect::names_or_all(&mut conn, names)?;
-    let server = Server::read(&mut conn).map_err(Error::from)?;
+    let server = Server::read(&mut conn)?;
     let (reports, failed, worst) = collect(ctx, &mut conn, &names, &server)?;
     let failed: Vec<Value> = failed
         .into_iter()
@@ -151,12 +151,8 @@ pub fn config_get(conn: &mut Connection, key: &str) -> Option<String> {
 }
 
 impl Server {
-    pub fn read(conn: &mut Connection) -> redis::RedisResult<Server> {
-        let (secs, micros): (i64, i64) = redis::cmd("TIME").query(conn)?;
-        let now = Utc
-            .timestamp_opt(secs, (micros.clamp(0, 999_999) * 1000) as u32)
-            .single()
-            .unwrap_or_else(Utc::now);
+    pub fn read(conn: &mut Connection) -> rotabloom::Result<Server> {
+        let now = rotabloom::server_time(conn)?;
         Ok(Server {
             now,
             maxmemory_policy: config_get(conn, "maxmemory-policy"),
