@@ -31,17 +31,17 @@ impl AnyFilter {
     }
 
     /// The typed handle, when the filter is a base filter.
-    pub fn bloom(&self) -> Option<crate::BloomFilter> {
+    pub fn bloom(&self) -> Option<crate::bloom::BloomFilter> {
         self.typed::<Bloom>()
     }
 
     /// The typed handle, when the filter is an expanding filter.
-    pub fn expanding(&self) -> Option<crate::ExpandingFilter> {
+    pub fn expanding(&self) -> Option<crate::expanding::ExpandingFilter> {
         self.typed::<Expanding>()
     }
 
     /// The typed handle, when the filter is a circular filter.
-    pub fn circular(&self) -> Option<crate::CircularFilter> {
+    pub fn circular(&self) -> Option<crate::circular::CircularFilter> {
         self.typed::<Circular>()
     }
 
@@ -68,8 +68,8 @@ impl AnyFilter {
     pub fn remove_leftovers<C: redis::ConnectionLike + ?Sized>(
         conn: &mut C,
         name: &str,
-    ) -> crate::Result<u64> {
-        let keys = crate::Keys::new(crate::FilterName::existing(name)?);
+    ) -> crate::error::Result<u64> {
+        let keys = crate::keys::Keys::new(crate::keys::FilterName::existing(name)?);
         crate::exec::run(conn, crate::engine::trash::leftovers(keys), None)
     }
 
@@ -78,8 +78,8 @@ impl AnyFilter {
     pub async fn remove_leftovers_async<C: redis::aio::ConnectionLike + Send>(
         conn: &mut C,
         name: &str,
-    ) -> crate::Result<u64> {
-        let keys = crate::Keys::new(crate::FilterName::existing(name)?);
+    ) -> crate::error::Result<u64> {
+        let keys = crate::keys::Keys::new(crate::keys::FilterName::existing(name)?);
         crate::exec::run_async(conn, crate::engine::trash::leftovers(keys), None).await
     }
 
@@ -108,8 +108,8 @@ impl AnyFilter {
     pub fn drop_unreadable<C: redis::ConnectionLike + ?Sized>(
         conn: &mut C,
         name: &str,
-    ) -> crate::Result<bool> {
-        let keys = crate::Keys::new(crate::FilterName::existing(name)?);
+    ) -> crate::error::Result<bool> {
+        let keys = crate::keys::Keys::new(crate::keys::FilterName::existing(name)?);
         crate::exec::run(conn, unreadable_drop(keys), None)
     }
 
@@ -118,8 +118,8 @@ impl AnyFilter {
     pub async fn drop_unreadable_async<C: redis::aio::ConnectionLike + Send>(
         conn: &mut C,
         name: &str,
-    ) -> crate::Result<bool> {
-        let keys = crate::Keys::new(crate::FilterName::existing(name)?);
+    ) -> crate::error::Result<bool> {
+        let keys = crate::keys::Keys::new(crate::keys::FilterName::existing(name)?);
         crate::exec::run_async(conn, unreadable_drop(keys), None).await
     }
 
@@ -149,7 +149,9 @@ impl<K: OneKind> From<Filter<K>> for AnyFilter {
 }
 
 /// The drop of an unreadable filter, then the sweep of its name.
-fn unreadable_drop(keys: crate::Keys) -> impl crate::exec::Machine<Output = bool> + Send {
+fn unreadable_drop(
+    keys: crate::keys::Keys,
+) -> impl crate::engine::machine::Machine<Output = bool> + Send {
     use crate::engine::chain::MachineExt;
     let k = keys.clone();
     crate::engine::trash::UnreadableDrop::new(keys)

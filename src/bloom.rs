@@ -150,8 +150,8 @@ fn decode(f: &Fields, c: &Common) -> Result<Arc<dyn Policy>> {
             error_rate: f.rate(field::ERROR_RATE)?,
         },
         "explicit" => Sizing::Explicit {
-            bits: f.u64_in(field::BITS, crate::MIN_BITS, u64::MAX)?,
-            hashes: f.u64_in(field::HASHES, 1, u64::from(crate::MAX_HASHES))? as u32,
+            bits: f.u64_in(field::BITS, crate::params::MIN_BITS, u64::MAX)?,
+            hashes: f.u64_in(field::HASHES, 1, u64::from(crate::params::MAX_HASHES))? as u32,
         },
         other => {
             return Err(f.corrupt(
@@ -183,14 +183,14 @@ pub struct BloomBuilder {
     sizing: Option<Sizing>,
     max_bits: u64,
     max_block_bits: u64,
-    backend: crate::Backend,
-    wait: Option<crate::WaitReplicas>,
+    backend: crate::generation::Backend,
+    wait: Option<crate::wait::WaitReplicas>,
 }
 
 impl BloomBuilder {
     /// Makes the creation and every write of the handle wait for
     /// replicas (see [`WaitReplicas`](crate::WaitReplicas)).
-    pub fn wait_replicas(mut self, wait: crate::WaitReplicas) -> Self {
+    pub fn wait_replicas(mut self, wait: crate::wait::WaitReplicas) -> Self {
         self.wait = Some(wait);
         self
     }
@@ -316,13 +316,13 @@ pub struct BloomSpec {
     layout: Layout,
     params: Vec<(&'static str, String)>,
     capacity: u64,
-    wait: Option<crate::WaitReplicas>,
+    wait: Option<crate::wait::WaitReplicas>,
 }
 
 impl BloomSpec {
     /// The same spec, its creation and the handle's writes waiting for
     /// replicas (see [`WaitReplicas`](crate::WaitReplicas)).
-    pub fn with_wait_replicas(mut self, wait: Option<crate::WaitReplicas>) -> Self {
+    pub fn with_wait_replicas(mut self, wait: Option<crate::wait::WaitReplicas>) -> Self {
         self.wait = wait;
         self
     }
@@ -338,7 +338,9 @@ impl BloomSpec {
         vec![(self.layout, self.capacity)]
     }
 
-    fn machine(&self) -> impl crate::exec::Machine<Output = (BloomFilter, Opened)> + Send {
+    fn machine(
+        &self,
+    ) -> impl crate::engine::machine::Machine<Output = (BloomFilter, Opened)> + Send {
         use crate::engine::chain::MachineExt;
         let bp = Blueprint {
             uid: crate::uid::new_uid(),

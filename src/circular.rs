@@ -238,7 +238,7 @@ impl CircularFilter {
         self.core.run_async(conn, self.due(Some(now))).await
     }
 
-    fn manual(&self) -> impl crate::exec::Machine<Output = Rotation> + Send {
+    fn manual(&self) -> impl crate::engine::machine::Machine<Output = Rotation> + Send {
         let epoch_seen = self.core.view().epoch;
         probed(
             &self.core,
@@ -249,7 +249,7 @@ impl CircularFilter {
     fn due(
         &self,
         now: Option<DateTime<Utc>>,
-    ) -> impl crate::exec::Machine<Output = Rotation> + Send {
+    ) -> impl crate::engine::machine::Machine<Output = Rotation> + Send {
         // The clock read once, here, at the operation's edge.
         let clock: Arc<dyn Clock> = match now {
             Some(at) => Arc::new(crate::clock::FixedClock(at)),
@@ -393,7 +393,7 @@ impl CircularBuilder {
     }
     /// Makes the creation and every write of the handle wait for
     /// replicas (see [`WaitReplicas`](crate::WaitReplicas)).
-    pub fn wait_replicas(mut self, wait: crate::WaitReplicas) -> Self {
+    pub fn wait_replicas(mut self, wait: crate::wait::WaitReplicas) -> Self {
         self.wait = Some(wait);
         self
     }
@@ -438,7 +438,7 @@ impl CircularBuilder {
             lazy: self.lazy,
             state: None,
             max_bits: self.max_bits,
-            max_block_bits: self.max_block_bits.clamp(8, crate::MAX_BLOCK_BITS),
+            max_block_bits: self.max_block_bits.clamp(8, crate::params::MAX_BLOCK_BITS),
             backend: self.backend,
         };
         Ok(CircularSpec {
@@ -516,7 +516,7 @@ pub struct CircularSpec {
 impl CircularSpec {
     /// The same spec, its creation and the handle's writes waiting for
     /// replicas (see [`WaitReplicas`](crate::WaitReplicas)).
-    pub fn with_wait_replicas(mut self, wait: Option<crate::WaitReplicas>) -> Self {
+    pub fn with_wait_replicas(mut self, wait: Option<crate::wait::WaitReplicas>) -> Self {
         self.wait = wait;
         self
     }
@@ -556,7 +556,9 @@ impl CircularSpec {
         })
     }
 
-    fn machine(&self) -> impl crate::exec::Machine<Output = (CircularFilter, Opened)> + Send {
+    fn machine(
+        &self,
+    ) -> impl crate::engine::machine::Machine<Output = (CircularFilter, Opened)> + Send {
         let spec = self.clone();
         Now::new(self.clock.clone()).then(move |now| {
             let bp = spec.blueprint(now)?;
@@ -786,8 +788,8 @@ fn decode(f: &Fields, c: &Common) -> Result<Arc<dyn Policy>> {
         schedule,
         lazy,
         state,
-        max_bits: f.u64_in(field::MAX_BITS, crate::MIN_BITS, u64::MAX)?,
-        max_block_bits: f.u64_in(field::MAX_BLOCK_BITS, 8, crate::MAX_BLOCK_BITS)?,
+        max_bits: f.u64_in(field::MAX_BITS, crate::params::MIN_BITS, u64::MAX)?,
+        max_block_bits: f.u64_in(field::MAX_BLOCK_BITS, 8, crate::params::MAX_BLOCK_BITS)?,
         backend: backend_of(f, c)?,
     }))
 }

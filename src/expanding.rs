@@ -10,11 +10,11 @@
 //! `p / 2^(i+1)`.
 
 use crate::engine::chain::MachineExt;
+use crate::engine::machine::{Machine, Poll};
 use crate::engine::probe::probed;
 use crate::engine::roll::{Grow, RollMachine};
 use crate::engine::{create, load::LoadMachine, Core};
 use crate::error::{Error, Result};
-use crate::exec::{Machine, Poll, Replies, Request};
 use crate::generation::{Backend, Layout};
 use crate::handle::{
     sealed::{Opens, Sealed},
@@ -24,6 +24,7 @@ use crate::keys::{FilterName, Keys};
 use crate::metadata::{field, fmt_f64, Common, Fields, Kind};
 use crate::params::{BloomParams, ErrorRate, DEFAULT_MAX_BITS, DEFAULT_MAX_BLOCK_BITS};
 use crate::proto::create::{Blueprint, Opened};
+use crate::proto::request::{Replies, Request};
 use crate::proto::{load, take_one};
 use crate::scripts;
 use crate::view::{Absorb, Accept, Codec, Growth, NewGen, Policy, Role, View};
@@ -133,13 +134,13 @@ pub struct ExpandingBuilder {
     max_block_bits: u64,
     /// None: bitmap for a new filter; a converted base filter's own.
     backend: Option<Backend>,
-    wait: Option<crate::WaitReplicas>,
+    wait: Option<crate::wait::WaitReplicas>,
 }
 
 impl ExpandingBuilder {
     /// Makes the creation and every write of the handle wait for
     /// replicas (see [`WaitReplicas`](crate::WaitReplicas)).
-    pub fn wait_replicas(mut self, wait: crate::WaitReplicas) -> Self {
+    pub fn wait_replicas(mut self, wait: crate::wait::WaitReplicas) -> Self {
         self.wait = Some(wait);
         self
     }
@@ -249,7 +250,7 @@ impl ExpandingBuilder {
             max_generations: self.max_generations,
             max_bytes: self.max_bytes,
             max_bits: self.max_bits,
-            max_block_bits: self.max_block_bits.clamp(8, crate::MAX_BLOCK_BITS),
+            max_block_bits: self.max_block_bits.clamp(8, crate::params::MAX_BLOCK_BITS),
             legacy_gens: 0,
             backend,
         };
@@ -408,13 +409,13 @@ pub struct ExpandingSpec {
     params: Vec<(&'static str, String)>,
     first: Layout,
     capacity: u64,
-    wait: Option<crate::WaitReplicas>,
+    wait: Option<crate::wait::WaitReplicas>,
 }
 
 impl ExpandingSpec {
     /// The same spec, its creation and the handle's writes waiting for
     /// replicas (see [`WaitReplicas`](crate::WaitReplicas)).
-    pub fn with_wait_replicas(mut self, wait: Option<crate::WaitReplicas>) -> Self {
+    pub fn with_wait_replicas(mut self, wait: Option<crate::wait::WaitReplicas>) -> Self {
         self.wait = wait;
         self
     }
@@ -618,8 +619,8 @@ fn decode(f: &Fields, c: &Common) -> Result<Arc<dyn Policy>> {
         r: f.rate(field::TIGHTENING)?,
         max_generations: f.u64_in(field::MAX_GENERATIONS, 1, u64::from(MAX_GENERATIONS))? as u32,
         max_bytes: f.u64(field::MAX_BYTES)?,
-        max_bits: f.u64_in(field::MAX_BITS, crate::MIN_BITS, u64::MAX)?,
-        max_block_bits: f.u64_in(field::MAX_BLOCK_BITS, 8, crate::MAX_BLOCK_BITS)?,
+        max_bits: f.u64_in(field::MAX_BITS, crate::params::MIN_BITS, u64::MAX)?,
+        max_block_bits: f.u64_in(field::MAX_BLOCK_BITS, 8, crate::params::MAX_BLOCK_BITS)?,
         legacy_gens: legacy_gens as u32,
         backend,
     }))
@@ -696,7 +697,7 @@ impl ConvertMachine {
             .find(|(k, _)| *k == field::ERROR_RATE)
             .and_then(|(_, v)| v.parse::<f64>().ok())
             .unwrap_or_else(|| {
-                crate::false_positive_rate(g.layout.bits, g.layout.hashes, g.capacity)
+                crate::params::false_positive_rate(g.layout.bits, g.layout.hashes, g.capacity)
             });
         // Generation 0 stays what it is, on its backend: the new ones grow
         // on the same one.

@@ -78,12 +78,12 @@ impl Backend {
 }
 
 impl std::str::FromStr for Backend {
-    type Err = crate::Error;
-    fn from_str(s: &str) -> crate::Result<Backend> {
+    type Err = crate::error::Error;
+    fn from_str(s: &str) -> crate::error::Result<Backend> {
         match s {
             "bitmap" => Ok(Backend::Bitmap),
             "redisbloom" | "bf" => Ok(Backend::RedisBloom),
-            _ => Err(crate::Error::InvalidParameter {
+            _ => Err(crate::error::Error::InvalidParameter {
                 name: "backend",
                 reason: format!(
                     "{s:?} is not {}",

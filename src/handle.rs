@@ -132,7 +132,7 @@ impl<K: FilterKind> Filter<K> {
     }
 
     /// Generations, as last read from Redis (oldest first): no round trip.
-    pub fn generations(&self) -> Vec<crate::Generation> {
+    pub fn generations(&self) -> Vec<crate::generation::Generation> {
         self.core.view().gens.clone()
     }
 
@@ -200,7 +200,7 @@ impl<K: FilterKind> Filter<K> {
 
     /// A batch for one write that stays exactly once when run again after
     /// a lost reply; see [`IdempotentBatch`](crate::IdempotentBatch).
-    pub fn idempotent_batch<I>(&self, items: I) -> crate::IdempotentBatch
+    pub fn idempotent_batch<I>(&self, items: I) -> crate::batch::IdempotentBatch
     where
         I: IntoIterator,
         I::Item: AsRef<[u8]>,
@@ -220,7 +220,7 @@ impl<K: FilterKind> Filter<K> {
     /// let f = BloomFilter::open(&mut conn, "crawl")?.with_when_full(WhenFull::Expand);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn with_when_full(mut self, when_full: crate::WhenFull) -> Self {
+    pub fn with_when_full(mut self, when_full: crate::full::WhenFull) -> Self {
         self.core.when_full = when_full;
         self
     }
@@ -229,7 +229,7 @@ impl<K: FilterKind> Filter<K> {
     /// until `wait` replicas acknowledged it (Redis `WAIT`); `None` stops
     /// waiting. See [`WaitReplicas`](crate::WaitReplicas) for what this
     /// promises and what it does not.
-    pub fn with_wait_replicas(mut self, wait: Option<crate::WaitReplicas>) -> Self {
+    pub fn with_wait_replicas(mut self, wait: Option<crate::wait::WaitReplicas>) -> Self {
         self.core.wait = wait;
         self
     }
@@ -352,7 +352,10 @@ impl<K: FilterKind> Filter<K> {
     /// }
     /// # Ok::<(), rotabloom::Error>(())
     /// ```
-    pub fn info<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Result<crate::Info> {
+    pub fn info<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+    ) -> Result<crate::info::Info> {
         self.core.run(conn, operation::info(&self.core))
     }
 
@@ -456,7 +459,7 @@ impl<K: FilterKind> Filter<K> {
     pub async fn info_async<C: redis::aio::ConnectionLike + Send>(
         &self,
         conn: &mut C,
-    ) -> Result<crate::Info> {
+    ) -> Result<crate::info::Info> {
         self.core.run_async(conn, operation::info(&self.core)).await
     }
 

@@ -7,12 +7,13 @@ mod check;
 
 use crate::engine::create::create_whole;
 use crate::engine::load::LoadMachine;
+use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
-use crate::exec::{Machine, Poll, Replies};
 use crate::generation::Layout;
 use crate::keys::Keys;
 use crate::metadata::field;
 use crate::proto::create::{Blueprint, Opened};
+use crate::proto::request::Replies;
 use crate::view::{Accept, View};
 use check::Verdict;
 
@@ -52,17 +53,20 @@ impl Legacy {
                 if !(3..=32).contains(bit) {
                     return bad("bit", format!("{bit} is not between 3 and 32"));
                 }
-                if *hashes == 0 || *hashes > crate::MAX_HASHES {
+                if *hashes == 0 || *hashes > crate::params::MAX_HASHES {
                     return bad(
                         "hashes",
-                        format!("{hashes} is not between 1 and {}", crate::MAX_HASHES),
+                        format!(
+                            "{hashes} is not between 1 and {}",
+                            crate::params::MAX_HASHES
+                        ),
                     );
                 }
                 Ok(Layout {
                     bits: 1 << bit,
                     hashes: *hashes,
                     blocks: 1,
-                    scheme: crate::Scheme::ScrapyRedisBloomfilter,
+                    scheme: crate::generation::Scheme::ScrapyRedisBloomfilter,
                 })
             }
             Legacy::Seed000 { blocks, .. } => {
@@ -73,7 +77,7 @@ impl Legacy {
                     bits: u64::from(*blocks) << 31,
                     hashes: 7,
                     blocks: *blocks,
-                    scheme: crate::Scheme::Seed000,
+                    scheme: crate::generation::Scheme::Seed000,
                 })
             }
         }

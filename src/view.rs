@@ -139,7 +139,7 @@ pub(crate) struct Codec {
 #[derive(Clone, Copy)]
 pub(crate) struct Absorb {
     pub from: Kind,
-    pub start: fn(&Keys) -> Box<dyn crate::exec::Machine<Output = View> + Send>,
+    pub start: fn(&Keys) -> Box<dyn crate::engine::machine::Machine<Output = View> + Send>,
 }
 
 impl fmt::Debug for Codec {

@@ -59,7 +59,7 @@ impl ConfigError {
             file: file.to_string(),
             location,
             key,
-            message: crate::redact_urls(&message),
+            message: crate::redact::redact_urls(&message),
         }
     }
 }

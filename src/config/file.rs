@@ -57,13 +57,13 @@ impl RawDefaults {
         &mut self,
         text: &str,
         file: &str,
-    ) -> Result<Option<crate::WhenFull>, ConfigError> {
+    ) -> Result<Option<crate::full::WhenFull>, ConfigError> {
         let Some(w) = self.when_full.take() else {
             return Ok(None);
         };
         w.get_ref().parse().map(Some).map_err(|e| {
             let reason = match e {
-                crate::Error::InvalidParameter { reason, .. } => reason,
+                crate::error::Error::InvalidParameter { reason, .. } => reason,
                 other => other.to_string(),
             };
             let loc = key_location(text, "when_full", &w.span());
@@ -77,7 +77,7 @@ impl RawDefaults {
         &mut self,
         text: &str,
         file: &str,
-    ) -> Result<Option<crate::WaitReplicas>, ConfigError> {
+    ) -> Result<Option<crate::wait::WaitReplicas>, ConfigError> {
         let replicas = self.wait_replicas.take();
         let timeout = self.wait_timeout_ms.take();
         let err = |span: std::ops::Range<usize>, key: &str, message: String| {
@@ -109,13 +109,13 @@ impl RawDefaults {
                     format!("{} is not a number of milliseconds", t.get_ref()),
                 )
             })?,
-            None => crate::DEFAULT_WAIT_TIMEOUT.as_millis() as u64,
+            None => crate::wait::DEFAULT_WAIT_TIMEOUT.as_millis() as u64,
         };
-        crate::WaitReplicas::new(n, std::time::Duration::from_millis(ms))
+        crate::wait::WaitReplicas::new(n, std::time::Duration::from_millis(ms))
             .map_err(|e| {
                 let (span, key) = match (&e, &timeout) {
                     (
-                        crate::Error::InvalidParameter {
+                        crate::error::Error::InvalidParameter {
                             name: "wait_timeout_ms",
                             ..
                         },
@@ -124,7 +124,7 @@ impl RawDefaults {
                     _ => (r.span(), "wait_replicas"),
                 };
                 let reason = match e {
-                    crate::Error::InvalidParameter { reason, .. } => reason,
+                    crate::error::Error::InvalidParameter { reason, .. } => reason,
                     other => other.to_string(),
                 };
                 err(span, key, reason)

@@ -71,8 +71,8 @@ pub struct Config {
     file: String,
     redis: Option<file::RedisAt>,
     tls: file::RawTls,
-    wait: Option<crate::WaitReplicas>,
-    when_full: Option<crate::WhenFull>,
+    wait: Option<crate::wait::WaitReplicas>,
+    when_full: Option<crate::full::WhenFull>,
     filters: Vec<FilterDef>,
 }
 
@@ -210,7 +210,7 @@ impl Config {
     /// let e = Config::parse("[defaults]\nwait_replicas = 0\n", "r.toml").unwrap_err();
     /// assert!(e.to_string().starts_with("r.toml:2:1: defaults.wait_replicas: must be at least 1"), "{e}");
     /// ```
-    pub fn wait_replicas(&self) -> Option<crate::WaitReplicas> {
+    pub fn wait_replicas(&self) -> Option<crate::wait::WaitReplicas> {
         self.wait
     }
 
@@ -222,7 +222,7 @@ impl Config {
     /// assert_eq!(c.when_full(), Some(WhenFull::Warn));
     /// assert!(Config::parse("[defaults]\nwhen_full = \"grow\"\n", "r.toml").is_err());
     /// ```
-    pub fn when_full(&self) -> Option<crate::WhenFull> {
+    pub fn when_full(&self) -> Option<crate::full::WhenFull> {
         self.when_full
     }
 

@@ -11,7 +11,7 @@
 
 use super::error::ParamError;
 use super::slot::Slot;
-use crate::{Backend, Kind, Mode, Schedule};
+use crate::{circular::Mode, generation::Backend, metadata::Kind, schedule::Schedule};
 
 /// The settings of one filter as a person writes them (a section of a
 /// configuration file, or command-line flags), before validation.

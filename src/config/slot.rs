@@ -3,7 +3,9 @@
 //! command line is stored there.
 
 use super::values::{parse_bytes, parse_count, parse_kind, parse_number};
-use crate::{Backend, Error, Kind, Mode, Schedule};
+use crate::{
+    circular::Mode, error::Error, generation::Backend, metadata::Kind, schedule::Schedule,
+};
 
 /// Where a setting's value goes, which also decides what values it takes.
 pub(super) enum Slot<'a> {

@@ -74,7 +74,7 @@ impl RedisUrl {
 /// assert_eq!(redact("unix:///tmp/r.sock?db=1&pass=pw"), "unix:///tmp/r.sock?db=1&pass=***");
 /// ```
 pub fn redact(text: &str) -> String {
-    crate::redact_urls(text)
+    crate::redact::redact_urls(text)
 }
 
 impl fmt::Display for RedisUrl {

@@ -5,8 +5,10 @@
 use super::error::{Location, ParamError};
 use super::settings::{keys_of, FilterParams};
 use crate::{
-    AnyFilter, BloomFilter, BloomSpec, CircularBuilder, CircularFilter, CircularSpec, Error,
-    ExpandingBuilder, ExpandingFilter, ExpandingSpec, FilterName, Kind, Opened, WaitReplicas,
+    any::AnyFilter, bloom::BloomFilter, bloom::BloomSpec, circular::CircularBuilder,
+    circular::CircularFilter, circular::CircularSpec, error::Error, expanding::ExpandingBuilder,
+    expanding::ExpandingFilter, expanding::ExpandingSpec, keys::FilterName, metadata::Kind,
+    proto::create::Opened, wait::WaitReplicas,
 };
 use std::collections::BTreeMap;
 
@@ -23,7 +25,7 @@ pub enum FilterSpec {
 
 impl FilterSpec {
     /// The generations a creation makes, each a layout and a capacity.
-    pub fn initial_generations(&self) -> Vec<(crate::Layout, u64)> {
+    pub fn initial_generations(&self) -> Vec<(crate::generation::Layout, u64)> {
         match self {
             FilterSpec::Bloom(s) => s.initial_generations(),
             FilterSpec::Expanding(s) => s.initial_generations(),
@@ -49,7 +51,7 @@ impl FilterSpec {
         &self,
         conn: &mut C,
         wait: Option<WaitReplicas>,
-    ) -> crate::Result<(AnyFilter, Opened)> {
+    ) -> crate::error::Result<(AnyFilter, Opened)> {
         Ok(match self.clone() {
             FilterSpec::Bloom(s) => {
                 let (f, how) = s.with_wait_replicas(wait).create_or_open(conn)?;

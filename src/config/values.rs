@@ -2,7 +2,7 @@
 //! line: sizes with units, counts with separators or suffixes, numbers or
 //! percentages, kind names.
 
-use crate::Kind;
+use crate::metadata::Kind;
 
 /// Parses a kind name (`bloom`, `expanding`, `circular`).
 pub fn parse_kind(s: &str) -> Result<Kind, String> {

@@ -98,16 +98,16 @@ impl Target {
     /// The error of a connection that could not be opened: one line,
     /// without credentials, saying why in words (authentication, not a
     /// Redis server, timed out...).
-    fn failed(&self, e: &redis::RedisError) -> crate::Error {
+    fn failed(&self, e: &redis::RedisError) -> crate::error::Error {
         if e.is_timeout() {
-            return crate::Error::TimedOut {
+            return crate::error::Error::TimedOut {
                 target: self.shown.clone(),
                 after: self.connect_timeout,
             };
         }
         let reason = crate::error::plain(e).unwrap_or_else(|| e.to_string());
         let reason = reason.split_whitespace().collect::<Vec<_>>().join(" ");
-        crate::Error::Connect {
+        crate::error::Error::Connect {
             target: self.shown.clone(),
             reason: self.secrets.redact(&reason),
         }
@@ -130,8 +130,8 @@ impl Target {
 
     /// The error of a deployment this build was compiled without.
     #[allow(dead_code)] // Used only when a feature is off.
-    fn unsupported(&self, feature: &str) -> crate::Error {
-        crate::Error::Connect {
+    fn unsupported(&self, feature: &str) -> crate::error::Error {
+        crate::error::Error::Connect {
             target: self.shown.clone(),
             reason: format!(
                 "this build of rotabloom has no support for it: enable the crate's `{feature}` feature"
@@ -140,7 +140,7 @@ impl Target {
     }
 
     /// Opens a blocking connection.
-    pub fn connect(&self) -> Result<Connection, crate::Error> {
+    pub fn connect(&self) -> Result<Connection, crate::error::Error> {
         let single = |client: Client| -> RedisResult<Connection> {
             let mut conn = client.get_connection_with_timeout(self.connect_timeout)?;
             self.ping(&mut conn)?;
@@ -162,7 +162,7 @@ impl Target {
 
     /// Opens an async (tokio) connection.
     #[cfg(feature = "async")]
-    pub async fn connect_async(&self) -> Result<AsyncConnection, crate::Error> {
+    pub async fn connect_async(&self) -> Result<AsyncConnection, crate::error::Error> {
         let config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.connect_timeout))
             .set_response_timeout(Some(self.response_timeout));

@@ -77,7 +77,7 @@ impl Target {
             tls: secure,
             insecure,
             certs,
-            shown: crate::redact_urls(url),
+            shown: crate::redact::redact_urls(url),
             secrets,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             response_timeout: DEFAULT_RESPONSE_TIMEOUT,

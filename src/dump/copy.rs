@@ -3,9 +3,10 @@
 
 use super::slices::{all_zero, Slices};
 use super::{int, one};
+use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
-use crate::exec::{Machine, Poll, Replies};
 use crate::proto::dump as format;
+use crate::proto::request::Replies;
 use crate::proto::take_one;
 
 /// [`copy_string`](super::copy_string): the target must not exist; the

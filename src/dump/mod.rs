@@ -21,8 +21,9 @@ mod slices;
 mod writer;
 
 use crate::error::Result;
-use crate::exec::{self, Replies, Request};
+use crate::exec;
 use crate::metadata::Kind;
+use crate::proto::request::{Replies, Request};
 use crate::proto::take_one;
 use crate::view::View;
 use redis::Value;

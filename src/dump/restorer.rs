@@ -5,11 +5,12 @@
 
 use super::lease::Lease;
 use super::{int, one, RestoreOptions, Summary};
+use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
-use crate::exec::{Machine, Poll, Replies};
 use crate::keys::{FilterName, Keys};
 use crate::metadata::Fields;
 use crate::proto::dump::{self as format, Record, CHUNK, DUMP_VERSION};
+use crate::proto::request::Replies;
 use crate::proto::take_one;
 use crate::view::View;
 use std::collections::BTreeSet;
@@ -59,7 +60,7 @@ impl<'a, R: Read> RestoreMachine<'a, R> {
         let dumped_name = match reader.next_record()? {
             Record::Header {
                 version: DUMP_VERSION,
-                format: crate::FORMAT_VERSION,
+                format: crate::metadata::FORMAT_VERSION,
                 name,
             } => name,
             Record::Header {
@@ -68,7 +69,7 @@ impl<'a, R: Read> RestoreMachine<'a, R> {
                 return Err(bad(format!(
                     "dump version {version} of storage format {format}; this library reads dump version \
                      {DUMP_VERSION} of format {}",
-                    crate::FORMAT_VERSION
+                    crate::metadata::FORMAT_VERSION
                 )))
             }
             _ => return Err(bad("the first record is not the header")),
@@ -359,8 +360,8 @@ impl<R: Read> Machine for RestoreMachine<'_, R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::Request;
     use crate::proto::dump::MAGIC;
+    use crate::proto::request::Request;
     use redis::Value;
     use std::time::Duration;
 
@@ -372,7 +373,7 @@ mod tests {
         for r in [
             Record::Header {
                 version: DUMP_VERSION,
-                format: crate::FORMAT_VERSION,
+                format: crate::metadata::FORMAT_VERSION,
                 name: "t".into(),
             },
             Record::Meta(

@@ -3,8 +3,8 @@
 //! their keys with it.
 
 use crate::error::Result;
-use crate::exec::{Replies, Request};
 use crate::proto::dump::{self as format, CHUNK};
+use crate::proto::request::{Replies, Request};
 use crate::proto::take_one;
 
 /// Walks a string key in slices of at most [`CHUNK`] bytes: the next

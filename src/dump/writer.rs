@@ -5,10 +5,11 @@
 use super::slices::{all_zero, Slices};
 use super::{int, one, Summary};
 use crate::engine::load::LoadMachine;
+use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
-use crate::exec::{Machine, Poll, Replies};
 use crate::keys::{FilterName, Keys};
 use crate::proto::dump::{Record, DUMP_VERSION, MAGIC};
+use crate::proto::request::Replies;
 use crate::view::View;
 use std::io::Write;
 
@@ -87,7 +88,7 @@ impl<'a, W: Write> DumpMachine<'a, W> {
         self.raw(&MAGIC)?;
         self.put(Record::Header {
             version: DUMP_VERSION,
-            format: crate::FORMAT_VERSION,
+            format: crate::metadata::FORMAT_VERSION,
             name: self.name.clone(),
         })?;
         let fields = view

@@ -1,9 +1,10 @@
 //! Allocation ahead of need, and RedisBloom reservations.
 
+use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
-use crate::exec::{Machine, Poll, Replies, Request};
 use crate::keys::Keys;
 use crate::proto::alloc::{blocks_of, prealloc_request, Block};
+use crate::proto::request::{Replies, Request};
 use crate::proto::{as_string, is_module_missing, take_one};
 use crate::view::{NewGen, View};
 

@@ -2,8 +2,9 @@
 //! operation is one machine and its sync and async forms are one-line
 //! wrappers over `exec::run` / `exec::run_async`.
 
+use crate::engine::machine::{Machine, Poll};
 use crate::error::Result;
-use crate::exec::{Machine, Poll, Replies};
+use crate::proto::request::Replies;
 
 /// A machine that is already done.
 pub(crate) struct Ready<T>(pub Option<T>);
@@ -14,7 +15,7 @@ impl<T> Machine for Ready<T> {
         self.0
             .take()
             .map(Poll::Ready)
-            .ok_or_else(|| crate::Error::Internal("a finished machine was stepped".into()))
+            .ok_or_else(|| crate::error::Error::Internal("a finished machine was stepped".into()))
     }
 }
 
@@ -54,7 +55,7 @@ where
                     let f = self
                         .f
                         .take()
-                        .ok_or_else(|| crate::Error::Internal("a chain ran twice".into()))?;
+                        .ok_or_else(|| crate::error::Error::Internal("a chain ran twice".into()))?;
                     let mut b = f(out)?;
                     b.allow_transactions(self.tx);
                     self.state = ThenState::Second(b);
@@ -65,7 +66,9 @@ where
         }
         match &mut self.state {
             ThenState::Second(b) => b.step(replies),
-            ThenState::First(_) => Err(crate::Error::Internal("a chain lost its step".into())),
+            ThenState::First(_) => Err(crate::error::Error::Internal(
+                "a chain lost its step".into(),
+            )),
         }
     }
 }
@@ -119,10 +122,9 @@ where
         match self.m.step(replies)? {
             Poll::Send(req) => Ok(Poll::Send(req)),
             Poll::Ready(out) => {
-                let f = self
-                    .f
-                    .take()
-                    .ok_or_else(|| crate::Error::Internal("a mapped machine ran twice".into()))?;
+                let f = self.f.take().ok_or_else(|| {
+                    crate::error::Error::Internal("a mapped machine ran twice".into())
+                })?;
                 f(out).map(Poll::Ready)
             }
         }
@@ -135,7 +137,7 @@ where
 pub(crate) struct OrUndo<M, U> {
     m: M,
     undo: Option<U>,
-    failed: Option<crate::Error>,
+    failed: Option<crate::error::Error>,
 }
 
 impl<M: Machine, U: Machine> Machine for OrUndo<M, U> {
@@ -184,7 +186,7 @@ impl<M, F> MapErr<M, F> {
     }
 }
 
-impl<M: Machine, F: Fn(crate::Error) -> crate::Error> Machine for MapErr<M, F> {
+impl<M: Machine, F: Fn(crate::error::Error) -> crate::error::Error> Machine for MapErr<M, F> {
     type Output = M::Output;
 
     fn allow_transactions(&mut self, yes: bool) {
@@ -219,7 +221,7 @@ impl<M: Machine> Machine for BestEffort<M> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::Request;
+    use crate::proto::request::Request;
 
     /// Sends one PING, then returns the number it was made with.
     struct Ping(u32, bool);

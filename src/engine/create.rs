@@ -5,11 +5,12 @@
 use super::alloc::ModuleMachine;
 use super::chain::{MachineExt, MapErr, Ready};
 use super::Core;
+use crate::engine::machine::{Machine, Poll};
 use crate::error::Result;
-use crate::exec::{Machine, Poll, Replies};
 use crate::keys::Keys;
 use crate::proto::alloc::{blocks_of, Block};
 use crate::proto::create::{self, Blueprint, Opened};
+use crate::proto::request::Replies;
 use crate::proto::take_one;
 use crate::view::{Accept, NewGen, View};
 
@@ -78,7 +79,7 @@ impl Machine for AllocNew {
             if crate::proto::as_string(&reply).as_deref() == Some("EXISTS") {
                 // A key of a uid nobody published: not this attempt's to
                 // write over.
-                return Err(crate::Error::Internal(
+                return Err(crate::error::Error::Internal(
                     "a block key of a new filter instance exists already".into(),
                 ));
             }
@@ -98,13 +99,15 @@ fn undo(keys: &Keys, blocks: &[Block]) -> ModuleMachine {
 
 /// A refusal for memory as [`Error::OutOfMemory`](crate::Error::OutOfMemory),
 /// other errors as they are.
-pub(crate) fn out_of_memory(name: &str, bytes: u64, e: crate::Error) -> crate::Error {
+pub(crate) fn out_of_memory(name: &str, bytes: u64, e: crate::error::Error) -> crate::error::Error {
     match &e {
-        crate::Error::Redis(r) if r.inner().code() == Some("OOM") => crate::Error::OutOfMemory {
-            name: name.to_string(),
-            bytes,
-            message: r.inner().detail().unwrap_or("out of memory").to_string(),
-        },
+        crate::error::Error::Redis(r) if r.inner().code() == Some("OOM") => {
+            crate::error::Error::OutOfMemory {
+                name: name.to_string(),
+                bytes,
+                message: r.inner().detail().unwrap_or("out of memory").to_string(),
+            }
+        }
         _ => e,
     }
 }
@@ -131,7 +134,7 @@ pub(crate) fn create_whole(
         },
         move |e| {
             let e = if crate::proto::is_module_missing(&e) {
-                crate::Error::ModuleMissing { name: name.clone() }
+                crate::error::Error::ModuleMissing { name: name.clone() }
             } else {
                 e
             };

@@ -3,12 +3,13 @@
 
 use super::load::LoadMachine;
 use super::Core;
+use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
-use crate::exec::{Machine, Poll, Replies, Request};
 use crate::generation::Generation;
 use crate::info::{GenerationInfo, Info, Level, Warning, WarningCode};
 use crate::metadata::field;
 use crate::params;
+use crate::proto::request::{Replies, Request};
 use crate::store::{Held, COUNT_BYTES};
 use crate::view::{Growth, Role, View};
 use redis::Value;

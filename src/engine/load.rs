@@ -3,9 +3,10 @@
 use super::alloc::ModuleMachine;
 use super::chain::MachineExt;
 use super::Core;
+use crate::engine::machine::{Machine, Poll};
 use crate::error::Result;
-use crate::exec::{Machine, Poll, Replies};
 use crate::keys::Keys;
+use crate::proto::request::Replies;
 use crate::proto::{load, take_one};
 use crate::view::{Accept, View};
 
@@ -41,7 +42,7 @@ impl Machine for LoadMachine {
 /// Opens an existing filter: load, then (a RedisBloom filter only) check
 /// that the module is there.
 pub(crate) fn open(name: &str, accept: Accept) -> Result<impl Machine<Output = Core>> {
-    let keys = Keys::new(crate::FilterName::existing(name)?);
+    let keys = Keys::new(crate::keys::FilterName::existing(name)?);
     Ok(LoadMachine::new(keys.clone(), accept).then(move |view| {
         let probe = ModuleMachine::probe(&keys, &view);
         Ok(probe.map(move |()| Ok(Core::new(keys, view, accept, Vec::new()))))

@@ -3,9 +3,10 @@
 
 use super::Core;
 use crate::cache::Bits;
+use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
-use crate::exec::{Machine, Poll, Replies, Request};
 use crate::generation::Generation;
+use crate::proto::request::{Replies, Request};
 use crate::proto::take_one;
 use crate::rbchain::Chain;
 use crate::view::{Role, View};
@@ -284,7 +285,7 @@ mod tests {
         for seq in [0, 1] {
             let frozen = cache.get(&view, seq).expect("mirrored");
             assert!(
-                frozen.contains(Some(&crate::ItemHash::of("any")), None),
+                frozen.contains(Some(&crate::hashing::ItemHash::of("any")), None),
                 "all bits set"
             );
         }
@@ -386,7 +387,7 @@ mod tests {
             .unwrap()
             .get(&view, 0)
             .expect("mirrored");
-        let h = crate::ItemHash::of("x");
+        let h = crate::hashing::ItemHash::of("x");
         assert!(frozen.contains(Some(&h), Some(b"x")), "all bits set");
     }
 

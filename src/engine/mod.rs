@@ -9,6 +9,7 @@ pub(crate) mod create;
 pub(crate) mod data;
 pub(crate) mod info;
 pub(crate) mod load;
+pub(crate) mod machine;
 pub(crate) mod memory;
 pub(crate) mod mirror;
 pub(crate) mod now;
@@ -80,7 +81,7 @@ impl Core {
     /// Runs `m` on a blocking connection with this handle's options.
     pub fn run<M, C>(&self, conn: &mut C, m: M) -> Result<M::Output>
     where
-        M: crate::exec::Machine,
+        M: crate::engine::machine::Machine,
         C: redis::ConnectionLike + ?Sized,
     {
         crate::exec::run(conn, m, self.wait)
@@ -90,7 +91,7 @@ impl Core {
     /// Runs `m` on an async connection with this handle's options.
     pub async fn run_async<M, C>(&self, conn: &mut C, m: M) -> Result<M::Output>
     where
-        M: crate::exec::Machine,
+        M: crate::engine::machine::Machine,
         C: redis::aio::ConnectionLike + Send,
     {
         crate::exec::run_async(conn, m, self.wait).await
@@ -135,7 +136,7 @@ impl Core {
     pub fn outgrow(
         &self,
         kind: crate::metadata::Kind,
-    ) -> Option<Box<dyn crate::exec::Machine<Output = View> + Send>> {
+    ) -> Option<Box<dyn crate::engine::machine::Machine<Output = View> + Send>> {
         if self.when_full != crate::full::WhenFull::Expand {
             return None;
         }
@@ -177,8 +178,8 @@ impl Core {
     }
 
     /// The error of an operation that kept finding the filter changed.
-    pub fn contention(&self, retries: u32) -> crate::Error {
-        crate::Error::Contention {
+    pub fn contention(&self, retries: u32) -> crate::error::Error {
+        crate::error::Error::Contention {
             name: self.name().to_string(),
             retries,
         }

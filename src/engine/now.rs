@@ -2,20 +2,21 @@
 //! server's (`TIME`), once; the time then travels as an argument. This is
 //! the only machine that asks the server the time.
 
+use crate::engine::machine::{Machine, Poll};
 use crate::error::Result;
-use crate::exec::{Machine, Poll, Replies};
+use crate::proto::request::Replies;
 use crate::proto::{take_one, time};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 
 /// The clock's `now`, or the server's.
 pub(crate) struct Now {
-    clock: Arc<dyn crate::Clock>,
+    clock: Arc<dyn crate::clock::Clock>,
     sent: bool,
 }
 
 impl Now {
-    pub fn new(clock: Arc<dyn crate::Clock>) -> Now {
+    pub fn new(clock: Arc<dyn crate::clock::Clock>) -> Now {
         Now { clock, sent: false }
     }
 }
@@ -45,7 +46,7 @@ impl Machine for Now {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn server_time<C: redis::ConnectionLike + ?Sized>(conn: &mut C) -> Result<DateTime<Utc>> {
-    crate::exec::run(conn, Now::new(Arc::new(crate::ServerClock)), None)
+    crate::exec::run(conn, Now::new(Arc::new(crate::clock::ServerClock)), None)
 }
 
 #[cfg(feature = "async")]
@@ -53,5 +54,5 @@ pub fn server_time<C: redis::ConnectionLike + ?Sized>(conn: &mut C) -> Result<Da
 pub async fn server_time_async<C: redis::aio::ConnectionLike + Send>(
     conn: &mut C,
 ) -> Result<DateTime<Utc>> {
-    crate::exec::run_async(conn, Now::new(Arc::new(crate::ServerClock)), None).await
+    crate::exec::run_async(conn, Now::new(Arc::new(crate::clock::ServerClock)), None).await
 }

@@ -10,8 +10,8 @@ use super::mirror::FillMachine;
 use super::probe::probed;
 use super::whole::{Which, WholeMachine};
 use super::Core;
+use crate::engine::machine::Machine;
 use crate::error::Error;
-use crate::exec::Machine;
 use crate::proto::script::{DataOp, Record};
 
 /// Mirror fill (when enabled), the data operation (keeping its answers in

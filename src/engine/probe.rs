@@ -3,8 +3,9 @@
 //! tells which holds what, and the error says so.
 
 use super::Core;
+use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
-use crate::exec::{Machine, Poll, Replies};
+use crate::proto::request::Replies;
 use crate::proto::{is_wrongtype, probe, whole};
 
 /// The keys being probed, with the type each should have, and the error.

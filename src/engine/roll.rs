@@ -6,8 +6,9 @@
 use super::alloc::PreallocMachine;
 use super::trash::TrashMachine;
 use super::Core;
+use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
-use crate::exec::{Machine, Poll, Replies, Request};
+use crate::proto::request::{Replies, Request};
 use crate::proto::{load, roll, take_one};
 use crate::view::{Due, Growth, NewGen, Roll, View};
 use chrono::{DateTime, Utc};

@@ -6,9 +6,10 @@
 //! list and the keys are in Redis.
 
 use super::chain::MachineExt;
+use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
-use crate::exec::{Machine, Poll, Replies, Request};
 use crate::keys::Keys;
+use crate::proto::request::{Replies, Request};
 use crate::proto::{as_string, take_one};
 use crate::scripts;
 use redis::Value;
@@ -214,7 +215,7 @@ impl Machine for UnreadableDrop {
                 match crate::proto::as_string(&reply).as_deref() {
                     Some("OK") => Ok(Poll::Ready(true)),
                     Some("GONE") => Ok(Poll::Ready(false)),
-                    Some("STALE") => Err(crate::Error::Contention {
+                    Some("STALE") => Err(crate::error::Error::Contention {
                         name: self.keys.name().to_string(),
                         retries: 1,
                     }),
@@ -270,7 +271,7 @@ mod tests {
     #[test]
     fn the_sweep_follows_the_cursor_until_scan_is_done() {
         // A name of an earlier version, with a glob character.
-        let k = Keys::new(crate::FilterName::existing("a*").unwrap());
+        let k = Keys::new(crate::keys::FilterName::existing("a*").unwrap());
         let mut m = SweepMachine::new(k.clone());
         let Poll::Send(first) = m.step(None).unwrap() else {
             panic!("expected a request")

@@ -4,8 +4,9 @@
 //! the filter changed meanwhile.
 
 use super::Core;
+use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
-use crate::exec::{Machine, Poll, Replies};
+use crate::proto::request::Replies;
 use crate::proto::whole::{self, Outcome};
 use crate::proto::{load, take_one};
 use crate::view::View;
@@ -121,7 +122,7 @@ mod tests {
     }
 
     /// The command names of a request.
-    fn names(req: &crate::exec::Request) -> Vec<String> {
+    fn names(req: &crate::proto::request::Request) -> Vec<String> {
         (0..req.len()).map(|i| req.args(i)[0].clone()).collect()
     }
 

@@ -220,7 +220,11 @@ fn decode_generation(f: &Fields, seq: u64) -> Result<Generation> {
     let scheme = Scheme::parse(scheme_s)
         .ok_or_else(|| f.corrupt(&scheme_f, format!("unknown scheme {scheme_s:.40?}")))?;
     let bits = f.u64(&name(field::G_BITS))?;
-    let hashes = f.u64_in(&name(field::G_HASHES), 1, u64::from(crate::MAX_HASHES))? as u32;
+    let hashes = f.u64_in(
+        &name(field::G_HASHES),
+        1,
+        u64::from(crate::params::MAX_HASHES),
+    )? as u32;
     let blocks_f = name(field::G_BLOCKS);
     let blocks = f.u64_in(&blocks_f, 1, u64::from(u32::MAX))?;
     if bits % blocks != 0 {
@@ -230,7 +234,7 @@ fn decode_generation(f: &Fields, seq: u64) -> Result<Generation> {
         ));
     }
     let block_bits = bits / blocks;
-    if !(crate::MIN_BITS..=crate::MAX_BLOCK_BITS).contains(&block_bits) {
+    if !(crate::params::MIN_BITS..=crate::params::MAX_BLOCK_BITS).contains(&block_bits) {
         return Err(f.corrupt(
             &name(field::G_BITS),
             format!("blocks of {block_bits} bits are not between 8 and 2^32"),

@@ -2,9 +2,9 @@
 //! reserving them, probing that the module is there, deleting a reservation
 //! that lost a creation race.
 
-use crate::exec::Request;
 use crate::keys::Keys;
 use crate::metadata::fmt_f64;
+use crate::proto::request::Request;
 use crate::scripts;
 use crate::view::NewGen;
 

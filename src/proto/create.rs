@@ -2,10 +2,10 @@
 
 use super::{as_string, unexpected};
 use crate::error::{Error, Result};
-use crate::exec::Request;
 use crate::generation::Layout;
 use crate::keys::Keys;
 use crate::metadata::{field, generation_fields, Kind, FORMAT_VERSION};
+use crate::proto::request::Request;
 use crate::scripts;
 use crate::view::{Accept, View};
 use redis::Value;

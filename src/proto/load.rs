@@ -2,9 +2,9 @@
 
 use super::{pairs, unexpected};
 use crate::error::{Error, Result};
-use crate::exec::Request;
 use crate::keys::Keys;
 use crate::metadata::Fields;
+use crate::proto::request::Request;
 use crate::scripts;
 use crate::view::{Accept, View};
 use redis::Value;

@@ -9,6 +9,7 @@ pub(crate) mod create;
 pub(crate) mod dump;
 pub(crate) mod load;
 pub(crate) mod probe;
+pub(crate) mod request;
 pub(crate) mod roll;
 pub(crate) mod script;
 pub(crate) mod time;
@@ -16,7 +17,7 @@ pub(crate) mod txn;
 pub(crate) mod whole;
 
 use crate::error::{Error, Result};
-use crate::exec::Replies;
+use crate::proto::request::Replies;
 use redis::Value;
 use std::collections::BTreeMap;
 

@@ -2,8 +2,8 @@
 //! this one compare-and-set.
 
 use crate::error::{Error, Result};
-use crate::exec::Request;
 use crate::keys::Keys;
+use crate::proto::request::Request;
 use crate::scripts;
 use crate::view::{Roll, View};
 use redis::Value;

@@ -5,8 +5,8 @@
 
 use super::{as_string, unexpected};
 use crate::error::{Error, Result};
-use crate::exec::Request;
 use crate::keys::Keys;
+use crate::proto::request::Request;
 use crate::scripts;
 use crate::view::{Role, View};
 use redis::Value;

@@ -13,8 +13,8 @@
 
 use super::script::DataOp;
 use crate::error::{Error, Result};
-use crate::exec::{Replies, Request};
 use crate::keys::Keys;
+use crate::proto::request::{Replies, Request};
 use crate::scripts;
 use crate::view::{Role, View};
 use redis::Value;

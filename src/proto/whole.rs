@@ -1,8 +1,8 @@
 //! Scripts over every key of a filter: clear and drop.
 
 use crate::error::{Error, Result};
-use crate::exec::Request;
 use crate::keys::Keys;
+use crate::proto::request::Request;
 use crate::scripts;
 use crate::view::View;
 use redis::Value;

@@ -2,9 +2,10 @@
 //! a due lazy rotation, growth, a conversion, or a failure to report.
 
 use super::{DataMachine, DataOutput, State};
+use crate::engine::machine::{Machine, Poll};
 use crate::engine::roll::{DueRotation, RollMachine};
 use crate::error::{Error, Result};
-use crate::exec::{Machine, Poll, Replies};
+use crate::proto::request::Replies;
 use crate::proto::script::DataOp;
 use crate::proto::{is_module_missing, load};
 use crate::view::View;

@@ -7,10 +7,11 @@
 use super::plan::Pace;
 use super::roll::{DueRotation, Grow, RollMachine};
 use super::Core;
+use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
-use crate::exec::{Machine, Poll, Replies};
 use crate::hashing::ItemHash;
 use crate::items::Items;
+use crate::proto::request::Replies;
 use crate::proto::script::{Batch, DataOp, Record};
 use crate::proto::txn::{self, Verdict};
 use crate::proto::{load, now_arg, take_one};

@@ -3,9 +3,10 @@
 //! rotation, growth, a refusal at capacity, or waiting for reserved room).
 
 use super::{DataMachine, DataOutput, ScriptRound, State, BUSY_ROUNDS};
+use crate::engine::machine::{Machine, Poll};
 use crate::engine::roll::{Grow, RollMachine};
 use crate::error::{Error, Result};
-use crate::exec::{Machine, Poll, Replies};
+use crate::proto::request::Replies;
 use crate::proto::script::{self, Status};
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! The pure machine driven with canned replies: no server.
 use super::*;
-use crate::exec::Request;
+use crate::proto::request::Request;
 use crate::proto::script::Record;
 use crate::testkit::{fields, keys, view_at, view_of, ALL};
 use crate::view::Accept;

@@ -2,8 +2,9 @@
 //! transaction, the commit of counts and reservations.
 
 use super::{DataMachine, DataOutput, ReadRound, State, TxRound};
+use crate::engine::machine::Poll;
 use crate::error::Result;
-use crate::exec::{Poll, Replies};
+use crate::proto::request::Replies;
 use crate::proto::txn::{self, TxOutcome, Verdict};
 
 impl DataMachine {

@@ -3,7 +3,7 @@
 
 use super::int;
 use crate::error::{Error, Result};
-use crate::exec::{Replies, Request};
+use crate::proto::request::{Replies, Request};
 use crate::proto::{as_string, unexpected};
 
 /// One legacy key as measured.

@@ -2,7 +2,7 @@
 //! and a copy, `SETRANGE` for a copy.
 
 use crate::error::Result;
-use crate::exec::Request;
+use crate::proto::request::Request;
 use crate::proto::unexpected;
 use redis::Value;
 

@@ -3,8 +3,8 @@
 //! fence that makes the blocks permanent (docs/FORMAT.md §10.3).
 
 use crate::error::{Error, Result};
-use crate::exec::Request;
 use crate::keys::Keys;
+use crate::proto::request::Request;
 use crate::proto::{as_string, unexpected};
 use crate::scripts;
 use redis::Value;
