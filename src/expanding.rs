@@ -10,10 +10,11 @@
 //! `p / 2^(i+1)`.
 
 use crate::engine::chain::MachineExt;
-use crate::engine::machine::{Machine, Poll};
+use crate::engine::convert::{Conversion, ConvertMachine, Plan};
+use crate::engine::machine::Machine;
 use crate::engine::probe::probed;
 use crate::engine::roll::{Grow, RollMachine};
-use crate::engine::{create, load::LoadMachine, Core};
+use crate::engine::{create, Core};
 use crate::error::{Error, Result};
 use crate::generation::{Backend, Layout};
 use crate::handle::{
@@ -24,9 +25,6 @@ use crate::keys::{FilterName, Keys};
 use crate::metadata::{field, fmt_f64, Common, Fields, Kind};
 use crate::params::{BloomParams, ErrorRate, DEFAULT_MAX_BITS, DEFAULT_MAX_BLOCK_BITS};
 use crate::proto::create::{Blueprint, Opened};
-use crate::proto::request::{Replies, Request};
-use crate::proto::{load, take_one};
-use crate::scripts;
 use crate::view::{Absorb, Accept, Codec, Growth, NewGen, Policy, Role, View};
 use std::sync::Arc;
 
@@ -383,18 +381,19 @@ impl ExpandingBuilder {
         let keys = Keys::new(FilterName::new(&self.name)?);
         let k = keys.clone();
         let wait = self.wait;
-        Ok(ConvertMachine {
-            keys,
+        let plan = ToExpanding {
             builder: self.clone(),
-            state: ConvertState::Load(LoadMachine::new(k.clone(), CONVERTIBLE)),
-            stalls: 0,
             take_any: false,
-        }
-        .map(move |view| {
-            let mut core = Core::new(k, view, Accept::One(CODEC), Vec::new());
-            core.wait = wait;
-            Ok(ExpandingFilter::from_core(core))
-        }))
+        };
+        // No handle yet whose retry limit would apply: the library's.
+        let max_retries = crate::engine::DEFAULT_MAX_RETRIES;
+        Ok(
+            ConvertMachine::new(keys, CONVERTIBLE, plan, max_retries).map(move |view| {
+                let mut core = Core::new(k, view, Accept::One(CODEC), Vec::new());
+                core.wait = wait;
+                Ok(ExpandingFilter::from_core(core))
+            }),
+        )
     }
 }
 
@@ -640,41 +639,33 @@ pub(crate) const CODEC: Codec = Codec {
 /// `when_full = expand`: this builder's defaults; an expanding filter found
 /// instead (converted by another writer, whatever its parameters) is taken
 /// as it is.
-fn absorb_full(keys: &Keys) -> Box<dyn Machine<Output = View> + Send> {
-    Box::new(ConvertMachine {
-        keys: keys.clone(),
+fn absorb_full(keys: &Keys, max_retries: u32) -> Box<dyn Machine<Output = View> + Send> {
+    let plan = ToExpanding {
         builder: ExpandingFilter::builder(keys.name().as_str()),
-        state: ConvertState::Load(LoadMachine::new(keys.clone(), CONVERTIBLE)),
-        stalls: 0,
         take_any: true,
-    })
+    };
+    Box::new(ConvertMachine::new(
+        keys.clone(),
+        CONVERTIBLE,
+        plan,
+        max_retries,
+    ))
 }
 
-enum ConvertState {
-    Load(LoadMachine),
-    Convert,
-    Reload,
-}
-
-/// In-place conversion of a base filter into generation 0 of an expanding
-/// filter.
-struct ConvertMachine {
-    keys: Keys,
+/// The policy of converting a base filter in place into generation 0 of an
+/// expanding filter built by `builder` (the machine is the engine's).
+struct ToExpanding {
     builder: ExpandingBuilder,
-    state: ConvertState,
-    stalls: u32,
     /// An expanding filter found is taken whatever its parameters, rather
     /// than checked against the builder's.
     take_any: bool,
 }
 
-impl ConvertMachine {
-    /// The conversion of `view` (a bloom filter), or the expanding filter
-    /// it already is.
-    fn decide(&mut self, view: View) -> Result<Poll<View>> {
+impl Plan for ToExpanding {
+    fn plan(&mut self, view: &View) -> Result<Conversion> {
         let b = &self.builder;
         if view.kind == Kind::Expanding && self.take_any {
-            return Ok(Poll::Ready(view));
+            return Ok(Conversion::Done);
         }
         if view.kind == Kind::Expanding {
             // Already converted (by this or another process): the
@@ -686,27 +677,26 @@ impl ConvertMachine {
                 (field::MAX_BYTES, b.max_bytes.to_string()),
                 (field::MAX_BITS, b.max_bits.to_string()),
             ])?;
-            return Ok(Poll::Ready(view));
+            return Ok(Conversion::Done);
         }
         let g = view.newest();
         let r = b.tightening;
-        let p0 = view
-            .policy
-            .params()
-            .iter()
-            .find(|(k, _)| *k == field::ERROR_RATE)
-            .and_then(|(_, v)| v.parse::<f64>().ok())
+        let stored = |key: &str| {
+            view.policy
+                .params()
+                .into_iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v)
+        };
+        let p0 = stored(field::ERROR_RATE)
+            .and_then(|v| v.parse::<f64>().ok())
             .unwrap_or_else(|| {
                 crate::params::false_positive_rate(g.layout.bits, g.layout.hashes, g.capacity)
             });
         // Generation 0 stays what it is, on its backend: the new ones grow
         // on the same one.
-        let backend = view
-            .policy
-            .params()
-            .iter()
-            .find(|(k, _)| *k == field::BACKEND)
-            .and_then(|(_, v)| v.parse::<Backend>().ok())
+        let backend = stored(field::BACKEND)
+            .and_then(|v| v.parse::<Backend>().ok())
             .unwrap_or_default();
         if let Some(asked) = b.backend.filter(|&asked| asked != backend) {
             return Err(Error::ParameterMismatch {
@@ -722,77 +712,10 @@ impl ConvertMachine {
         nb.max_block_bits = g.layout.block_bits().max(8);
         nb.backend = Some(backend);
         let spec = nb.spec()?;
-        // What the filter will say once converted must read back as an
-        // expanding filter: checked here, before anything is written, so a
-        // conversion never leaves a filter nobody can open.
-        let mut after = view.fields.clone();
-        after
-            .raw
-            .insert(field::KIND.into(), Kind::Expanding.as_str().into());
-        for (f, v) in &spec.params {
-            after.raw.insert((*f).into(), v.clone().into_bytes());
-        }
-        View::decode(after, None, "", Accept::One(CODEC)).map_err(|e| Error::Internal(format!(
-            "converting filter {:?} would leave metadata that cannot be read ({e}); nothing was written",
-            view.name
-        )))?;
-        let epoch = view
-            .epoch
-            .checked_add(1)
-            .ok_or_else(|| Error::LimitReached {
-                name: view.name.clone(),
-                limit: "the epoch cannot grow further".into(),
-            })?;
-        let mut cmd = scripts::CONVERT.invoke(&[self.keys.meta().to_string(), self.keys.fence()]);
-        cmd.arg(&view.uid)
-            .arg(view.epoch)
-            .arg(view.cleared)
-            .arg(Kind::Bloom.as_str())
-            .arg(epoch);
-        cmd.arg(field::KIND).arg(Kind::Expanding.as_str());
-        for (f, v) in &spec.params {
-            cmd.arg(*f).arg(v);
-        }
-        let mut req = Request::new();
-        req.script(&scripts::CONVERT, cmd);
-        self.state = ConvertState::Convert;
-        Ok(Poll::Send(req))
-    }
-}
-
-impl Machine for ConvertMachine {
-    type Output = View;
-
-    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<View>> {
-        match std::mem::replace(&mut self.state, ConvertState::Reload) {
-            ConvertState::Load(mut m) => match m.step(replies)? {
-                Poll::Send(req) => {
-                    self.state = ConvertState::Load(m);
-                    Ok(Poll::Send(req))
-                }
-                Poll::Ready(view) => self.decide(view),
-            },
-            ConvertState::Convert => {
-                // Converted by us, or STALE (changed meanwhile): either way
-                // read what is there now and decide from that.
-                take_one(replies)?.map_err(|e| Error::from_script(self.keys.name().as_str(), e))?;
-                self.state = ConvertState::Reload;
-                Ok(Poll::Send(load::request(&self.keys)))
-            }
-            ConvertState::Reload => {
-                // Converted (by us or another process), or changed under
-                // the conversion and still a base filter: decide again.
-                let view = load::decode(&self.keys, CONVERTIBLE, take_one(replies)?)?;
-                self.stalls += 1;
-                if view.kind != Kind::Expanding && self.stalls > crate::engine::DEFAULT_MAX_RETRIES
-                {
-                    return Err(Error::Contention {
-                        name: view.name.clone(),
-                        retries: self.stalls,
-                    });
-                }
-                self.decide(view)
-            }
-        }
+        Ok(Conversion::Set {
+            from: Kind::Bloom,
+            to: CODEC,
+            fields: spec.params,
+        })
     }
 }

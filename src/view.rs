@@ -135,11 +135,11 @@ pub(crate) struct Codec {
 
 /// A kind's in-place takeover of a full filter of kind `from`: `start`
 /// gives the machine that converts it (or finds it converted) and returns
-/// the new view.
+/// the new view, giving up after the handle's retry limit.
 #[derive(Clone, Copy)]
 pub(crate) struct Absorb {
     pub from: Kind,
-    pub start: fn(&Keys) -> Box<dyn crate::engine::machine::Machine<Output = View> + Send>,
+    pub start: fn(&Keys, u32) -> Box<dyn crate::engine::machine::Machine<Output = View> + Send>,
 }
 
 impl fmt::Debug for Codec {

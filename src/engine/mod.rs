@@ -5,6 +5,7 @@
 
 pub(crate) mod alloc;
 pub(crate) mod chain;
+pub(crate) mod convert;
 pub(crate) mod create;
 pub(crate) mod data;
 pub(crate) mod info;
@@ -145,7 +146,7 @@ impl Core {
             .iter()
             .filter_map(|c| c.absorb)
             .find(|a| a.from == kind)
-            .map(|a| (a.start)(&self.keys))
+            .map(|a| (a.start)(&self.keys, self.max_retries))
     }
 
     /// Whether this handle (and its clones) has not warned about
