@@ -89,7 +89,7 @@ impl FromStr for Mode {
                 name: "mode",
                 reason: format!(
                     "{s:?} is not {}",
-                    crate::metadata::one_of(Mode::ALL.iter().map(|m| m.as_str()))
+                    crate::words::one_of(Mode::ALL.iter().map(|m| m.as_str()))
                 ),
             }),
         }

@@ -87,7 +87,7 @@ impl std::str::FromStr for Backend {
                 name: "backend",
                 reason: format!(
                     "{s:?} is not {}",
-                    crate::metadata::one_of(Backend::ALL.iter().map(|b| b.as_str()))
+                    crate::words::one_of(Backend::ALL.iter().map(|b| b.as_str()))
                 ),
             }),
         }

@@ -37,6 +37,7 @@ mod testkit;
 mod uid;
 mod view;
 mod wait;
+mod words;
 
 pub use any::AnyFilter;
 pub use batch::{IdempotentBatch, DEFAULT_RETRY_WINDOW};

@@ -53,7 +53,7 @@ impl Kind {
     /// The kinds' names as a phrase for messages: "bloom, expanding or
     /// circular".
     pub fn choices() -> String {
-        one_of(Kind::ALL.iter().map(|k| k.as_str()))
+        crate::words::one_of(Kind::ALL.iter().map(|k| k.as_str()))
     }
 
     /// The name stored in the metadata hash.
@@ -98,16 +98,6 @@ impl FromStr for Kind {
                 name: "kind",
                 reason: format!("{s:?} is not {}", Kind::choices()),
             })
-    }
-}
-
-/// `"a, b or c"`: the words of a closed list, for messages.
-pub(crate) fn one_of<'a>(words: impl IntoIterator<Item = &'a str>) -> String {
-    let words: Vec<&str> = words.into_iter().collect();
-    match words.split_last() {
-        Some((last, [])) => (*last).to_string(),
-        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
-        None => String::new(),
     }
 }
 
@@ -298,7 +288,6 @@ pub(crate) mod tests {
             assert_eq!(Kind::ALL.iter().filter(|o| *o == k).count(), 1);
         }
         assert_eq!(Kind::choices(), "bloom, expanding or circular");
-        assert_eq!(one_of(["a"]), "a");
     }
 
     /// A valid bloom filter's hash, as `HGETALL` pairs.
