@@ -1,8 +1,8 @@
 //! The machine behind [`copy_string`](super::copy_string): a string key
 //! copied slice by slice, across cluster slots too.
 
+use super::int;
 use super::slices::{all_zero, Slices};
-use super::{int, one};
 use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
 use crate::proto::dump as format;
@@ -54,7 +54,7 @@ impl Machine for CopyMachine {
         match std::mem::replace(&mut self.state, CopyState::Start) {
             CopyState::Start => {
                 self.state = CopyState::Exists;
-                Ok(Poll::Send(one(redis::cmd("EXISTS").arg(&self.to))))
+                Ok(Poll::Send(crate::proto::dump::exists(&self.to)))
             }
             CopyState::Exists => {
                 if int(replies, "EXISTS")? != 0 {
@@ -64,7 +64,7 @@ impl Machine for CopyMachine {
                     });
                 }
                 self.state = CopyState::Len;
-                Ok(Poll::Send(one(redis::cmd("STRLEN").arg(&self.from))))
+                Ok(Poll::Send(crate::proto::dump::length(&self.from)))
             }
             CopyState::Len => match int(replies, "STRLEN")? {
                 0 => Ok(Poll::Ready(0)),

@@ -23,7 +23,7 @@ mod writer;
 use crate::error::Result;
 use crate::exec;
 use crate::metadata::Kind;
-use crate::proto::request::{Replies, Request};
+use crate::proto::request::Replies;
 use crate::proto::take_one;
 use crate::view::View;
 use redis::Value;
@@ -73,10 +73,6 @@ fn int(reply: Option<Replies>, what: &str) -> Result<u64> {
         Value::Int(n) => Ok(u64::try_from(n).unwrap_or(0)),
         v => Err(crate::proto::unexpected(what, &v)),
     }
-}
-
-fn one(cmd: &mut redis::Cmd) -> Request {
-    Request::new().cmd(cmd.clone())
 }
 
 /// Writes filter `name` to `out`: its metadata, then each block of each

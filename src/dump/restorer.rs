@@ -4,7 +4,7 @@
 //! deleted again.
 
 use super::lease::Lease;
-use super::{int, one, RestoreOptions, Summary};
+use super::{int, RestoreOptions, Summary};
 use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
 use crate::keys::{FilterName, Keys};
@@ -281,7 +281,7 @@ impl<'a, R: Read> RestoreMachine<'a, R> {
     fn undo(&mut self, i: usize, e: Option<Error>) -> Result<Poll<Summary>> {
         match self.written.get(i) {
             Some(key) => {
-                let req = one(redis::cmd("UNLINK").arg(key));
+                let req = crate::proto::dump::unlink(key);
                 self.state = RestoreState::Undo(i + 1, e);
                 Ok(Poll::Send(req))
             }
@@ -308,7 +308,7 @@ impl<R: Read> Machine for RestoreMachine<'_, R> {
         let result = match state {
             RestoreState::Exists if replies.is_none() => {
                 self.state = RestoreState::Exists;
-                return Ok(Poll::Send(one(redis::cmd("EXISTS").arg(self.keys.meta()))));
+                return Ok(Poll::Send(crate::proto::dump::exists(&self.keys.meta())));
             }
             RestoreState::Exists => match int(replies, "EXISTS")? {
                 0 => self.next(),

@@ -3,7 +3,7 @@
 //! the bits belong to it.
 
 use super::slices::{all_zero, Slices};
-use super::{int, one, Summary};
+use super::{int, Summary};
 use crate::engine::load::LoadMachine;
 use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
@@ -113,7 +113,7 @@ impl<'a, W: Write> DumpMachine<'a, W> {
     fn block(&mut self, i: usize) -> Result<Poll<Summary>> {
         match self.targets.get(i) {
             Some((_, _, key)) => {
-                let req = one(redis::cmd("STRLEN").arg(key));
+                let req = crate::proto::dump::length(key);
                 self.state = DumpState::Len(i);
                 Ok(Poll::Send(req))
             }

@@ -66,16 +66,7 @@ impl ModuleMachine {
 
     /// Deletes the given blocks (a creation that lost its race or failed).
     pub fn unlink(keys: &Keys, blocks: &[Block]) -> ModuleMachine {
-        let cmds = if blocks.is_empty() {
-            Vec::new()
-        } else {
-            let mut cmd = redis::cmd("UNLINK");
-            for b in blocks {
-                cmd.arg(&b.key);
-            }
-            vec![cmd]
-        };
-        ModuleMachine::new(keys, cmds)
+        ModuleMachine::new(keys, crate::proto::alloc::unlink(blocks))
     }
 
     /// Checks that a filter with RedisBloom generations has its module.

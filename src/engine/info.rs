@@ -39,21 +39,6 @@ impl InfoMachine {
     }
 }
 
-/// `HMGET meta uid epoch cleared`, sent after the last block read: the
-/// blocks were read over several round trips, and only a view still
-/// current after them makes the report one state of the filter. A roll
-/// deletes the blocks it dropped after its step, and a drop deletes every
-/// block after the metadata, so a block read as missing is lost data only
-/// if the view is still current once it was read.
-fn recheck(keys: &crate::keys::Keys) -> redis::Cmd {
-    redis::cmd("HMGET")
-        .arg(keys.meta())
-        .arg(field::UID)
-        .arg(field::EPOCH)
-        .arg(field::CLEARED)
-        .clone()
-}
-
 /// What the recheck found.
 #[derive(Debug, PartialEq, Eq)]
 enum Still {
@@ -298,7 +283,7 @@ impl Machine for InfoMachine {
                     let view = self.core.publish(view)?;
                     let mut steps = requests(&self.core.keys, &view);
                     if let Some(last) = steps.last_mut() {
-                        last.push(recheck(&self.core.keys), None);
+                        last.push(crate::proto::whole::recheck(&self.core.keys), None);
                     }
                     steps.reverse();
                     self.state = State::Bits(view, steps, Vec::new());

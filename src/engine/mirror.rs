@@ -111,13 +111,8 @@ impl FillMachine {
                     let size = gen.layout.block_bits().div_ceil(8);
                     let start = bytes.len() as u64;
                     let key = self.core.keys.block(&self.view.uid, gen.seq, block);
-                    let req = Request::new().read_only().cmd(
-                        redis::cmd("GETRANGE")
-                            .arg(key)
-                            .arg(start)
-                            .arg(start.saturating_add(CHUNK).min(size).saturating_sub(1))
-                            .clone(),
-                    );
+                    let end = start.saturating_add(CHUNK).min(size).saturating_sub(1);
+                    let req = crate::proto::whole::range(&key, start, end);
                     self.current = Some(Copy::Bitmap { gen, done, bytes });
                     return Some(req);
                 }
@@ -131,9 +126,7 @@ impl FillMachine {
                 }
                 Copy::Module { gen, chain, iter } => {
                     let key = self.core.keys.block(&self.view.uid, gen.seq, 0);
-                    let req = Request::new()
-                        .read_only()
-                        .cmd(redis::cmd("BF.SCANDUMP").arg(key).arg(iter).clone());
+                    let req = crate::proto::whole::scan_dump(&key, iter);
                     self.current = Some(Copy::Module { gen, chain, iter });
                     return Some(req);
                 }

@@ -33,18 +33,7 @@ impl TrashMachine {
 
     /// The last entry of the list, asked for after the deletion of `key`.
     fn peek(&self, delete: Option<&str>) -> Request {
-        let trash = self.keys.trash();
-        let mut req = Request::new();
-        if let Some(key) = delete {
-            // Removing the entry by value, not by position, lets several
-            // clients empty the list at once: each deletes what it saw.
-            req = req
-                .cmd(redis::cmd("DEL").arg(key).clone())
-                .cmd(redis::cmd("LREM").arg(&trash).arg(1).arg(key).clone());
-        } else {
-            req = req.read_only();
-        }
-        req.cmd(redis::cmd("LINDEX").arg(&trash).arg(-1).clone())
+        crate::proto::trash::peek(&self.keys, delete)
     }
 }
 
@@ -194,9 +183,7 @@ impl Machine for UnreadableDrop {
         match std::mem::replace(&mut self.state, UnreadableState::Drop) {
             UnreadableState::Start => {
                 self.state = UnreadableState::Uid;
-                let mut cmd = redis::cmd("HGET");
-                cmd.arg(self.keys.meta()).arg(crate::metadata::field::UID);
-                Ok(Poll::Send(Request::new().read_only().cmd(cmd)))
+                Ok(Poll::Send(crate::proto::trash::uid(&self.keys)))
             }
             UnreadableState::Uid => {
                 let uid = match take_one(replies)?? {

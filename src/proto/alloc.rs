@@ -73,3 +73,15 @@ pub(crate) fn prealloc_request(keys: &Keys, uid: &str, epoch: u64, block: &Block
     req.script(&scripts::PREALLOC, cmd);
     req
 }
+
+/// Deletes the given blocks (none: no command).
+pub(crate) fn unlink(blocks: &[Block]) -> Vec<redis::Cmd> {
+    if blocks.is_empty() {
+        return Vec::new();
+    }
+    let mut cmd = redis::cmd("UNLINK");
+    for b in blocks {
+        cmd.arg(&b.key);
+    }
+    vec![cmd]
+}

@@ -3,6 +3,12 @@
 //! the same view. No I/O and no shared state: the machines in `engine`
 //! decide what to send next; `exec` sends it. Unit-tested with canned
 //! replies.
+//!
+//! Three other pure places build commands, each for what only it knows:
+//! a backend's own commands (`store::*`, chosen per generation), the
+//! reads of a legacy layout (`legacy::check`), and the `WAIT` a write
+//! owes (`wait`). The connection layer (`connect`) sends its own PING,
+//! CLUSTER NODES and SCAN, which are about the connection, not a filter.
 
 pub(crate) mod alloc;
 pub(crate) mod convert;
@@ -14,6 +20,7 @@ pub(crate) mod request;
 pub(crate) mod roll;
 pub(crate) mod script;
 pub(crate) mod time;
+pub(crate) mod trash;
 pub(crate) mod txn;
 pub(crate) mod whole;
 

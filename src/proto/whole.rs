@@ -106,3 +106,33 @@ pub(crate) fn decode(name: &str, reply: redis::RedisResult<Value>) -> Result<Out
         _ => Err(super::unexpected("clear/drop script", &v)),
     }
 }
+
+/// `HMGET meta uid epoch cleared`, sent after the last block read: the
+/// blocks were read over several round trips, and only a view still
+/// current after them makes the report one state of the filter. A roll
+/// deletes the blocks it dropped after its step, and a drop deletes every
+/// block after the metadata, so a block read as missing is lost data only
+/// if the view is still current once it was read.
+pub(crate) fn recheck(keys: &crate::keys::Keys) -> redis::Cmd {
+    redis::cmd("HMGET")
+        .arg(keys.meta())
+        .arg(crate::metadata::field::UID)
+        .arg(crate::metadata::field::EPOCH)
+        .arg(crate::metadata::field::CLEARED)
+        .clone()
+}
+
+/// Bytes `start..=end` of a block.
+pub(crate) fn range(key: &str, start: u64, end: u64) -> Request {
+    Request::new()
+        .read_only()
+        .cmd(redis::cmd("GETRANGE").arg(key).arg(start).arg(end).clone())
+}
+
+/// The chunk of a RedisBloom key's dump after iterator `iter` (0: its
+/// header).
+pub(crate) fn scan_dump(key: &str, iter: i64) -> Request {
+    Request::new()
+        .read_only()
+        .cmd(redis::cmd("BF.SCANDUMP").arg(key).arg(iter).clone())
+}

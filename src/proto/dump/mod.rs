@@ -8,6 +8,7 @@ mod record;
 mod restore;
 
 use crate::error::Error;
+use crate::proto::request::Request;
 
 pub(crate) use range::{decode_bytes, read_request, write_request};
 pub use reader::Reader;
@@ -32,4 +33,23 @@ fn bad(reason: impl Into<String>) -> Error {
     Error::BadDump {
         reason: reason.into(),
     }
+}
+
+/// Whether `key` exists.
+pub(crate) fn exists(key: &str) -> Request {
+    Request::new()
+        .read_only()
+        .cmd(redis::cmd("EXISTS").arg(key).clone())
+}
+
+/// The length of string `key` (0 when it does not exist).
+pub(crate) fn length(key: &str) -> Request {
+    Request::new()
+        .read_only()
+        .cmd(redis::cmd("STRLEN").arg(key).clone())
+}
+
+/// Deletes `key`.
+pub(crate) fn unlink(key: &str) -> Request {
+    Request::new().cmd(redis::cmd("UNLINK").arg(key).clone())
 }
