@@ -308,7 +308,7 @@ impl<R: Read> Machine for RestoreMachine<'_, R> {
         let result = match state {
             RestoreState::Exists if replies.is_none() => {
                 self.state = RestoreState::Exists;
-                return Ok(Poll::Send(crate::proto::dump::exists(&self.keys.meta())));
+                return Ok(Poll::Send(crate::proto::dump::exists(self.keys.meta())));
             }
             RestoreState::Exists => match int(replies, "EXISTS")? {
                 0 => self.next(),
