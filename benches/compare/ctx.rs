@@ -92,12 +92,22 @@ impl Ctx {
             }
             _ => return Ok(()),
         }
-        let mut keys: Vec<String> = redis::cmd("KEYS")
+        let keys: Vec<String> = redis::cmd("KEYS")
             .arg(format!("rotabloom:{{{}}}:*", t.name))
             .query(c0)
             .map_err(e)?;
-        keys.sort();
-        t.template_keys = keys;
+        // Keys with a time to live (a round's reservations, which lapse on
+        // their own) are no part of the filter's state: copied later they
+        // may be gone.
+        let mut lasting = Vec::with_capacity(keys.len());
+        for k in keys {
+            let ttl: i64 = redis::cmd("PTTL").arg(&k).query(c0).map_err(e)?;
+            if ttl == -1 {
+                lasting.push(k);
+            }
+        }
+        lasting.sort();
+        t.template_keys = lasting;
         Ok(())
     }
 
