@@ -267,10 +267,7 @@ impl FrozenCache {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        match self.inner.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+        crate::poison::lock(&self.inner)
     }
 
     /// Drops what the view no longer lists (or lists as cleared since).

@@ -57,10 +57,7 @@ impl ManualClock {
 
     /// Sets the time.
     pub fn set(&self, now: DateTime<Utc>) {
-        match self.0.lock() {
-            Ok(mut g) => *g = now,
-            Err(p) => *p.into_inner() = now,
-        }
+        *crate::poison::lock(&self.0) = now;
     }
 
     /// Moves the time forward (or back, with a negative duration).
@@ -70,10 +67,7 @@ impl ManualClock {
     }
 
     fn get(&self) -> DateTime<Utc> {
-        match self.0.lock() {
-            Ok(g) => *g,
-            Err(p) => *p.into_inner(),
-        }
+        *crate::poison::lock(&self.0)
     }
 }
 

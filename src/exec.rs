@@ -55,12 +55,7 @@ fn query_sync<C: redis::ConnectionLike + ?Sized>(conn: &mut C, req: &Request) ->
         return Ok(out);
     }
     let values = conn.req_packed_commands(&req.pipe().get_packed_pipeline(), 0, n)?;
-    if values.len() != n {
-        return Err(crate::error::Error::UnexpectedReply(format!(
-            "{} replies to {n} commands",
-            values.len()
-        )));
-    }
+    counted(req, values.len())?;
     Ok(values
         .into_iter()
         .map(|v| match v {
@@ -68,6 +63,18 @@ fn query_sync<C: redis::ConnectionLike + ?Sized>(conn: &mut C, req: &Request) ->
             v => Ok(v),
         })
         .collect())
+}
+
+/// A reply per command, or the request's replies cannot be matched to its
+/// commands: an error rather than answers given to the wrong items.
+fn counted(req: &Request, replies: usize) -> Result<()> {
+    let n = req.len();
+    if replies != n {
+        return Err(crate::error::Error::UnexpectedReply(format!(
+            "{replies} replies to {n} commands"
+        )));
+    }
+    Ok(())
 }
 
 // A write's `WAIT` rides in the same pipeline, after its commands (and
@@ -104,6 +111,7 @@ async fn send_async<C: redis::aio::ConnectionLike + Send>(
 ) -> Result<Replies> {
     let waited = add_wait(&mut req, wait);
     let mut replies: Replies = req.pipe().query_async(conn).await?;
+    counted(&req, replies.len())?;
     let mut verdict = strip_wait(&mut replies, waited);
     for _ in 0..NOSCRIPT_RETRIES {
         let Some((idx, mut retry)) = req.retry_noscript(&replies) else {
@@ -111,6 +119,7 @@ async fn send_async<C: redis::aio::ConnectionLike + Send>(
         };
         let waited = add_wait(&mut retry, wait);
         let mut again: Replies = retry.pipe().query_async(conn).await?;
+        counted(&retry, again.len())?;
         verdict = strip_wait(&mut again, waited);
         merge(&mut replies, idx, again);
     }

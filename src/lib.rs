@@ -26,6 +26,7 @@ pub mod kinds;
 mod legacy;
 mod metadata;
 mod params;
+mod poison;
 mod proto;
 mod rbchain;
 mod redact;

@@ -35,18 +35,12 @@ impl Memory {
     /// The latest view any clone loaded. A poisoned lock still holds a
     /// valid `Arc`, so it is used rather than propagated as a panic.
     pub fn view(&self) -> Arc<View> {
-        match self.latest.lock() {
-            Ok(g) => Arc::clone(&g),
-            Err(p) => Arc::clone(&p.into_inner()),
-        }
+        Arc::clone(&crate::poison::lock(&self.latest))
     }
 
     /// Makes `view` the latest.
     pub fn remember(&self, view: Arc<View>) {
-        match self.latest.lock() {
-            Ok(mut g) => *g = view,
-            Err(p) => *p.into_inner() = view,
-        }
+        *crate::poison::lock(&self.latest) = view;
     }
 
     /// Marks generation `seq` as allocated ahead of need; false if it
