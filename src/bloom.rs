@@ -2,7 +2,7 @@
 //! decides and takes every write; capacity is advisory.
 
 use crate::engine::create;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::generation::{Backend, Layout};
 use crate::handle::{
     sealed::{Opens, Sealed},
@@ -247,6 +247,48 @@ impl BloomBuilder {
     pub fn max_block_bits(mut self, max_block_bits: u64) -> Self {
         self.max_block_bits = max_block_bits;
         self
+    }
+
+    /// Splits the filter into `shards` filters over the masters of a Redis
+    /// Cluster, each sized for `ceil(capacity / shards)` items (see
+    /// [`ShardedFilter`](crate::ShardedFilter)); 1 is this filter.
+    ///
+    /// ```no_run
+    /// # let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+    /// let f = rotabloom::BloomFilter::builder("crawl")
+    ///     .capacity(60_000_000)
+    ///     .shards(6)
+    ///     .create_or_open(&mut conn)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn shards(self, shards: u32) -> crate::ShardedBuilder<Self> {
+        crate::ShardedBuilder::new(self, shards)
+    }
+
+    /// The builder of the shard `name` of `shards`, and the whole
+    /// filter's capacity.
+    pub(crate) fn for_shard(&self, name: &str, shards: u32) -> Result<(Self, u64)> {
+        match self.sizing {
+            Some(Sizing::Explicit { .. }) => Err(Error::InvalidParameter {
+                name: "shards",
+                reason: "a shape given in bits and hashes cannot be divided between shards; give a capacity".into(),
+            }),
+            Some(Sizing::Capacity { capacity, error_rate }) => {
+                let mut b = self.clone();
+                b.name = name.to_string();
+                b.sizing = Some(Sizing::Capacity {
+                    capacity: capacity.div_ceil(u64::from(shards.max(1))),
+                    error_rate,
+                });
+                Ok((b, capacity))
+            }
+            None => Ok((self.clone(), 0)),
+        }
+    }
+
+    /// The filter's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
     }
 
     /// Validates the description.

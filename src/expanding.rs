@@ -200,6 +200,27 @@ impl ExpandingBuilder {
         self
     }
 
+    /// Splits the filter into `shards` filters over the masters of a Redis
+    /// Cluster, each sized for `ceil(capacity / shards)` items per first generation
+    /// (see [`ShardedFilter`](crate::ShardedFilter)); 1 is this filter.
+    pub fn shards(self, shards: u32) -> crate::ShardedBuilder<Self> {
+        crate::ShardedBuilder::new(self, shards)
+    }
+
+    /// The builder of the shard `name` of `shards`, and the whole
+    /// filter's capacity.
+    pub(crate) fn for_shard(&self, name: &str, shards: u32) -> Result<(Self, u64)> {
+        let mut b = self.clone();
+        b.name = name.to_string();
+        b.capacity = self.capacity.div_ceil(u64::from(shards.max(1)));
+        Ok((b, self.capacity))
+    }
+
+    /// The filter's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
     /// Validates the description.
     pub fn spec(&self) -> Result<ExpandingSpec> {
         let name = FilterName::new(&self.name)?;

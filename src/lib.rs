@@ -31,6 +31,7 @@ mod rbchain;
 mod redact;
 mod schedule;
 mod scripts;
+mod shard;
 mod store;
 #[cfg(test)]
 mod testkit;
@@ -68,4 +69,5 @@ pub use params::{
 pub use proto::create::Opened;
 pub use redact::redact_urls;
 pub use schedule::{Every, Schedule};
+pub use shard::{ShardableBuilder, ShardedBuilder, ShardedFilter, MAX_SHARDS};
 pub use wait::{WaitReplicas, DEFAULT_WAIT_TIMEOUT};

@@ -1,0 +1,89 @@
+//! What a sharded creation needs of a kind's builder: its name, and the
+//! builder of one shard (same parameters, its own name, the capacity
+//! divided). Sealed: the builders are this crate's.
+
+use crate::error::Result;
+use crate::handle::{Filter, OneKind};
+use crate::proto::create::Opened;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for crate::BloomBuilder {}
+    impl Sealed for crate::ExpandingBuilder {}
+    impl Sealed for crate::CircularBuilder {}
+}
+
+/// A kind's builder that [`ShardedBuilder`](crate::ShardedBuilder) can
+/// divide into shards: [`BloomBuilder`](crate::BloomBuilder),
+/// [`ExpandingBuilder`](crate::ExpandingBuilder),
+/// [`CircularBuilder`](crate::CircularBuilder). Sealed.
+pub trait ShardableBuilder: sealed::Sealed + Clone + Send + Sync + 'static {
+    /// The kind of filter it builds.
+    type Kind: OneKind;
+
+    #[doc(hidden)]
+    const KIND: crate::Kind;
+
+    #[doc(hidden)]
+    fn filter_name(&self) -> &str;
+
+    #[doc(hidden)]
+    fn shard_builder(&self, name: &str, shards: u32) -> Result<(Self, u64)>;
+
+    #[doc(hidden)]
+    fn create<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+    ) -> Result<(Filter<Self::Kind>, Opened)>;
+
+    #[cfg(feature = "async")]
+    #[doc(hidden)]
+    fn create_async<C: redis::aio::ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+    ) -> impl std::future::Future<Output = Result<(Filter<Self::Kind>, Opened)>> + Send;
+}
+
+macro_rules! shardable {
+    ($builder:ty, $kind:ty, $k:expr) => {
+        impl ShardableBuilder for $builder {
+            type Kind = $kind;
+            const KIND: crate::Kind = $k;
+
+            fn filter_name(&self) -> &str {
+                self.name()
+            }
+
+            fn shard_builder(&self, name: &str, shards: u32) -> Result<(Self, u64)> {
+                self.for_shard(name, shards)
+            }
+
+            fn create<C: redis::ConnectionLike + ?Sized>(
+                &self,
+                conn: &mut C,
+            ) -> Result<(Filter<Self::Kind>, Opened)> {
+                self.spec()?.create_or_open(conn)
+            }
+
+            #[cfg(feature = "async")]
+            async fn create_async<C: redis::aio::ConnectionLike + Send>(
+                &self,
+                conn: &mut C,
+            ) -> Result<(Filter<Self::Kind>, Opened)> {
+                self.spec()?.create_or_open_async(conn).await
+            }
+        }
+    };
+}
+
+shardable!(crate::BloomBuilder, crate::kinds::Bloom, crate::Kind::Bloom);
+shardable!(
+    crate::ExpandingBuilder,
+    crate::kinds::Expanding,
+    crate::Kind::Expanding
+);
+shardable!(
+    crate::CircularBuilder,
+    crate::kinds::Circular,
+    crate::Kind::Circular
+);

@@ -1,0 +1,264 @@
+//! Creating and dropping a sharded filter (docs/FORMAT.md §11.4): claim
+//! the name, create the shards, publish; undo everything on a failure;
+//! clean a creation abandoned past its deadline.
+
+use super::build::ShardableBuilder;
+use super::placement::{self, Master};
+use super::root::{check_root, Root, State};
+use super::script::{self, Claim};
+use super::ShardedFilter;
+use crate::error::{Error, Result};
+use crate::keys::{FilterName, Keys};
+use crate::proto::create::Opened;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a creation may take before another creator may clean it up.
+pub const DEFAULT_CREATE_LEASE: Duration = Duration::from_secs(600);
+
+/// A kind's builder with a number of shards: see
+/// [`BloomBuilder::shards`](crate::BloomBuilder::shards).
+#[derive(Clone, Debug)]
+#[must_use]
+pub struct ShardedBuilder<B> {
+    builder: B,
+    shards: u32,
+    lease: Duration,
+}
+
+/// The masters of the cluster behind `conn`, sorted by id; none when it is
+/// not a cluster.
+pub(crate) fn cluster_masters<C: redis::ConnectionLike + ?Sized>(
+    conn: &mut C,
+) -> Result<Vec<Master>> {
+    let reply: redis::RedisResult<redis::Value> =
+        conn.req_command(&redis::cmd("CLUSTER").arg("SLOTS").to_owned());
+    match reply {
+        Ok(v) => placement::masters_from_slots(&v)
+            .ok_or_else(|| Error::UnexpectedReply(format!("CLUSTER SLOTS: {v:?}"))),
+        // A single server: "ERR This instance has cluster support disabled".
+        Err(e) if e.to_string().contains("cluster support disabled") => Ok(Vec::new()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn random_tag() -> u32 {
+    getrandom::u32().unwrap_or_else(|_| {
+        u32::from_str_radix(&crate::uid::new_uid()[..8], 16).unwrap_or_default()
+    })
+}
+
+fn mismatch(name: &str, field: &str, stored: impl ToString, requested: impl ToString) -> Error {
+    Error::ParameterMismatch {
+        name: name.to_string(),
+        field: field.to_string(),
+        stored: stored.to_string(),
+        requested: requested.to_string(),
+    }
+}
+
+/// Drops every listed shard that exists (an unreadable one included).
+fn drop_shards<C: redis::ConnectionLike + ?Sized>(conn: &mut C, root: &Root) -> Result<()> {
+    for sub in &root.shards {
+        match crate::AnyFilter::open(conn, sub) {
+            Ok(f) => {
+                f.drop(conn)?;
+            }
+            Err(Error::NotFound { .. }) => {}
+            Err(_) => {
+                crate::AnyFilter::drop_unreadable(conn, sub)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Drops a sharded filter: marks the root `dropping`, drops the shards,
+/// deletes the root. A drop that died half-way is finished.
+pub(crate) fn drop_root<C: redis::ConnectionLike + ?Sized>(
+    conn: &mut C,
+    root: &Root,
+) -> Result<bool> {
+    let meta = Keys::new(FilterName::existing(&root.name)?)
+        .meta()
+        .to_string();
+    let marked: i64 = script::query(
+        conn,
+        &script::transition(&meta, &root.uid, None, Some(State::Dropping)),
+    )?;
+    if marked == 0 {
+        return Ok(false);
+    }
+    drop_shards(conn, root)?;
+    let _: i64 = script::query(
+        conn,
+        &script::transition(&meta, &root.uid, Some(State::Dropping), None),
+    )?;
+    Ok(true)
+}
+
+impl<B: ShardableBuilder> ShardedBuilder<B> {
+    pub(crate) fn new(builder: B, shards: u32) -> Self {
+        ShardedBuilder {
+            builder,
+            shards,
+            lease: DEFAULT_CREATE_LEASE,
+        }
+    }
+
+    /// How long a creation may take before the next creator counts it as
+    /// abandoned and cleans it up (default 10 minutes).
+    pub fn create_lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// Creates the filter, or opens it when it exists with the same kind,
+    /// shard count and parameters. All or nothing: a failure while the
+    /// shards are created (a master out of memory) drops the ones made
+    /// and the root, and returns the error.
+    pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
+        self,
+        conn: &mut C,
+    ) -> Result<ShardedFilter<B::Kind>> {
+        if self.shards == 1 {
+            return self
+                .builder
+                .create(conn)
+                .map(|(f, _)| ShardedFilter::single(f));
+        }
+        let name = self.builder.filter_name().to_string();
+        let fname = check_root(&name, self.shards)?;
+        let meta = Keys::new(fname).meta().to_string();
+        // Refuse bad parameters before anything is written.
+        let (_, capacity) = self.builder.shard_builder(&name, self.shards)?;
+        for _attempt in 0..3 {
+            let masters = cluster_masters(conn)?;
+            let names = placement::place(&name, self.shards, &masters, random_tag);
+            let root = Root {
+                name: name.clone(),
+                uid: crate::uid::new_uid(),
+                shards: names,
+                kind: B::KIND,
+                capacity,
+                state: State::Creating,
+                deadline: None,
+                created_at: None,
+            };
+            let lease_ms = u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX);
+            let reply: redis::Value = script::query(conn, &script::claim(&meta, &root, lease_ms))?;
+            match script::decode_claim(&meta, &reply)? {
+                Claim::Claimed => return self.build(conn, &meta, root),
+                Claim::Exists { now_ms, fields } => {
+                    if !Root::is_root(&fields) {
+                        return Err(mismatch(&name, "shards", 1, self.shards));
+                    }
+                    let found = Root::decode(&name, &fields)?;
+                    match found.state {
+                        State::Ready => return self.open_existing(conn, found),
+                        State::Creating if found.deadline.is_some_and(|d| now_ms > d) => {
+                            // Abandoned: §11.4 says the next creator cleans.
+                            drop_shards(conn, &found)?;
+                            let _: i64 = script::query(
+                                conn,
+                                &script::transition(&meta, &found.uid, Some(State::Creating), None),
+                            )?;
+                        }
+                        state => return Err(super::busy(&name, state)),
+                    }
+                }
+            }
+        }
+        Err(Error::Contention { name, retries: 3 })
+    }
+
+    /// Creates the shards of a claimed root, then publishes it; undoes
+    /// everything on a failure.
+    fn build<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+        meta: &str,
+        root: Root,
+    ) -> Result<ShardedFilter<B::Kind>> {
+        let mut made = Vec::with_capacity(root.shards.len());
+        let mut failure = None;
+        for sub in &root.shards {
+            let made_one = self
+                .builder
+                .shard_builder(sub, self.shards)
+                .and_then(|(b, _)| b.create(conn));
+            match made_one {
+                Ok((f, Opened::Created)) => made.push(f),
+                Ok((f, Opened::Existing)) => {
+                    // A random tag met a filter of that name: not ours.
+                    let _ = f;
+                    failure = Some(Error::AlreadyExists { name: sub.clone() });
+                    break;
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        if failure.is_none() {
+            let published: i64 = script::query(
+                conn,
+                &script::transition(meta, &root.uid, Some(State::Creating), Some(State::Ready)),
+            )?;
+            if published == 1 {
+                return Ok(ShardedFilter {
+                    name: root.name.clone(),
+                    root: Some(Arc::new(Root {
+                        state: State::Ready,
+                        ..root
+                    })),
+                    shards: made,
+                });
+            }
+            // Our lease ran out and another creator cleaned up.
+            failure = Some(Error::Contention {
+                name: root.name.clone(),
+                retries: 0,
+            });
+        }
+        for f in &made {
+            f.drop(conn)?;
+        }
+        let _: i64 = script::query(
+            conn,
+            &script::transition(meta, &root.uid, Some(State::Creating), None),
+        )?;
+        Err(failure.unwrap_or_else(|| Error::Internal("sharded create failed".into())))
+    }
+
+    /// Opens an existing sharded filter after checking that it is the one
+    /// asked for: kind, shard count, capacity, and every shard's
+    /// parameters (each shard's create-or-open compares them).
+    fn open_existing<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+        found: Root,
+    ) -> Result<ShardedFilter<B::Kind>> {
+        let name = found.name.clone();
+        if found.kind != B::KIND {
+            return Err(Error::KindMismatch {
+                name,
+                expected: B::KIND.as_str(),
+                found: found.kind.as_str().to_string(),
+            });
+        }
+        if found.shards.len() != self.shards as usize {
+            return Err(mismatch(&name, "shards", found.shards.len(), self.shards));
+        }
+        let opened = ShardedFilter::<B::Kind>::open(conn, &name)?;
+        for sub in &found.shards {
+            let (b, capacity) = self.builder.shard_builder(sub, self.shards)?;
+            if capacity != found.capacity {
+                return Err(mismatch(&name, "capacity", found.capacity, capacity));
+            }
+            b.create(conn)?;
+        }
+        Ok(opened)
+    }
+}
