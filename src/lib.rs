@@ -69,5 +69,8 @@ pub use params::{
 pub use proto::create::Opened;
 pub use redact::redact_urls;
 pub use schedule::{Every, Schedule};
-pub use shard::{ShardableBuilder, ShardedBuilder, ShardedFilter, MAX_SHARDS};
+pub use shard::{
+    ShardPlan, ShardableBuilder, ShardedBatch, ShardedBuilder, ShardedFilter, DEFAULT_CREATE_LEASE,
+    MAX_SHARDS, SHARDED_FORMAT,
+};
 pub use wait::{WaitReplicas, DEFAULT_WAIT_TIMEOUT};

@@ -47,6 +47,78 @@ fn set_maxmemory(cluster: &RedisCluster, value: &str, policy: &str) {
     }
 }
 
+/// On a single server: shards with random tags; a creation that died
+/// half-way is "being created" to readers, and cleaned by the next create
+/// after its deadline.
+#[test]
+fn sharded_filters_on_one_server() {
+    let server = harness::RedisServer::start();
+    let mut conn = server.connection();
+    let f = BloomFilter::builder("one")
+        .capacity(3000)
+        .shards(3)
+        .create_or_open(&mut conn)
+        .unwrap();
+    assert_eq!(f.masters(&mut conn).unwrap(), vec![None, None, None]);
+    let items: Vec<String> = (0..300).map(|i| format!("s{i}")).collect();
+    assert!(all(f.check_and_insert_many(&mut conn, &items).unwrap()));
+    assert!(all(f.contains_many(&mut conn, &items).unwrap()));
+    assert!(f.drop(&mut conn).unwrap());
+    assert_eq!(
+        harness::scan(&mut conn, "rotabloom:*"),
+        Vec::<String>::new()
+    );
+
+    // A creator that died after its first shard: the root says creating,
+    // its deadline passed (written by hand, as that creator would have).
+    let orphan = BloomFilter::builder("half:shard:0:00000001")
+        .capacity(1000)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg("rotabloom:{half}:meta")
+        .arg(&[
+            ("format", "sharded-1"),
+            ("uid", "00000000000000aa"),
+            ("shards", "2"),
+            ("kind", "bloom"),
+            ("capacity", "2000"),
+            ("state", "creating"),
+            ("deadline", "1"),
+            ("created_at", "0"),
+            ("shard.0", "half:shard:0:00000001"),
+            ("shard.1", "half:shard:1:00000002"),
+        ])
+        .query(&mut conn)
+        .unwrap();
+    let e = ShardedFilter::<rotabloom::kinds::Any>::open(&mut conn, "half").unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::ShardedBusy {
+                state: "created",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let f = BloomFilter::builder("half")
+        .capacity(2000)
+        .shards(2)
+        .create_or_open(&mut conn)
+        .unwrap();
+    assert!(!f.shard_names().contains(&orphan.name()), "a new shard set");
+    assert!(matches!(
+        BloomFilter::open(&mut conn, orphan.name()),
+        Err(Error::NotFound { .. })
+    ));
+    assert!(f.drop(&mut conn).unwrap());
+    assert_eq!(
+        harness::scan(&mut conn, "rotabloom:*"),
+        Vec::<String>::new()
+    );
+}
+
 #[test]
 fn sharded_filters_on_a_cluster() {
     let cluster = RedisCluster::start();
@@ -55,6 +127,37 @@ fn sharded_filters_on_a_cluster() {
     a_missing_shard_is_loud(&cluster);
     bigger_than_any_master(&cluster);
     async_batches(&cluster);
+    idempotent_batches(&cluster);
+}
+
+/// A sharded idempotent batch sent again (its reply lost) answers as the
+/// first time, shard by shard; under its token in a new process too.
+fn idempotent_batches(cluster: &RedisCluster) {
+    let mut conn = cluster.connection();
+    let f = BloomFilter::builder("once")
+        .capacity(30_000)
+        .shards(6)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let items: Vec<String> = (0..2000).map(|i| format!("o{i}")).collect();
+    let mut batch = f.idempotent_batch(&items);
+    let first = batch.check_and_insert(&mut conn).unwrap();
+    assert!(all(first.clone()));
+    let token = batch.token().to_string();
+    // The same items under the same token, from a fresh handle: the
+    // records answer "new" again, nothing is written twice.
+    let g = ShardedFilter::<rotabloom::kinds::Bloom>::open(&mut conn, "once").unwrap();
+    let mut again = g.idempotent_batch(&items).with_token(&token).unwrap();
+    assert_eq!(again.check_and_insert(&mut conn).unwrap(), first);
+    // A new token is a new write: nothing is new.
+    let mut other = g.idempotent_batch(&items);
+    assert!(other
+        .check_and_insert(&mut conn)
+        .unwrap()
+        .iter()
+        .all(|&b| !b));
+    assert_eq!(f.count(&mut conn).unwrap(), 2000);
+    assert!(f.drop(&mut conn).unwrap());
 }
 
 /// A 6-shard filter lies on all 3 masters; 8 writers racing over the same

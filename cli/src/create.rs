@@ -48,6 +48,9 @@ fn flag(s: &'static Setting) -> Arg {
     if s.flag() != s.key() && !s.key().contains('_') {
         arg = arg.visible_alias(s.key());
     }
+    if s.key() == "shards" {
+        arg = arg.env("ROTABLOOM_SHARDS");
+    }
     match s.value_name() {
         None => arg.action(ArgAction::SetTrue),
         Some(name) => arg.value_name(name).value_parser(move |text: &str| {
@@ -169,6 +172,10 @@ pub fn run(
         return Ok(worst);
     }
     for def in &defs {
+        if def.shards() > 1 {
+            create_sharded(ctx, &mut conn, def, output, &mut out)?;
+            continue;
+        }
         let (f, how) = create_one(ctx, &mut conn, def, from)?;
         let info = f.info(&mut conn)?;
         let bytes: u64 = info.generations.iter().map(|g| g.bits.div_ceil(8)).sum();
@@ -209,6 +216,46 @@ pub fn run(
         output.print(&mut out, &text, &doc, how == Opened::Created)?;
     }
     Ok(0)
+}
+
+/// Creates or opens the sharded filter `def` and says which, with its
+/// shape: kind, shards, memory of all of them.
+fn create_sharded(
+    ctx: &Ctx,
+    conn: &mut Connection,
+    def: &FilterDef,
+    output: Output,
+    out: &mut impl io::Write,
+) -> anyhow::Result<()> {
+    let (f, how) = ctx.create_sharded(conn, def)?;
+    let infos = f.info(conn)?;
+    let bytes: u64 = infos
+        .iter()
+        .flat_map(|i| &i.generations)
+        .map(|g| g.bits.div_ceil(8))
+        .fold(0, u64::saturating_add);
+    let shape = format!(
+        "{}, {}, {}",
+        f.kind(),
+        show::count(u64::from(f.shard_count()), "shard"),
+        show::bytes(bytes)
+    );
+    let (text, result) = match how {
+        Opened::Created => (format!("{}: created ({shape})", def.name()), "created"),
+        Opened::Existing => (
+            format!("{}: exists, same parameters ({shape})", def.name()),
+            "exists",
+        ),
+    };
+    let doc = json!({
+        "name": def.name(),
+        "result": result,
+        "kind": f.kind(),
+        "shards": f.shard_count(),
+        "memory_bytes": bytes,
+    });
+    output.print(out, &text, &doc, how == Opened::Created)?;
+    Ok(())
 }
 
 /// The exit code of `create --dry-run` when a filter would not fit.

@@ -43,6 +43,8 @@ fn every_subcommand_on_a_cluster() {
     let out = bin::with_config(&dir, &toml, &["check", "b0", "x", "nope"]).ok();
     assert_eq!(out.stdout, "x\n");
 
+    sharded(&cluster, &url);
+
     // No seed node answers: one line, exit 3.
     let dead = RedisServer::start();
     let port = dead.port();
@@ -53,4 +55,141 @@ fn every_subcommand_on_a_cluster() {
         line.starts_with(&format!("rotabloom: cannot connect to {down}: ")),
         "{line}"
     );
+}
+
+/// A sharded filter from the command line: created with `--shards` (and
+/// `ROTABLOOM_SHARDS`), filled by `filter`, shown by `status` with one line
+/// per shard, rotated shard by shard, listed once, a missing shard loud
+/// (`status --check` exit 4), dropped whole.
+fn sharded(cluster: &RedisCluster, url: &str) {
+    let r = |args: &[&str]| {
+        let mut all = vec!["--redis", url];
+        all.extend_from_slice(args);
+        bin::rotabloom(&all, &[], b"")
+    };
+    let out = r(&[
+        "create",
+        "sh",
+        "--kind",
+        "bloom",
+        "--capacity",
+        "60000",
+        "--shards",
+        "6",
+    ])
+    .ok();
+    assert!(out.stdout.contains("created (bloom, 6 shards"), "{out:?}");
+    let out = bin::rotabloom(
+        &[
+            "--redis",
+            url,
+            "create",
+            "shenv",
+            "--kind",
+            "bloom",
+            "--capacity",
+            "3000",
+        ],
+        &[("ROTABLOOM_SHARDS", "3")],
+        b"",
+    )
+    .ok();
+    assert!(out.stdout.contains("3 shards"), "{out:?}");
+
+    // `filter` drops repeats, exactly as unsharded.
+    let input: String = (0..3000).map(|i| format!("u{}\n", i % 2000)).collect();
+    let out = bin::rotabloom(&["--redis", url, "filter", "sh"], &[], input.as_bytes()).ok();
+    assert_eq!(out.stdout.lines().count(), 2000, "{}", out.stderr);
+    let again = bin::rotabloom(&["--redis", url, "filter", "sh"], &[], input.as_bytes()).ok();
+    assert_eq!(again.stdout, "");
+    let out = r(&["check", "sh", "u1", "u1999", "nope"]).ok();
+    assert_eq!(out.stdout, "u1\nu1999\n");
+
+    // status: totals, one line per shard with its master; JSON "shards".
+    let out = r(&["status", "sh"]).ok();
+    assert!(out.stdout.contains("6 shards"), "{out:?}");
+    assert!(
+        out.stdout.contains("2,000 items") || out.stdout.contains("2000 items"),
+        "{out:?}"
+    );
+    let lines = out
+        .stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("shard "))
+        .count();
+    assert_eq!(lines, 6, "{out:?}");
+    assert!(out.stdout.contains(" on 127.0.0.1:"), "{out:?}");
+    let out = r(&["status", "sh", "--json"]).ok();
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["filters"][0]["shards"], 6);
+    assert_eq!(doc["filters"][0]["items"], 2000);
+    assert_eq!(
+        doc["filters"][0]["shard_filters"].as_array().unwrap().len(),
+        6
+    );
+
+    // list: the filter once, not its shards.
+    let out = r(&["list"]).ok();
+    assert!(out.stdout.lines().any(|l| l == "sh"), "{out:?}");
+    assert!(!out.stdout.contains(":shard:"), "{out:?}");
+
+    // A circular sharded filter rotates every shard.
+    r(&[
+        "create",
+        "shw",
+        "--kind",
+        "circular",
+        "--generations",
+        "2",
+        "--capacity",
+        "600",
+        "--shards",
+        "3",
+    ])
+    .ok();
+    let out = r(&["rotate", "shw"]).ok();
+    assert_eq!(out.stdout.matches("rotated").count(), 3, "{out:?}");
+
+    // One shard's keys gone: loud, naming it; status --check exits 4.
+    let doc: serde_json::Value =
+        serde_json::from_str(&r(&["status", "sh", "--json"]).ok().stdout).unwrap();
+    let lost = doc["filters"][0]["shard_filters"][2]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for node in cluster.nodes() {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("rotabloom:{{{lost}}}:*"))
+            .query(&mut node.connection())
+            .unwrap();
+        for k in keys {
+            let _: () = redis::cmd("DEL")
+                .arg(&k)
+                .query(&mut node.connection())
+                .unwrap();
+        }
+    }
+    let line = r(&["check", "sh", "u1"]).failed(3).to_string();
+    assert!(line.contains(&lost) && line.contains("shard 2"), "{line}");
+    let out = r(&["status", "sh", "--check"]);
+    assert_eq!(out.code, 4, "{out:?}");
+    assert!(out.stderr.contains(&lost), "{out:?}");
+    // An unported command refuses a sharded filter loudly.
+    let file = cluster.nodes()[0].dir().join("shenv.dump");
+    let line = r(&["dump", "shenv", file.to_str().unwrap()])
+        .failed(3)
+        .to_string();
+    assert!(line.contains("sharded"), "{line}");
+
+    // drop takes the whole, the missing shard notwithstanding.
+    for name in ["sh", "shenv", "shw"] {
+        r(&["drop", name, "--yes"]).ok();
+    }
+    for node in cluster.nodes() {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("rotabloom:{sh*")
+            .query(&mut node.connection())
+            .unwrap();
+        assert_eq!(keys, Vec::<String>::new());
+    }
 }

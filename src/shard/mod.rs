@@ -8,6 +8,7 @@
 //! (`script`). This file and `create` are the I/O: the handle, its fan-out
 //! and its creation.
 
+mod batch;
 mod build;
 mod create;
 mod fanout;
@@ -15,9 +16,10 @@ pub(crate) mod placement;
 pub(crate) mod root;
 mod script;
 
+pub use batch::ShardedBatch;
 pub use build::ShardableBuilder;
-pub use create::ShardedBuilder;
-pub use root::MAX_SHARDS;
+pub use create::{ShardPlan, ShardedBuilder, DEFAULT_CREATE_LEASE};
+pub use root::{MAX_SHARDS, ROOT_FORMAT as SHARDED_FORMAT};
 
 use crate::error::{Error, Result};
 use crate::handle::{Filter, FilterKind};
@@ -80,8 +82,36 @@ fn read_meta<C: redis::ConnectionLike + ?Sized>(
     conn: &mut C,
     meta: &str,
 ) -> Result<std::collections::BTreeMap<String, String>> {
-    let v: redis::Value = script::query(conn, redis::cmd("HGETALL").arg(meta))?;
+    let v = match conn
+        .req_command(redis::cmd("HGETALL").arg(meta))
+        .and_then(redis::Value::extract_error)
+    {
+        Ok(v) => v,
+        // Not a hash: no root; the ordinary open says what it is.
+        Err(e) if e.code() == Some("WRONGTYPE") => return Ok(Default::default()),
+        Err(e) => return Err(e.into()),
+    };
     script::hash_fields(&v).ok_or_else(|| Error::UnexpectedReply(format!("HGETALL {meta}: {v:?}")))
+}
+
+/// Whether an ordinary open refused `e` because the name holds a root.
+fn is_root(e: &Error) -> bool {
+    matches!(e, Error::UnsupportedFormat { found, .. } if found == root::ROOT_FORMAT)
+}
+
+/// The root record in `fields`, if it is ready to use.
+fn ready_root(name: &str, fields: &std::collections::BTreeMap<String, String>) -> Result<Root> {
+    if !Root::is_root(fields) {
+        // Changed since the ordinary open saw a root: gone, or re-made.
+        return Err(Error::NotFound {
+            name: name.to_string(),
+        });
+    }
+    let root = Root::decode(name, fields)?;
+    if root.state != State::Ready {
+        return Err(busy(name, root.state));
+    }
+    Ok(root)
 }
 
 /// The error for a root that cannot be used in its state.
@@ -110,15 +140,13 @@ impl<K: FilterKind> ShardedFilter<K> {
     /// [`Error::ShardMissing`](crate::Error::ShardMissing). One round trip,
     /// plus one per shard.
     pub fn open<C: redis::ConnectionLike + ?Sized>(conn: &mut C, name: &str) -> Result<Self> {
+        // The ordinary open first: an unsharded filter costs what it did.
+        match Filter::<K>::open(conn, name) {
+            Err(e) if is_root(&e) => {}
+            other => return other.map(Self::single),
+        }
         let keys = Keys::new(FilterName::existing(name)?);
-        let fields = read_meta(conn, keys.meta())?;
-        if !Root::is_root(&fields) {
-            return Filter::<K>::open(conn, name).map(Self::single);
-        }
-        let root = Root::decode(name, &fields)?;
-        if root.state != State::Ready {
-            return Err(busy(name, root.state));
-        }
+        let root = ready_root(name, &read_meta(conn, keys.meta())?)?;
         let mut shards = Vec::with_capacity(root.shards.len());
         for (j, sub) in root.shards.iter().enumerate() {
             let f = Filter::<K>::open(conn, sub).map_err(|e| missing(&root, j, e))?;
@@ -137,20 +165,19 @@ impl<K: FilterKind> ShardedFilter<K> {
         conn: &mut C,
         name: &str,
     ) -> Result<Self> {
+        match Filter::<K>::open_async(conn, name).await {
+            Err(e) if is_root(&e) => {}
+            other => return other.map(Self::single),
+        }
         let keys = Keys::new(FilterName::existing(name)?);
         let v: redis::Value = redis::cmd("HGETALL")
             .arg(keys.meta())
             .query_async(conn)
             .await?;
+        let v = v.extract_error()?;
         let fields = script::hash_fields(&v)
             .ok_or_else(|| Error::UnexpectedReply(format!("HGETALL {}: {v:?}", keys.meta())))?;
-        if !Root::is_root(&fields) {
-            return Filter::<K>::open_async(conn, name).await.map(Self::single);
-        }
-        let root = Root::decode(name, &fields)?;
-        if root.state != State::Ready {
-            return Err(busy(name, root.state));
-        }
+        let root = ready_root(name, &fields)?;
         let mut shards = Vec::with_capacity(root.shards.len());
         for (j, sub) in root.shards.iter().enumerate() {
             let f = Filter::<K>::open_async(conn, sub)
@@ -336,6 +363,30 @@ impl<K: FilterKind> ShardedFilter<K> {
             None => self.shards[0].drop(conn),
             Some(root) => create::drop_root(conn, root),
         }
+    }
+}
+
+impl ShardedFilter<crate::kinds::Any> {
+    /// Drops the sharded filter `name` whatever its state: one with a
+    /// missing shard, one whose creation or drop died half-way (the
+    /// shards that exist, then the root). `false` when `name` is not a
+    /// sharded filter (nothing is done: drop it as an ordinary filter).
+    pub fn drop_if_sharded<C: redis::ConnectionLike + ?Sized>(
+        conn: &mut C,
+        name: &str,
+    ) -> Result<bool> {
+        let keys = Keys::new(FilterName::existing(name)?);
+        let fields = read_meta(conn, keys.meta())?;
+        if !Root::is_root(&fields) {
+            return Ok(false);
+        }
+        let root = Root::decode(name, &fields)?;
+        create::drop_root(conn, &root)
+    }
+
+    /// The kind of every shard.
+    pub fn kind(&self) -> crate::Kind {
+        self.shards[0].kind()
     }
 }
 

@@ -69,7 +69,8 @@ pub fn query<T: redis::FromRedisValue, C: redis::ConnectionLike + ?Sized>(
     conn: &mut C,
     cmd: &redis::Cmd,
 ) -> Result<T> {
-    let v = conn.req_command(cmd)?;
+    // An error reply (NOPERM, OOM) is the server's error, not a bad reply.
+    let v = conn.req_command(cmd)?.extract_error()?;
     redis::from_redis_value(v).map_err(|e| Error::UnexpectedReply(e.to_string()))
 }
 
