@@ -250,7 +250,8 @@ impl BloomBuilder {
     }
 
     /// Splits the filter into `shards` filters over the masters of a Redis
-    /// Cluster, each sized for `ceil(capacity / shards)` items (see
+    /// Cluster, each sized for its share of the items (see
+    /// [`shard_capacity`](crate::shard_capacity) and
     /// [`ShardedFilter`](crate::ShardedFilter)); 1 is this filter.
     ///
     /// ```no_run
@@ -277,7 +278,7 @@ impl BloomBuilder {
                 let mut b = self.clone();
                 b.name = name.to_string();
                 b.sizing = Some(Sizing::Capacity {
-                    capacity: capacity.div_ceil(u64::from(shards.max(1))),
+                    capacity: crate::shard_capacity(capacity, shards),
                     error_rate,
                 });
                 Ok((b, capacity))

@@ -201,7 +201,7 @@ impl ExpandingBuilder {
     }
 
     /// Splits the filter into `shards` filters over the masters of a Redis
-    /// Cluster, each sized for `ceil(capacity / shards)` items per first generation
+    /// Cluster, each sized for its share of the items per first generation
     /// (see [`ShardedFilter`](crate::ShardedFilter)); 1 is this filter.
     pub fn shards(self, shards: u32) -> crate::ShardedBuilder<Self> {
         crate::ShardedBuilder::new(self, shards)
@@ -212,7 +212,7 @@ impl ExpandingBuilder {
     pub(crate) fn for_shard(&self, name: &str, shards: u32) -> Result<(Self, u64)> {
         let mut b = self.clone();
         b.name = name.to_string();
-        b.capacity = self.capacity.div_ceil(u64::from(shards.max(1)));
+        b.capacity = crate::shard_capacity(self.capacity, shards);
         Ok((b, self.capacity))
     }
 

@@ -69,6 +69,7 @@ pub use params::{
 pub use proto::create::Opened;
 pub use redact::redact_urls;
 pub use schedule::{Every, Schedule};
+pub use shard::shard_capacity;
 pub use shard::{
     ShardPlan, ShardableBuilder, ShardedBatch, ShardedBuilder, ShardedFilter, DEFAULT_CREATE_LEASE,
     MAX_SHARDS, SHARDED_FORMAT,

@@ -570,3 +570,24 @@ fn section_11_3_routing_table_is_what_rotabloom_computes() {
     }
     assert_eq!(rows, 8, "§11.3 lists eight items");
 }
+
+/// The sizing example of §11.2 is what rotabloom sizes a shard for.
+#[test]
+fn section_11_2_shard_sizing_example_is_what_rotabloom_computes() {
+    let doc = format_md();
+    let text = paragraph(&section(&doc, "### 11.2"), "per shard");
+    let capacity: u64 = span_after(&text, "e.g. ")
+        .trim_start_matches("capacity = ")
+        .parse()
+        .unwrap();
+    let shards: u32 = span_after(&text, "and ")
+        .trim_start_matches("S = ")
+        .parse()
+        .unwrap();
+    let sum = span_after(&text, "give ");
+    let (share, slack) = sum.split_once(" + ").unwrap();
+    let (share, slack): (u64, u64) = (share.parse().unwrap(), slack.parse().unwrap());
+    assert_eq!(capacity.div_ceil(u64::from(shards)), share);
+    assert_eq!(rotabloom::shard_capacity(capacity, shards), share + slack);
+    assert!(text.contains(&format!("{} items", share + slack)), "{text}");
+}

@@ -210,7 +210,7 @@ static SETTINGS: &[Setting] = &[
         flag: "shards",
         kinds: ALL,
         value_name: "S",
-        help: "Split the filter over S shards, spread over the masters of a Redis Cluster, each sized for capacity / S (default 1: unsharded)",
+        help: "Split the filter over S shards, spread over the masters of a Redis Cluster, each sized for its share of capacity (default 1: unsharded)",
         slot: |p| Slot::Small(&mut p.shards),
     },
 ];

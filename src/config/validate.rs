@@ -102,8 +102,8 @@ impl FilterDef {
     }
 
     /// The definition of one shard of this filter, called `name`: the same
-    /// settings, the capacity divided by the number of shards (rounded
-    /// up), unsharded (docs/FORMAT.md §11.2).
+    /// settings, the capacity its share ([`shard_capacity`](crate::shard_capacity)),
+    /// unsharded (docs/FORMAT.md §11.2).
     ///
     /// ```
     /// use rotabloom::config::FilterParams;
@@ -113,13 +113,13 @@ impl FilterDef {
     /// p.set("shards", "6").unwrap();
     /// let def = p.validate("crawl").unwrap();
     /// let shard = def.shard("crawl:shard:0:0a1b2c3d").unwrap();
-    /// assert_eq!(shard.params().capacity, Some(167));
+    /// assert_eq!(shard.params().capacity, Some(167 + 78));
     /// assert_eq!(shard.shards(), 1);
     /// ```
     pub fn shard(&self, name: &str) -> Result<FilterDef, ParamError> {
         let mut p = self.params.clone();
-        let s = u64::from(self.shards().max(1));
-        p.capacity = p.capacity.map(|c| c.div_ceil(s));
+        let shards = self.shards();
+        p.capacity = p.capacity.map(|c| crate::shard_capacity(c, shards));
         p.shards = None;
         p.validate(name)
     }

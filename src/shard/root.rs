@@ -71,6 +71,29 @@ pub struct Root {
     pub created_at: Option<i64>,
 }
 
+/// How many items each of `shards` shards is sized for, for a filter of
+/// `capacity` (docs/FORMAT.md §11.2): `ceil(capacity / shards)` plus
+/// `ceil(6 * sqrt(ceil(capacity / shards)))`. The items of a full filter
+/// fall on the shards binomially, so a shard sized for exactly its share
+/// would be full before the filter; six standard deviations of headroom
+/// make that about a one-in-a-billion event per shard, for a few per cent
+/// more memory on small shards and a fraction of one on big ones. One
+/// shard is the filter itself.
+///
+/// ```
+/// # use rotabloom::shard_capacity;
+/// assert_eq!(shard_capacity(600_000, 6), 100_000 + 1_898);
+/// assert_eq!(shard_capacity(1000, 1), 1000);
+/// ```
+pub fn shard_capacity(capacity: u64, shards: u32) -> u64 {
+    if shards <= 1 {
+        return capacity;
+    }
+    let share = capacity.div_ceil(u64::from(shards));
+    let slack = (6.0 * (share as f64).sqrt()).ceil() as u64;
+    share.saturating_add(slack)
+}
+
 /// The name of shard `j` of `root` with placement tag `tag` (§11.2).
 pub fn shard_name(root: &str, j: u32, tag: u32) -> String {
     format!("{root}:shard:{j}:{tag:08x}")
@@ -260,6 +283,16 @@ mod tests {
         assert_eq!(back.state, State::Creating);
         assert_eq!(back.shards, r.shards);
         assert_eq!(back.uid, r.uid);
+    }
+
+    #[test]
+    fn shards_have_headroom_for_their_binomial_share() {
+        assert_eq!(shard_capacity(60_000_000, 6), 10_000_000 + 18_974);
+        assert_eq!(shard_capacity(20_000, 6), 3_334 + 347);
+        assert_eq!(shard_capacity(0, 6), 0);
+        // No overflow at the top of the range.
+        assert!(shard_capacity(u64::MAX, 2) > u64::MAX / 2);
+        assert_eq!(shard_capacity(7, 1), 7);
     }
 
     #[test]
