@@ -20,7 +20,7 @@ use std::io;
 /// [`settings`], so a setting added to the library's table is a flag here
 /// with no change to this file.
 #[derive(Debug, Default)]
-pub struct SettingFlags(FilterParams);
+pub struct SettingFlags(FilterParams, Option<String>);
 
 impl clap::Args for SettingFlags {
     fn augment_args(cmd: clap::Command) -> clap::Command {
@@ -90,6 +90,7 @@ fn first_char(text: &str, case: fn(&char) -> char) -> String {
 impl clap::FromArgMatches for SettingFlags {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
         let mut params = FilterParams::default();
+        let mut env_shards = None;
         let invalid = |e: &dyn std::fmt::Display| {
             clap::Error::raw(clap::error::ErrorKind::InvalidValue, e.to_string())
         };
@@ -106,11 +107,17 @@ impl clap::FromArgMatches for SettingFlags {
                     .map_err(|e| invalid(&e))?
                     .cloned(),
             };
-            if let Some(v) = value {
+            // `ROTABLOOM_SHARDS` is a default for filters described by
+            // flags, not a flag: `create` of configured filters ignores it.
+            let from_env = m.value_source(s.key()) == Some(clap::parser::ValueSource::EnvVariable);
+            if let Some(v) = value.filter(|_| !from_env) {
                 params.set(s.key(), &v).map_err(|e| invalid(&e))?;
             }
+            if let (true, Some(v)) = (from_env, m.try_get_one::<String>(s.key()).ok().flatten()) {
+                env_shards = Some(v.clone());
+            }
         }
-        Ok(SettingFlags(params))
+        Ok(SettingFlags(params, env_shards))
     }
 
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
@@ -148,6 +155,13 @@ pub fn run(
 ) -> anyhow::Result<u8> {
     // --from needs --every (clap says so): settings given as flags.
     let flagged = !flags.0.keys_set().is_empty();
+    let mut params = flags.0.clone();
+    if let (true, None, Some(v)) = (flagged, params.shards, &flags.1) {
+        params
+            .set("shards", v)
+            .map_err(|e| usage(format!("$ROTABLOOM_SHARDS: {}", e.message)))?;
+    }
+    let flags = SettingFlags(params, None);
     // Usage errors before Redis is asked anything.
     let defs = if flagged {
         vec![from_flags(ctx, names, &flags.0)?]

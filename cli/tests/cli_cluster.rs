@@ -96,6 +96,26 @@ fn sharded(cluster: &RedisCluster, url: &str) {
     .ok();
     assert!(out.stdout.contains("3 shards"), "{out:?}");
 
+    // The configuration's `shards`; ROTABLOOM_SHARDS is only a default for
+    // filters given by flags.
+    let cfg = cluster.nodes()[0].dir().join("shards.toml");
+    std::fs::write(
+        &cfg,
+        "[filter.shcfg]\nkind = \"bloom\"\ncapacity = 1000\nshards = 2\n",
+    )
+    .unwrap();
+    let out = bin::rotabloom(
+        &["--redis", url, "--config", cfg.to_str().unwrap(), "create"],
+        &[("ROTABLOOM_SHARDS", "3")],
+        b"",
+    )
+    .ok();
+    assert!(
+        out.stdout.contains("shcfg: created (bloom, 2 shards"),
+        "{out:?}"
+    );
+    r(&["drop", "shcfg", "--yes"]).ok();
+
     // `filter` drops repeats, exactly as unsharded.
     let input: String = (0..3000).map(|i| format!("u{}\n", i % 2000)).collect();
     let out = bin::rotabloom(&["--redis", url, "filter", "sh"], &[], input.as_bytes()).ok();
