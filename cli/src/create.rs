@@ -179,6 +179,14 @@ pub fn run(
     };
     let mut out = io::stdout().lock();
     if dry_run {
+        if let Some(def) = defs.iter().find(|d| d.shards() > 1) {
+            // Its figures would be the unsharded filter's: refused, not shown.
+            return Err(usage(format!(
+                "create --dry-run {}: sizing a sharded filter (shards = {}) is not supported yet",
+                def.name(),
+                def.shards()
+            )));
+        }
         let mut worst = 0;
         for def in &defs {
             worst = worst.max(dry_run_one(&mut conn, def, output, &mut out)?);

@@ -116,6 +116,21 @@ fn sharded(cluster: &RedisCluster, url: &str) {
     );
     r(&["drop", "shcfg", "--yes"]).ok();
 
+    let line = r(&[
+        "create",
+        "shdry",
+        "--kind",
+        "bloom",
+        "--capacity",
+        "9",
+        "--shards",
+        "2",
+        "--dry-run",
+    ])
+    .failed(2)
+    .to_string();
+    assert!(line.contains("not supported yet"), "{line}");
+
     // `filter` drops repeats, exactly as unsharded.
     let input: String = (0..3000).map(|i| format!("u{}\n", i % 2000)).collect();
     let out = bin::rotabloom(&["--redis", url, "filter", "sh"], &[], input.as_bytes()).ok();
