@@ -249,23 +249,6 @@ impl BloomBuilder {
         self
     }
 
-    /// Splits the filter into `shards` filters over the masters of a Redis
-    /// Cluster, each sized for its share of the items (see
-    /// [`shard_capacity`](crate::shard_capacity) and
-    /// [`ShardedFilter`](crate::ShardedFilter)); 1 is this filter.
-    ///
-    /// ```no_run
-    /// # let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
-    /// let f = rotabloom::BloomFilter::builder("crawl")
-    ///     .capacity(60_000_000)
-    ///     .shards(6)
-    ///     .create_or_open(&mut conn)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn shards(self, shards: u32) -> crate::ShardedBuilder<Self> {
-        crate::ShardedBuilder::new(self, shards)
-    }
-
     /// The builder of the shard `name` of `shards`, and the whole
     /// filter's capacity.
     pub(crate) fn for_shard(&self, name: &str, shards: u32) -> Result<(Self, u64)> {
@@ -278,7 +261,7 @@ impl BloomBuilder {
                 let mut b = self.clone();
                 b.name = name.to_string();
                 b.sizing = Some(Sizing::Capacity {
-                    capacity: crate::shard_capacity(capacity, shards),
+                    capacity: crate::params::shard_capacity(capacity, shards),
                     error_rate,
                 });
                 Ok((b, capacity))

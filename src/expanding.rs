@@ -200,19 +200,12 @@ impl ExpandingBuilder {
         self
     }
 
-    /// Splits the filter into `shards` filters over the masters of a Redis
-    /// Cluster, each sized for its share of the items per first generation
-    /// (see [`ShardedFilter`](crate::ShardedFilter)); 1 is this filter.
-    pub fn shards(self, shards: u32) -> crate::ShardedBuilder<Self> {
-        crate::ShardedBuilder::new(self, shards)
-    }
-
     /// The builder of the shard `name` of `shards`, and the whole
     /// filter's capacity.
     pub(crate) fn for_shard(&self, name: &str, shards: u32) -> Result<(Self, u64)> {
         let mut b = self.clone();
         b.name = name.to_string();
-        b.capacity = crate::shard_capacity(self.capacity, shards);
+        b.capacity = crate::params::shard_capacity(self.capacity, shards);
         Ok((b, self.capacity))
     }
 

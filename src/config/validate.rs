@@ -102,7 +102,7 @@ impl FilterDef {
     }
 
     /// The definition of one shard of this filter, called `name`: the same
-    /// settings, the capacity its share ([`shard_capacity`](crate::shard_capacity)),
+    /// settings, the capacity its share ([`shard_capacity`](crate::params::shard_capacity)),
     /// unsharded (docs/FORMAT.md §11.2).
     ///
     /// ```
@@ -119,7 +119,7 @@ impl FilterDef {
     pub fn shard(&self, name: &str) -> Result<FilterDef, ParamError> {
         let mut p = self.params.clone();
         let shards = self.shards();
-        p.capacity = p.capacity.map(|c| crate::shard_capacity(c, shards));
+        p.capacity = p.capacity.map(|c| crate::params::shard_capacity(c, shards));
         p.shards = None;
         p.validate(name)
     }

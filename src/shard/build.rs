@@ -87,3 +87,42 @@ shardable!(
     crate::kinds::Circular,
     crate::Kind::Circular
 );
+
+// The `shards` method of each builder lives here, with what it makes, so
+// that the kinds' modules do not depend on this one.
+impl crate::BloomBuilder {
+    /// Splits the filter into `shards` filters over the masters of a Redis
+    /// Cluster, each sized for its share of the items (see
+    /// [`shard_capacity`](crate::params::shard_capacity) and
+    /// [`ShardedFilter`](crate::ShardedFilter)); 1 is this filter.
+    ///
+    /// ```no_run
+    /// # let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+    /// let f = rotabloom::BloomFilter::builder("crawl")
+    ///     .capacity(60_000_000)
+    ///     .shards(6)
+    ///     .create_or_open(&mut conn)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn shards(self, shards: u32) -> crate::ShardedBuilder<Self> {
+        crate::ShardedBuilder::new(self, shards)
+    }
+}
+
+impl crate::ExpandingBuilder {
+    /// Splits the filter into `shards` filters over the masters of a Redis
+    /// Cluster, each sized for its share of the items per first generation
+    /// (see [`ShardedFilter`](crate::ShardedFilter)); 1 is this filter.
+    pub fn shards(self, shards: u32) -> crate::ShardedBuilder<Self> {
+        crate::ShardedBuilder::new(self, shards)
+    }
+}
+
+impl crate::CircularBuilder {
+    /// Splits the filter into `shards` filters over the masters of a Redis
+    /// Cluster, each sized for its share of the items per period
+    /// (see [`ShardedFilter`](crate::ShardedFilter)); 1 is this filter.
+    pub fn shards(self, shards: u32) -> crate::ShardedBuilder<Self> {
+        crate::ShardedBuilder::new(self, shards)
+    }
+}

@@ -19,7 +19,7 @@ mod script;
 pub use batch::ShardedBatch;
 pub use build::ShardableBuilder;
 pub use create::{ShardPlan, ShardedBuilder, DEFAULT_CREATE_LEASE};
-pub use root::{shard_capacity, MAX_SHARDS, ROOT_FORMAT as SHARDED_FORMAT};
+pub use root::{MAX_SHARDS, ROOT_FORMAT as SHARDED_FORMAT};
 
 use crate::error::{Error, Result};
 use crate::handle::{Filter, FilterKind};

@@ -6,6 +6,8 @@ use crate::error::{Error, Result};
 use crate::keys::FilterName;
 use crate::metadata::text::{parse_i64, parse_u64};
 use crate::metadata::Kind;
+#[cfg(test)]
+use crate::params::shard_capacity;
 use std::collections::BTreeMap;
 
 /// The `format` value of a root record: not `1`, so that a reader of
@@ -69,29 +71,6 @@ pub struct Root {
     pub deadline: Option<i64>,
     /// Server ms of the creation (absent before the claim step wrote it).
     pub created_at: Option<i64>,
-}
-
-/// How many items each of `shards` shards is sized for, for a filter of
-/// `capacity` (docs/FORMAT.md §11.2): `ceil(capacity / shards)` plus
-/// `ceil(6 * sqrt(ceil(capacity / shards)))`. The items of a full filter
-/// fall on the shards binomially, so a shard sized for exactly its share
-/// would be full before the filter; six standard deviations of headroom
-/// make that about a one-in-a-billion event per shard, for a few per cent
-/// more memory on small shards and a fraction of one on big ones. One
-/// shard is the filter itself.
-///
-/// ```
-/// # use rotabloom::shard_capacity;
-/// assert_eq!(shard_capacity(600_000, 6), 100_000 + 1_898);
-/// assert_eq!(shard_capacity(1000, 1), 1000);
-/// ```
-pub fn shard_capacity(capacity: u64, shards: u32) -> u64 {
-    if shards <= 1 {
-        return capacity;
-    }
-    let share = capacity.div_ceil(u64::from(shards));
-    let slack = (6.0 * (share as f64).sqrt()).ceil() as u64;
-    share.saturating_add(slack)
 }
 
 /// The name of shard `j` of `root` with placement tag `tag` (§11.2).
