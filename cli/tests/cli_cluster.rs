@@ -185,6 +185,53 @@ fn sharded(cluster: &RedisCluster, url: &str) {
     let out = r(&["rotate", "shw"]).ok();
     assert_eq!(out.stdout.matches("rotated").count(), 3, "{out:?}");
 
+    // 16 cron runs of `rotate --if-due` at once, an hour on: each of the 3
+    // shards of an hourly filter rotates exactly once.
+    r(&[
+        "create",
+        "shcron",
+        "--kind",
+        "circular",
+        "--generations",
+        "2",
+        "--capacity",
+        "600",
+        "--every",
+        "1h",
+        "--shards",
+        "3",
+    ])
+    .ok();
+    let later = (chrono::Utc::now() + chrono::Duration::hours(1))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let runs: Vec<_> = (0..16)
+        .map(|_| {
+            bin::spawn(&[
+                "--redis", url, "rotate", "--if-due", "--now", &later, "--force", "--json",
+                "shcron",
+            ])
+        })
+        .collect();
+    let mut rotations = 0;
+    for run in runs {
+        let out = bin::finish(run).ok();
+        for line in out.stdout.lines() {
+            let doc: serde_json::Value = serde_json::from_str(line).unwrap();
+            rotations += doc["rotations"].as_u64().unwrap();
+        }
+    }
+    assert_eq!(rotations, 3, "16 runs rotated each of 3 shards once");
+    let doc: serde_json::Value =
+        serde_json::from_str(&r(&["status", "shcron", "--json"]).ok().stdout).unwrap();
+    let epochs: Vec<u64> = doc["filters"][0]["shard_filters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["epoch"].as_u64().unwrap())
+        .collect();
+    assert_eq!(epochs, [1, 1, 1]);
+    r(&["drop", "shcron", "--yes"]).ok();
+
     // One shard's keys gone: loud, naming it; status --check exits 4.
     let doc: serde_json::Value =
         serde_json::from_str(&r(&["status", "sh", "--json"]).ok().stdout).unwrap();
