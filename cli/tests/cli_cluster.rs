@@ -169,39 +169,19 @@ fn sharded(cluster: &RedisCluster, url: &str) {
     assert!(!out.stdout.contains(":shard:"), "{out:?}");
 
     // A circular sharded filter rotates every shard.
-    r(&[
-        "create",
-        "shw",
-        "--kind",
-        "circular",
-        "--generations",
-        "2",
-        "--capacity",
-        "600",
-        "--shards",
-        "3",
-    ])
-    .ok();
+    let circular = |name: &str, extra: &[&str]| {
+        let mut args = vec!["create", name, "--kind", "circular", "--generations", "2"];
+        args.extend_from_slice(&["--capacity", "600", "--shards", "3"]);
+        args.extend_from_slice(extra);
+        r(&args).ok();
+    };
+    circular("shw", &[]);
     let out = r(&["rotate", "shw"]).ok();
     assert_eq!(out.stdout.matches("rotated").count(), 3, "{out:?}");
 
     // 16 cron runs of `rotate --if-due` at once, an hour on: each of the 3
     // shards of an hourly filter rotates exactly once.
-    r(&[
-        "create",
-        "shcron",
-        "--kind",
-        "circular",
-        "--generations",
-        "2",
-        "--capacity",
-        "600",
-        "--every",
-        "1h",
-        "--shards",
-        "3",
-    ])
-    .ok();
+    circular("shcron", &["--every", "1h"]);
     let later = (chrono::Utc::now() + chrono::Duration::hours(1))
         .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let runs: Vec<_> = (0..16)
