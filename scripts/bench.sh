@@ -34,6 +34,12 @@ for a in "$@"; do
         exit 0
     fi
 done
+# Sharded against unsharded filters on a local 3-master cluster: a run of
+# its own (scripts/bench/sharded.sh), apart from the comparison below.
+if [ "${1:-}" = "--sharded" ]; then
+    shift
+    exec bash scripts/bench/sharded.sh "$@"
+fi
 work="$root/target/bench"
 mkdir -p "$work"
 

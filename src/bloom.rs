@@ -2,7 +2,7 @@
 //! decides and takes every write; capacity is advisory.
 
 use crate::engine::create;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::generation::{Backend, Layout};
 use crate::handle::{
     sealed::{Opens, Sealed},
@@ -247,6 +247,32 @@ impl BloomBuilder {
     pub fn max_block_bits(mut self, max_block_bits: u64) -> Self {
         self.max_block_bits = max_block_bits;
         self
+    }
+
+    /// The builder of the shard `name` of `shards`, and the whole
+    /// filter's capacity.
+    pub(crate) fn for_shard(&self, name: &str, shards: u32) -> Result<(Self, u64)> {
+        match self.sizing {
+            Some(Sizing::Explicit { .. }) => Err(Error::InvalidParameter {
+                name: "shards",
+                reason: "a shape given in bits and hashes cannot be divided between shards; give a capacity".into(),
+            }),
+            Some(Sizing::Capacity { capacity, error_rate }) => {
+                let mut b = self.clone();
+                b.name = name.to_string();
+                b.sizing = Some(Sizing::Capacity {
+                    capacity: crate::params::shard_capacity(capacity, shards),
+                    error_rate,
+                });
+                Ok((b, capacity))
+            }
+            None => Ok((self.clone(), 0)),
+        }
+    }
+
+    /// The filter's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
     }
 
     /// Validates the description.

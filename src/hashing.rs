@@ -83,6 +83,31 @@ impl ItemHash {
         }
     }
 
+    /// The shard, out of `shards`, of a sharded filter that holds the item
+    /// (docs/FORMAT.md §11.3): a strong mix of `h1 XOR h2` (splitmix64's
+    /// finalizer), multiplied high by `shards`. The mix is there so that
+    /// the shard tells nothing about the bit positions or the block, which
+    /// use `h1`, `h2` and the top bits of `h2`; without it the items of a
+    /// shard would crowd some bits of its filter.
+    ///
+    /// ```
+    /// use rotabloom::ItemHash;
+    /// assert_eq!(ItemHash::of("http://example.com/").shard(6), 2);
+    /// assert_eq!(ItemHash::of("anything").shard(1), 0);
+    /// ```
+    pub fn shard(&self, shards: u32) -> u32 {
+        ((u128::from(self.shard_mix()) * u128::from(shards.max(1))) >> 64) as u32
+    }
+
+    /// The 64-bit value [`shard`](Self::shard) maps onto the shards; the
+    /// golden vectors of docs/FORMAT.md §11.3 list it.
+    pub fn shard_mix(&self) -> u64 {
+        let mut x = self.h1 ^ self.h2;
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^ (x >> 31)
+    }
+
     /// The block, out of `blocks`, that holds the item's bits.
     pub fn block(&self, blocks: u32) -> u32 {
         // Multiply-high maps h2 uniformly onto 0..blocks without a modulo

@@ -32,6 +32,7 @@ mod rbchain;
 mod redact;
 mod schedule;
 mod scripts;
+mod shard;
 mod store;
 #[cfg(test)]
 mod testkit;
@@ -64,10 +65,14 @@ pub use legacy::{Adoption, Legacy};
 pub use metadata::{Kind, FORMAT_VERSION};
 pub use params::{
     current_false_positive_rate, estimate_items, false_positive_rate, optimal_bits,
-    optimal_bits_per_item, optimal_hashes, BloomParams, ErrorRate, DEFAULT_MAX_BITS,
-    DEFAULT_MAX_BLOCK_BITS, MAX_BLOCK_BITS, MAX_HASHES, MIN_BITS, MIN_SIZED_BITS,
+    optimal_bits_per_item, optimal_hashes, shard_capacity, BloomParams, ErrorRate,
+    DEFAULT_MAX_BITS, DEFAULT_MAX_BLOCK_BITS, MAX_BLOCK_BITS, MAX_HASHES, MIN_BITS, MIN_SIZED_BITS,
 };
 pub use proto::create::Opened;
 pub use redact::redact_urls;
 pub use schedule::{Every, Schedule};
+pub use shard::{
+    ShardPlan, ShardableBuilder, ShardedBatch, ShardedBuilder, ShardedFilter, DEFAULT_CREATE_LEASE,
+    MAX_SHARDS, SHARDED_FORMAT,
+};
 pub use wait::{WaitReplicas, DEFAULT_WAIT_TIMEOUT};

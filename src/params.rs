@@ -269,6 +269,29 @@ pub fn current_false_positive_rate(bits: u64, hashes: u32, set_bits: u64) -> f64
     (set_bits.min(bits) as f64 / bits as f64).powi(hashes as i32)
 }
 
+/// How many items each of `shards` shards is sized for, for a filter of
+/// `capacity` (docs/FORMAT.md §11.2): `ceil(capacity / shards)` plus
+/// `ceil(6 * sqrt(ceil(capacity / shards)))`. The items of a full filter
+/// fall on the shards binomially, so a shard sized for exactly its share
+/// would be full before the filter; six standard deviations of headroom
+/// make that about a one-in-a-billion event per shard, for a few per cent
+/// more memory on small shards and a fraction of one on big ones. One
+/// shard is the filter itself.
+///
+/// ```
+/// # use rotabloom::shard_capacity;
+/// assert_eq!(shard_capacity(600_000, 6), 100_000 + 1_898);
+/// assert_eq!(shard_capacity(1000, 1), 1000);
+/// ```
+pub fn shard_capacity(capacity: u64, shards: u32) -> u64 {
+    if shards <= 1 {
+        return capacity;
+    }
+    let share = capacity.div_ceil(u64::from(shards));
+    let slack = (6.0 * (share as f64).sqrt()).ceil() as u64;
+    share.saturating_add(slack)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

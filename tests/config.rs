@@ -159,7 +159,7 @@ fn bad_values_name_file_line_and_key() {
         ),
         (
             "[filter.a]\nkind = \"bloom\"\ncapacity = 5\ngenerations = 4\n",
-            "conf/test.toml:4:1: filter.a.generations: not a setting of a bloom filter (its settings: backend, bits, capacity, error_rate, hashes, kind, max_bits, max_block_bits)",
+            "conf/test.toml:4:1: filter.a.generations: not a setting of a bloom filter (its settings: backend, bits, capacity, error_rate, hashes, kind, max_bits, max_block_bits, shards)",
         ),
         (
             "[filter.a]\nkind = \"bloom\"\nbits = 1024\n",
@@ -354,7 +354,7 @@ fn backend_is_a_setting_of_every_kind() {
         ),
         (
             "[filter.a]\nkind = \"expanding\"\ncapacity = 5\nschedule = \"daily\"\n",
-            "conf/test.toml:4:1: filter.a.schedule: not a setting of an expanding filter (its settings: backend, capacity, error_rate, growth, kind, max_bits, max_block_bits, max_bytes, max_generations, tightening)",
+            "conf/test.toml:4:1: filter.a.schedule: not a setting of an expanding filter (its settings: backend, capacity, error_rate, growth, kind, max_bits, max_block_bits, max_bytes, max_generations, shards, tightening)",
         ),
         (
             "[filter.a]\nkind = \"bloom\"\ncapacity = 5\nbackend = 1\n",

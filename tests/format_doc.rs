@@ -532,3 +532,62 @@ fn section_9_3_worked_example_is_what_rotabloom_writes() {
         "SETBIT alone"
     );
 }
+
+/// The routing table of §11.3 is what rotabloom computes: every row's item,
+/// mixed value and shards are read out of the document.
+#[test]
+fn section_11_3_routing_table_is_what_rotabloom_computes() {
+    let doc = format_md();
+    let text = section(&doc, "### 11.3");
+    let header = text
+        .lines()
+        .find(|l| l.starts_with("| Item | x |"))
+        .expect("§11.3 has the routing table");
+    let counts: Vec<u32> = header
+        .split('|')
+        .skip(3)
+        .filter_map(|c| c.trim().trim_start_matches("S = ").parse().ok())
+        .collect();
+    assert_eq!(counts, [1, 2, 3, 6, 16, 256]);
+    let mut rows = 0;
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("| `") || l.starts_with("| bytes"))
+    {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let item: Vec<u8> = if cells[1].starts_with("bytes `0x00..0xff`") {
+            (0..=255u8).collect()
+        } else {
+            spans(cells[1])[0].trim_matches('"').as_bytes().to_vec()
+        };
+        let h = rotabloom::ItemHash::of(&item);
+        let mix = u64::from_str_radix(spans(cells[2])[0].trim_start_matches("0x"), 16).unwrap();
+        assert_eq!(h.shard_mix(), mix, "{line}");
+        for (s, cell) in counts.iter().zip(&cells[3..]) {
+            assert_eq!(h.shard(*s).to_string(), *cell, "S = {s}: {line}");
+        }
+        rows += 1;
+    }
+    assert_eq!(rows, 8, "§11.3 lists eight items");
+}
+
+/// The sizing example of §11.2 is what rotabloom sizes a shard for.
+#[test]
+fn section_11_2_shard_sizing_example_is_what_rotabloom_computes() {
+    let doc = format_md();
+    let text = paragraph(&section(&doc, "### 11.2"), "per shard");
+    let capacity: u64 = span_after(&text, "e.g. ")
+        .trim_start_matches("capacity = ")
+        .parse()
+        .unwrap();
+    let shards: u32 = span_after(&text, "and ")
+        .trim_start_matches("S = ")
+        .parse()
+        .unwrap();
+    let sum = span_after(&text, "give ");
+    let (share, slack) = sum.split_once(" + ").unwrap();
+    let (share, slack): (u64, u64) = (share.parse().unwrap(), slack.parse().unwrap());
+    assert_eq!(capacity.div_ceil(u64::from(shards)), share);
+    assert_eq!(rotabloom::shard_capacity(capacity, shards), share + slack);
+    assert!(text.contains(&format!("{} items", share + slack)), "{text}");
+}

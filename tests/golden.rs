@@ -278,3 +278,32 @@ fn block_split_is_pinned() {
         (3, 3_000_000_001, 9_000_000_003)
     );
 }
+
+/// Sharded filters (docs/FORMAT.md §11.3): the mixed value and the shard
+/// for S = 1, 2, 3, 6, 16, 256, computed by an independent Python
+/// implementation (hashlib.md5, struct.unpack('<QQ'), splitmix64's
+/// finalizer on h1 ^ h2, multiply-high). Items 6 and 7 are "0" and "2".
+const SHARDS: &[(usize, u64, [u32; 6])] = &[
+    (0, 0x409a_0258_acad_8ba4, [0, 0, 0, 1, 4, 64]),
+    (1, 0x4ca6_f46f_db3d_04c0, [0, 0, 0, 1, 4, 76]),
+    (2, 0x5fbf_1271_f041_b66a, [0, 0, 1, 2, 5, 95]),
+    (3, 0x48d7_b181_dc73_f6f0, [0, 0, 0, 1, 4, 72]),
+    (4, 0x592d_5050_6ae1_2fcf, [0, 0, 1, 2, 5, 89]),
+    (5, 0xa63f_1ae4_2507_3e32, [0, 1, 1, 3, 10, 166]),
+    (6, 0x187d_d318_915e_bceb, [0, 0, 0, 0, 1, 24]),
+    (7, 0x72c4_09fd_f7f7_eb36, [0, 0, 1, 2, 7, 114]),
+];
+
+#[test]
+fn shard_routing_is_pinned() {
+    for &(i, mix, want) in SHARDS {
+        let h = match i {
+            6 => ItemHash::of("0"),
+            7 => ItemHash::of("2"),
+            _ => ItemHash::of(item(i)),
+        };
+        assert_eq!(h.shard_mix(), mix, "item {i}");
+        let got: Vec<u32> = [1, 2, 3, 6, 16, 256].iter().map(|&s| h.shard(s)).collect();
+        assert_eq!(got, want, "item {i}");
+    }
+}

@@ -23,7 +23,7 @@ pub fn run(ctx: &Ctx, name: &str, items: Vec<OsString>, absent: bool) -> anyhow:
             window: rotabloom::DEFAULT_RETRY_WINDOW,
             name,
         },
-        |conn| Ok(ctx.reader(connect::open(conn, name)?)),
+        |conn| Ok(connect::open_sharded(conn, name)?.map_shards(|s| ctx.reader(s))),
         // Every line is asked: a query of a repeated line is answered
         // alike wherever it stands.
         |f, redis, job| {

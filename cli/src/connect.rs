@@ -199,12 +199,13 @@ impl Ctx {
     }
 
     /// For commands that write: create the filter from the configuration if
-    /// it declares it (checking its parameters), else open it; its writes
-    /// wait for the replicas asked for.
-    pub fn open_for_write(&self, conn: &mut Connection, name: &str) -> anyhow::Result<AnyFilter> {
+    /// it declares it (checking its parameters), else open it, sharded or
+    /// not; its writes wait for the replicas asked for.
+    pub fn open_for_write(&self, conn: &mut Connection, name: &str) -> anyhow::Result<Sharded> {
         let f = match self.def(name) {
+            Some(def) if def.shards() > 1 => self.create_sharded(conn, def)?.0,
             Some(def) => match any::create_or_open(conn, def, self.wait) {
-                Ok((f, _)) => f,
+                Ok((f, _)) => Sharded::single(f),
                 // With `when_full = expand`, a base filter of the
                 // configuration becomes an expanding one when it is full:
                 // that is the filter the configuration made, grown.
@@ -213,13 +214,37 @@ impl Ctx {
                     found,
                     ..
                 }) if found == "expanding" && self.when_full == rotabloom::WhenFull::Expand => {
-                    open(conn, name)?
+                    open_sharded(conn, name)?
                 }
                 Err(e) => return Err(self.create_error(name, e)),
             },
-            None => open(conn, name)?,
+            None => open_sharded(conn, name)?,
         };
-        Ok(self.writer(f))
+        Ok(f.map_shards(|s| self.writer(s)))
+    }
+
+    /// Creates the sharded filter `def` describes, each shard from its
+    /// definition with the capacity divided, or opens it.
+    pub fn create_sharded(
+        &self,
+        conn: &mut Connection,
+        def: &FilterDef,
+    ) -> anyhow::Result<(Sharded, rotabloom::Opened)> {
+        let plan = rotabloom::ShardPlan {
+            name: def.name().to_string(),
+            shards: def.shards(),
+            kind: def.kind(),
+            capacity: def.params().capacity.unwrap_or(0),
+            lease: rotabloom::DEFAULT_CREATE_LEASE,
+        };
+        Sharded::create_or_open_with(conn, &plan, |c, sub| {
+            let shard = def.shard(sub).map_err(|e| Error::InvalidParameter {
+                name: "shards",
+                reason: e.message,
+            })?;
+            any::create_or_open(c, &shard, self.wait)
+        })
+        .map_err(|e| self.create_error(def.name(), e))
     }
 
     /// The replicas every write waits for, if any.
@@ -327,25 +352,50 @@ fn redis_url(from: RedisUrlFrom, config: Option<&Config>) -> (Result<RedisUrl, F
     }
 }
 
+/// A filter, sharded or not (one shard).
+pub type Sharded = rotabloom::ShardedFilter<rotabloom::kinds::Any>;
+
 /// Opens an existing filter, with a hint when it does not exist (the
-/// library's [`Error::NotFound`] stays in the chain: see [`is_gone`]).
+/// library's [`Error::NotFound`] stays in the chain: see [`is_gone`]). A
+/// sharded filter is refused loudly: the commands that take one open it
+/// with [`open_sharded`].
 pub fn open(conn: &mut Connection, name: &str) -> anyhow::Result<AnyFilter> {
     match AnyFilter::open(conn, name) {
         Ok(f) => Ok(f),
-        Err(e @ Error::NotFound { .. }) => {
-            // The filters there are, for a name mistyped; a SCAN that
-            // fails (an ACL without it) only loses the suggestion.
-            let names = all_names(conn).unwrap_or_default();
-            let hint = match crate::suggest::did_you_mean(name, names.iter().map(String::as_str)) {
-                Some(near) => {
-                    format!("did you mean {near:?}? else create it with `rotabloom create`")
-                }
-                None => "create it with `rotabloom create`".to_string(),
-            };
-            Err(anyhow::Error::new(e).context(format!("filter {name:?} does not exist ({hint})")))
-        }
+        Err(e @ Error::NotFound { .. }) => Err(not_found(conn, name, e)),
+        Err(e @ Error::UnsupportedFormat { .. }) if is_sharded(&e) => Err(anyhow::Error::new(e)
+            .context(format!(
+                "filter {name:?} is sharded: this command does not support sharded filters yet \
+                 (create, status, list, drop, filter, add, load and check do)"
+            ))),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Whether `e` is the refusal of a sharded filter's root record.
+fn is_sharded(e: &Error) -> bool {
+    matches!(e, Error::UnsupportedFormat { found, .. } if found == rotabloom::SHARDED_FORMAT)
+}
+
+/// Opens an existing filter, sharded or not, with a hint when it does not
+/// exist.
+pub fn open_sharded(conn: &mut Connection, name: &str) -> anyhow::Result<Sharded> {
+    match Sharded::open(conn, name) {
+        Ok(f) => Ok(f),
+        Err(e @ Error::NotFound { .. }) => Err(not_found(conn, name, e)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// "Does not exist", with the filters there are for a name mistyped; a
+/// SCAN that fails (an ACL without it) only loses the suggestion.
+fn not_found(conn: &mut Connection, name: &str, e: Error) -> anyhow::Error {
+    let names = all_names(conn).unwrap_or_default();
+    let hint = match crate::suggest::did_you_mean(name, names.iter().map(String::as_str)) {
+        Some(near) => format!("did you mean {near:?}? else create it with `rotabloom create`"),
+        None => "create it with `rotabloom create`".to_string(),
+    };
+    anyhow::Error::new(e).context(format!("filter {name:?} does not exist ({hint})"))
 }
 
 /// Whether `e` says that the filter does not exist (any more).
@@ -411,12 +461,40 @@ pub fn all_names(conn: &mut Connection) -> rotabloom::Result<Vec<String>> {
             names.insert(name.to_string());
         }
     }
+    // A sharded filter's shards are part of it, not filters of their own.
+    let shards: Vec<String> = names
+        .iter()
+        .filter(|n| shard_root(n).is_some_and(|root| names.contains(root)))
+        .cloned()
+        .collect();
+    for s in shards {
+        names.remove(&s);
+    }
     Ok(names.into_iter().collect())
+}
+
+/// The root's name of a name shaped like a shard's (`ROOT:shard:J:TAG`,
+/// docs/FORMAT.md §11.2).
+fn shard_root(name: &str) -> Option<&str> {
+    let (rest, tag) = name.rsplit_once(':')?;
+    let (rest, j) = rest.rsplit_once(':')?;
+    let root = rest.strip_suffix(":shard")?;
+    let hex = tag.len() == 8 && tag.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    (hex && !j.is_empty() && j.bytes().all(|b| b.is_ascii_digit())).then_some(root)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shard_names_point_at_their_root() {
+        assert_eq!(shard_root("crawl:shard:3:0a1b2c3d"), Some("crawl"));
+        assert_eq!(shard_root("a:b:shard:12:00000000"), Some("a:b"));
+        assert_eq!(shard_root("crawl:shard:x:0a1b2c3d"), None);
+        assert_eq!(shard_root("crawl:shard:3:0A1B2C3D"), None);
+        assert_eq!(shard_root("crawl"), None);
+    }
 
     #[test]
     fn the_url_says_where_it_came_from() {

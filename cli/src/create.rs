@@ -20,7 +20,7 @@ use std::io;
 /// [`settings`], so a setting added to the library's table is a flag here
 /// with no change to this file.
 #[derive(Debug, Default)]
-pub struct SettingFlags(FilterParams);
+pub struct SettingFlags(FilterParams, Option<String>);
 
 impl clap::Args for SettingFlags {
     fn augment_args(cmd: clap::Command) -> clap::Command {
@@ -47,6 +47,9 @@ fn flag(s: &'static Setting) -> Arg {
     // key's spelling (`--schedule`), as in the configuration.
     if s.flag() != s.key() && !s.key().contains('_') {
         arg = arg.visible_alias(s.key());
+    }
+    if s.key() == "shards" {
+        arg = arg.env("ROTABLOOM_SHARDS");
     }
     match s.value_name() {
         None => arg.action(ArgAction::SetTrue),
@@ -86,6 +89,7 @@ fn first_char(text: &str, case: fn(&char) -> char) -> String {
 impl clap::FromArgMatches for SettingFlags {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
         let mut params = FilterParams::default();
+        let mut env_shards = None;
         let invalid = |e: &dyn std::fmt::Display| {
             clap::Error::raw(clap::error::ErrorKind::InvalidValue, e.to_string())
         };
@@ -102,11 +106,17 @@ impl clap::FromArgMatches for SettingFlags {
                     .map_err(|e| invalid(&e))?
                     .cloned(),
             };
-            if let Some(v) = value {
+            // `ROTABLOOM_SHARDS` is a default for filters described by
+            // flags, not a flag: `create` of configured filters ignores it.
+            let from_env = m.value_source(s.key()) == Some(clap::parser::ValueSource::EnvVariable);
+            if let Some(v) = value.filter(|_| !from_env) {
                 params.set(s.key(), &v).map_err(|e| invalid(&e))?;
             }
+            if let (true, Some(v)) = (from_env, m.try_get_one::<String>(s.key()).ok().flatten()) {
+                env_shards = Some(v.clone());
+            }
         }
-        Ok(SettingFlags(params))
+        Ok(SettingFlags(params, env_shards))
     }
 
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
@@ -144,6 +154,13 @@ pub fn run(
 ) -> anyhow::Result<u8> {
     // --from needs --every (clap says so): settings given as flags.
     let flagged = !flags.0.keys_set().is_empty();
+    let mut params = flags.0.clone();
+    if let (true, None, Some(v)) = (flagged, params.shards, &flags.1) {
+        params
+            .set("shards", v)
+            .map_err(|e| usage(format!("$ROTABLOOM_SHARDS: {}", e.message)))?;
+    }
+    let flags = SettingFlags(params, None);
     // Usage errors before Redis is asked anything.
     let defs = if flagged {
         vec![from_flags(ctx, names, &flags.0)?]
@@ -161,6 +178,14 @@ pub fn run(
     };
     let mut out = io::stdout().lock();
     if dry_run {
+        if let Some(def) = defs.iter().find(|d| d.shards() > 1) {
+            // Its figures would be the unsharded filter's: refused, not shown.
+            return Err(usage(format!(
+                "create --dry-run {}: sizing a sharded filter (shards = {}) is not supported yet",
+                def.name(),
+                def.shards()
+            )));
+        }
         let mut worst = 0;
         for def in &defs {
             worst = worst.max(dry_run_one(&mut conn, def, output, &mut out)?);
@@ -168,6 +193,10 @@ pub fn run(
         return Ok(worst);
     }
     for def in &defs {
+        if def.shards() > 1 {
+            create_sharded(ctx, &mut conn, def, output, &mut out)?;
+            continue;
+        }
         let (f, how) = create_one(ctx, &mut conn, def, from)?;
         let info = f.info(&mut conn)?;
         let bytes: u64 = info.generations.iter().map(|g| g.bits.div_ceil(8)).sum();
@@ -206,6 +235,46 @@ pub fn run(
         output.print(&mut out, &text, &doc, how == Opened::Created)?;
     }
     Ok(0)
+}
+
+/// Creates or opens the sharded filter `def` and says which, with its
+/// shape: kind, shards, memory of all of them.
+fn create_sharded(
+    ctx: &Ctx,
+    conn: &mut Connection,
+    def: &FilterDef,
+    output: Output,
+    out: &mut impl io::Write,
+) -> anyhow::Result<()> {
+    let (f, how) = ctx.create_sharded(conn, def)?;
+    let infos = f.info(conn)?;
+    let bytes: u64 = infos
+        .iter()
+        .flat_map(|i| &i.generations)
+        .map(|g| g.bits.div_ceil(8))
+        .fold(0, u64::saturating_add);
+    let shape = format!(
+        "{}, {}, {}",
+        f.kind(),
+        show::count(u64::from(f.shard_count()), "shard"),
+        show::bytes(bytes)
+    );
+    let (text, result) = match how {
+        Opened::Created => (format!("{}: created ({shape})", def.name()), "created"),
+        Opened::Existing => (
+            format!("{}: exists, same parameters ({shape})", def.name()),
+            "exists",
+        ),
+    };
+    let doc = json!({
+        "name": def.name(),
+        "result": result,
+        "kind": f.kind(),
+        "shards": f.shard_count(),
+        "memory_bytes": bytes,
+    });
+    output.print(out, &text, &doc, how == Opened::Created)?;
+    Ok(())
 }
 
 /// The exit code of `create --dry-run` when a filter would not fit.

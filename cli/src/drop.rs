@@ -36,6 +36,11 @@ pub fn run(ctx: &Ctx, name: &str, yes: bool, output: Output) -> anyhow::Result<u
         &format!("deletes filter {name:?} and all its data"),
     )?;
     let mut conn = ctx.connect()?;
+    if connect::Sharded::drop_if_sharded(&mut conn, name)? {
+        let doc = json!({ "name": name, "result": "dropped" });
+        output.print(&mut io::stdout(), &format!("{name}: dropped"), &doc, true)?;
+        return Ok(0);
+    }
     let dropped = match connect::open(&mut conn, name) {
         Ok(f) => f.drop(&mut conn)?,
         // No filter: maybe a drop was interrupted after its first step,
@@ -88,7 +93,7 @@ pub fn clear(ctx: &Ctx, name: &str, yes: bool, output: Output) -> anyhow::Result
         &format!("empties filter {name:?}: every item in it is forgotten"),
     )?;
     let mut conn = ctx.connect()?;
-    let f = ctx.writer(connect::open(&mut conn, name)?);
+    let f = connect::open_sharded(&mut conn, name)?.map_shards(|s| ctx.writer(s));
     f.clear(&mut conn)?;
     let doc = json!({ "name": name, "result": "cleared" });
     output.print(&mut io::stdout(), &format!("{name}: cleared"), &doc, true)?;

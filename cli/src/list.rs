@@ -20,8 +20,14 @@ pub fn run(ctx: &Ctx, json: bool) -> anyhow::Result<u8> {
     let mut worst = 0;
     let mut filters = Vec::new();
     for name in &names.list {
-        match connect::open(&mut conn, name) {
-            Ok(f) => filters.push(json!({ "name": name, "kind": f.kind() })),
+        match connect::open_sharded(&mut conn, name) {
+            Ok(f) => {
+                let mut doc = json!({ "name": name, "kind": f.kind() });
+                if f.is_sharded() {
+                    doc["shards"] = f.shard_count().into();
+                }
+                filters.push(doc)
+            }
             // Dropped since the SCAN: not listed.
             Err(e) if names.vanished(&e) => {}
             Err(e) if is_redis(&e) => return Err(e),

@@ -20,7 +20,7 @@ use crate::lines::Items;
 use crate::resilient::Resilient;
 use crate::resume::{digest, fate, Fate, Journal, Plan};
 use crate::tally::{Tally, Words, Writes};
-use rotabloom::IdempotentBatch;
+use rotabloom::ShardedBatch;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError};
@@ -45,7 +45,7 @@ impl Job {
     /// `batch` (an idempotent batch of this job's lines) as it goes out:
     /// under the interrupted run's token when resumed, and written down in
     /// the state file before it is sent.
-    pub fn prepare(&self, batch: IdempotentBatch) -> anyhow::Result<IdempotentBatch> {
+    pub fn prepare(&self, batch: ShardedBatch) -> anyhow::Result<ShardedBatch> {
         let batch = batch.with_retry_window(self.window);
         let batch = match &self.token {
             Some(t) => batch.with_token(t)?,

@@ -45,9 +45,12 @@ pub fn run(
     let mut out = io::stdout().lock();
     let mut worst = 0u8;
     for name in &names.list {
-        match rotate_one(ctx, &mut conn, name, names.named, asked) {
-            Ok(Some(said)) => output.print(&mut out, &said.text, &said.json, said.rotated)?,
-            Ok(None) => {}
+        match rotate_all(ctx, &mut conn, name, names.named, asked) {
+            Ok(said) => {
+                for said in said {
+                    output.print(&mut out, &said.text, &said.json, said.rotated)?;
+                }
+            }
             // Dropped since the SCAN: nothing to rotate.
             Err(e) if names.vanished(&e) => {}
             Err(e) => worst = worst.max(report(&e, ctx.secrets()).1),
@@ -89,17 +92,39 @@ struct Said {
     rotated: bool,
 }
 
-/// Rotates `name` and says what happened, or `None` for a filter that was
-/// not named (`explicit` is false) and is not for rotating.
-fn rotate_one(
+/// Rotates `name`, every shard of it (each by its own compare-and-set), and
+/// says what happened, one line per shard.
+fn rotate_all(
     ctx: &Ctx,
     conn: &mut Connection,
     name: &str,
     explicit: bool,
     asked: Asked,
+) -> anyhow::Result<Vec<Said>> {
+    let f = connect::open_sharded(conn, name)?;
+    let mut said = Vec::new();
+    for j in 0..f.shard_count() {
+        let Some(shard) = f.shard(j) else { break };
+        let label = match f.is_sharded() {
+            true => format!("{name} shard {j}"),
+            false => name.to_string(),
+        };
+        // A rotation is a state change: it waits for replicas as writes do.
+        let one = rotate_one(ctx.writer(shard.clone()), conn, &label, explicit, asked);
+        said.extend(one?);
+    }
+    Ok(said)
+}
+
+/// Rotates `f` and says what happened (naming it `name`), or `None` for a
+/// filter that was not named (`explicit` is false) and is not for rotating.
+fn rotate_one(
+    f: rotabloom::AnyFilter,
+    conn: &mut Connection,
+    name: &str,
+    explicit: bool,
+    asked: Asked,
 ) -> anyhow::Result<Option<Said>> {
-    // A rotation is a state change: it waits for replicas as writes do.
-    let f = ctx.writer(connect::open(conn, name)?);
     let Some(c) = f.circular() else {
         if explicit {
             return Err(usage(format!(

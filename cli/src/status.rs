@@ -25,6 +25,8 @@ pub struct Failed {
     pub name: String,
     pub error: String,
     pub wrong_type: bool,
+    /// A shard of a sharded filter is missing: unhealthy, for `--check`.
+    pub missing_shard: bool,
 }
 
 /// The report of every filter in `names`, and the filters that cannot be
@@ -42,10 +44,7 @@ pub fn collect(
     let mut failed = Vec::new();
     let mut worst = 0;
     for name in &names.list {
-        let report_of = connect::open(conn, name).and_then(|f| {
-            let info = f.info(conn)?;
-            Ok(Report::new(&f, info, server))
-        });
+        let report_of = connect::open_sharded(conn, name).and_then(|f| report_of(conn, &f, server));
         match report_of {
             Ok(r) => reports.push(r),
             Err(e) if names.vanished(&e) => {}
@@ -53,13 +52,14 @@ pub fn collect(
             Err(e) => {
                 let (error, code) = report(&e, ctx.secrets());
                 worst = worst.max(code);
-                let wrong_type = e
-                    .chain()
-                    .any(|c| matches!(c.downcast_ref::<Error>(), Some(Error::WrongType { .. })));
+                let is = |f: fn(&Error) -> bool| {
+                    e.chain().any(|c| c.downcast_ref::<Error>().is_some_and(f))
+                };
                 failed.push(Failed {
                     name: name.clone(),
                     error,
-                    wrong_type,
+                    wrong_type: is(|e| matches!(e, Error::WrongType { .. })),
+                    missing_shard: is(|e| matches!(e, Error::ShardMissing { .. })),
                 });
             }
         }
@@ -67,11 +67,42 @@ pub fn collect(
     Ok((reports, failed, worst))
 }
 
+/// The report of `f`: of the filter, or of the whole and each shard.
+fn report_of(
+    conn: &mut Connection,
+    f: &connect::Sharded,
+    server: &Server,
+) -> anyhow::Result<Report> {
+    let infos = f.info(conn)?;
+    let masters = match f.is_sharded() {
+        true => f.masters(conn)?,
+        false => vec![None],
+    };
+    let mut lines: Vec<ShardLine> = Vec::with_capacity(infos.len());
+    for (j, (info, master)) in infos.into_iter().zip(masters).enumerate() {
+        let Some(shard) = f.shard(j as u32) else {
+            break;
+        };
+        lines.push(ShardLine {
+            shard: j as u32,
+            master,
+            report: Report::new(shard, info, server),
+        });
+    }
+    if !f.is_sharded() {
+        if let Some(one) = lines.pop() {
+            return Ok(one.report);
+        }
+    }
+    Report::sharded(f.name(), lines)
+}
+
 pub fn run(ctx: &Ctx, names: Vec<String>, json: bool, check: bool) -> anyhow::Result<u8> {
     let mut conn = ctx.connect()?;
     let names = connect::names_or_all(&mut conn, names)?;
     let server = Server::read(&mut conn)?;
     let (reports, failed, worst) = collect(ctx, &mut conn, &names, &server)?;
+    let missing_shard = failed.iter().any(|f| f.missing_shard);
     let failed: Vec<Value> = failed
         .into_iter()
         .map(|f| {
@@ -119,7 +150,7 @@ pub fn run(ctx: &Ctx, names: Vec<String>, json: bool, check: bool) -> anyhow::Re
         .flat_map(|r| &r.warnings)
         .chain(&warnings)
         .any(|w| w.level == Level::Error);
-    if check && worst == 0 && unhealthy {
+    if check && ((worst == 0 && unhealthy) || missing_shard) {
         return Ok(EXIT_UNHEALTHY);
     }
     Ok(worst)
@@ -199,12 +230,25 @@ impl Server {
 
 /// One filter's report.
 pub struct Report {
+    /// A sharded filter's: the totals over its shards (count, memory, the
+    /// worst false-positive rate), no generations.
     pub info: Info,
     /// Whether the filter rotates (by hand when it has no schedule).
     rotates: bool,
     pub next_rotation_at: Option<DateTime<Utc>>,
-    /// The library's warnings, then an overdue rotation.
+    /// The library's warnings, then an overdue rotation (a sharded
+    /// filter's: its shards', each saying which).
     pub warnings: Vec<Warning>,
+    /// A sharded filter's shards; empty for an unsharded filter.
+    pub shards: Vec<ShardLine>,
+}
+
+/// One shard of a sharded filter in its report.
+pub struct ShardLine {
+    pub shard: u32,
+    /// `host:port` of the master serving it, in a cluster.
+    pub master: Option<String>,
+    pub report: Report,
 }
 
 impl Report {
@@ -231,7 +275,54 @@ impl Report {
             rotates: filter.circular().is_some(),
             next_rotation_at,
             warnings,
+            shards: Vec::new(),
         }
+    }
+
+    /// The report of the sharded filter `name` from its shards'.
+    fn sharded(name: &str, shards: Vec<ShardLine>) -> anyhow::Result<Report> {
+        let Some(first) = shards.first() else {
+            anyhow::bail!("sharded filter {name:?} has no shards");
+        };
+        let mut info = first.report.info.clone();
+        info.name = name.to_string();
+        info.generations = Vec::new();
+        info.warnings = Vec::new();
+        info.count = shards
+            .iter()
+            .map(|s| s.report.info.count)
+            .fold(0, u64::saturating_add);
+        info.memory_bytes = shards
+            .iter()
+            .map(|s| s.report.info.memory_bytes)
+            .fold(0, u64::saturating_add);
+        // Each item is checked in one shard: the worst shard bounds them.
+        info.false_positive_rate = shards
+            .iter()
+            .map(|s| s.report.info.false_positive_rate)
+            .fold(0.0, f64::max);
+        let warnings = shards
+            .iter()
+            .flat_map(|s| {
+                s.report.warnings.iter().map(move |w| {
+                    let mut w = w.clone();
+                    w.message =
+                        format!("shard {} ({}): {}", s.shard, s.report.info.name, w.message);
+                    w
+                })
+            })
+            .collect();
+        let next_rotation_at = shards
+            .iter()
+            .filter_map(|s| s.report.next_rotation_at)
+            .min();
+        Ok(Report {
+            info,
+            rotates: shards.iter().any(|s| s.report.rotates),
+            next_rotation_at,
+            warnings,
+            shards,
+        })
     }
 
     fn field(&self, key: &str) -> Option<&str> {
@@ -243,6 +334,13 @@ impl Report {
     }
 
     pub fn capacity(&self) -> u64 {
+        if !self.shards.is_empty() {
+            return self
+                .shards
+                .iter()
+                .map(|s| s.report.capacity())
+                .fold(0, u64::saturating_add);
+        }
         self.info
             .generations
             .iter()
@@ -280,6 +378,9 @@ impl Report {
                 }
             }
         }
+        if !self.shards.is_empty() {
+            let _ = write!(head, ", {} shards", self.shards.len());
+        }
         let _ = writeln!(
             out,
             "{head}, epoch {}, created {}\n  {}, false-positive rate {}, memory {}",
@@ -289,8 +390,25 @@ impl Report {
             rate(i.false_positive_rate),
             bytes(i.memory_bytes),
         );
-        for line in generation_table(&i.generations).lines() {
+        for line in generation_table(&i.generations)
+            .lines()
+            .filter(|_| self.shards.is_empty())
+        {
             let _ = writeln!(out, " {}", line.trim_end());
+        }
+        for s in &self.shards {
+            let r = &s.report.info;
+            let _ = writeln!(
+                out,
+                "  shard {} {} on {}: {}, epoch {}, false-positive rate {}, memory {}",
+                s.shard,
+                r.name,
+                s.master.as_deref().unwrap_or("this server"),
+                count(r.count, "item"),
+                r.epoch,
+                rate(r.false_positive_rate),
+                bytes(r.memory_bytes),
+            );
         }
         if let Some(t) = self.next_rotation_at {
             let when = if t > server.now {
@@ -350,6 +468,19 @@ impl Report {
             parameters,
             generations,
             warnings: &self.warnings,
+            shards: (!self.shards.is_empty()).then_some(self.shards.len()),
+            shard_filters: self
+                .shards
+                .iter()
+                .map(|s| {
+                    let mut v = s.report.json()?;
+                    if let Some(o) = v.as_object_mut() {
+                        o.insert("shard".into(), s.shard.into());
+                        o.insert("master".into(), json!(s.master));
+                    }
+                    Ok(v)
+                })
+                .collect::<serde_json::Result<_>>()?,
         })
     }
 }
@@ -404,6 +535,13 @@ struct FilterJson<'a> {
     parameters: BTreeMap<&'a str, Value>,
     generations: Vec<GenerationJson<'a>>,
     warnings: &'a [Warning],
+    /// A sharded filter's number of shards.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shards: Option<usize>,
+    /// A sharded filter's shards, each as a filter with `shard` and
+    /// `master`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    shard_filters: Vec<Value>,
 }
 
 /// A generation in `status --json`: the library's fields, and a few

@@ -43,6 +43,8 @@ fn every_subcommand_on_a_cluster() {
     let out = bin::with_config(&dir, &toml, &["check", "b0", "x", "nope"]).ok();
     assert_eq!(out.stdout, "x\n");
 
+    sharded(&cluster, &url);
+
     // No seed node answers: one line, exit 3.
     let dead = RedisServer::start();
     let port = dead.port();
@@ -53,4 +55,203 @@ fn every_subcommand_on_a_cluster() {
         line.starts_with(&format!("rotabloom: cannot connect to {down}: ")),
         "{line}"
     );
+}
+
+/// A sharded filter from the command line: created with `--shards` (and
+/// `ROTABLOOM_SHARDS`), filled by `filter`, shown by `status` with one line
+/// per shard, rotated shard by shard, listed once, a missing shard loud
+/// (`status --check` exit 4), dropped whole.
+fn sharded(cluster: &RedisCluster, url: &str) {
+    let r = |args: &[&str]| {
+        let mut all = vec!["--redis", url];
+        all.extend_from_slice(args);
+        bin::rotabloom(&all, &[], b"")
+    };
+    let out = r(&[
+        "create",
+        "sh",
+        "--kind",
+        "bloom",
+        "--capacity",
+        "60000",
+        "--shards",
+        "6",
+    ])
+    .ok();
+    assert!(out.stdout.contains("created (bloom, 6 shards"), "{out:?}");
+    let out = bin::rotabloom(
+        &[
+            "--redis",
+            url,
+            "create",
+            "shenv",
+            "--kind",
+            "bloom",
+            "--capacity",
+            "3000",
+        ],
+        &[("ROTABLOOM_SHARDS", "3")],
+        b"",
+    )
+    .ok();
+    assert!(out.stdout.contains("3 shards"), "{out:?}");
+
+    // The configuration's `shards`; ROTABLOOM_SHARDS is only a default for
+    // filters given by flags.
+    let cfg = cluster.nodes()[0].dir().join("shards.toml");
+    std::fs::write(
+        &cfg,
+        "[filter.shcfg]\nkind = \"bloom\"\ncapacity = 1000\nshards = 2\n",
+    )
+    .unwrap();
+    let out = bin::rotabloom(
+        &["--redis", url, "--config", cfg.to_str().unwrap(), "create"],
+        &[("ROTABLOOM_SHARDS", "3")],
+        b"",
+    )
+    .ok();
+    assert!(
+        out.stdout.contains("shcfg: created (bloom, 2 shards"),
+        "{out:?}"
+    );
+    r(&["drop", "shcfg", "--yes"]).ok();
+
+    let line = r(&[
+        "create",
+        "shdry",
+        "--kind",
+        "bloom",
+        "--capacity",
+        "9",
+        "--shards",
+        "2",
+        "--dry-run",
+    ])
+    .failed(2)
+    .to_string();
+    assert!(line.contains("not supported yet"), "{line}");
+
+    // `filter` drops repeats, exactly as unsharded.
+    let input: String = (0..3000).map(|i| format!("u{}\n", i % 2000)).collect();
+    let out = bin::rotabloom(&["--redis", url, "filter", "sh"], &[], input.as_bytes()).ok();
+    assert_eq!(out.stdout.lines().count(), 2000, "{}", out.stderr);
+    let again = bin::rotabloom(&["--redis", url, "filter", "sh"], &[], input.as_bytes()).ok();
+    assert_eq!(again.stdout, "");
+    let out = r(&["check", "sh", "u1", "u1999", "nope"]).ok();
+    assert_eq!(out.stdout, "u1\nu1999\n");
+
+    // status: totals, one line per shard with its master; JSON "shards".
+    let out = r(&["status", "sh"]).ok();
+    assert!(out.stdout.contains("6 shards"), "{out:?}");
+    assert!(
+        out.stdout.contains("2,000 items") || out.stdout.contains("2000 items"),
+        "{out:?}"
+    );
+    let lines = out
+        .stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("shard "))
+        .count();
+    assert_eq!(lines, 6, "{out:?}");
+    assert!(out.stdout.contains(" on 127.0.0.1:"), "{out:?}");
+    let out = r(&["status", "sh", "--json"]).ok();
+    let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(doc["filters"][0]["shards"], 6);
+    assert_eq!(doc["filters"][0]["items"], 2000);
+    assert_eq!(
+        doc["filters"][0]["shard_filters"].as_array().unwrap().len(),
+        6
+    );
+
+    // list: the filter once, not its shards.
+    let out = r(&["list"]).ok();
+    assert!(out.stdout.lines().any(|l| l == "sh"), "{out:?}");
+    assert!(!out.stdout.contains(":shard:"), "{out:?}");
+
+    // A circular sharded filter rotates every shard.
+    let circular = |name: &str, extra: &[&str]| {
+        let mut args = vec!["create", name, "--kind", "circular", "--generations", "2"];
+        args.extend_from_slice(&["--capacity", "600", "--shards", "3"]);
+        args.extend_from_slice(extra);
+        r(&args).ok();
+    };
+    circular("shw", &[]);
+    let out = r(&["rotate", "shw"]).ok();
+    assert_eq!(out.stdout.matches("rotated").count(), 3, "{out:?}");
+
+    // 16 cron runs of `rotate --if-due` at once, an hour on: each of the 3
+    // shards of an hourly filter rotates exactly once.
+    circular("shcron", &["--every", "1h"]);
+    let later = (chrono::Utc::now() + chrono::Duration::hours(1))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let runs: Vec<_> = (0..16)
+        .map(|_| {
+            bin::spawn(&[
+                "--redis", url, "rotate", "--if-due", "--now", &later, "--force", "--json",
+                "shcron",
+            ])
+        })
+        .collect();
+    let mut rotations = 0;
+    for run in runs {
+        let out = bin::finish(run).ok();
+        for line in out.stdout.lines() {
+            let doc: serde_json::Value = serde_json::from_str(line).unwrap();
+            rotations += doc["rotations"].as_u64().unwrap();
+        }
+    }
+    assert_eq!(rotations, 3, "16 runs rotated each of 3 shards once");
+    let doc: serde_json::Value =
+        serde_json::from_str(&r(&["status", "shcron", "--json"]).ok().stdout).unwrap();
+    let epochs: Vec<u64> = doc["filters"][0]["shard_filters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["epoch"].as_u64().unwrap())
+        .collect();
+    assert_eq!(epochs, [1, 1, 1]);
+    r(&["drop", "shcron", "--yes"]).ok();
+
+    // One shard's keys gone: loud, naming it; status --check exits 4.
+    let doc: serde_json::Value =
+        serde_json::from_str(&r(&["status", "sh", "--json"]).ok().stdout).unwrap();
+    let lost = doc["filters"][0]["shard_filters"][2]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for node in cluster.nodes() {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("rotabloom:{{{lost}}}:*"))
+            .query(&mut node.connection())
+            .unwrap();
+        for k in keys {
+            let _: () = redis::cmd("DEL")
+                .arg(&k)
+                .query(&mut node.connection())
+                .unwrap();
+        }
+    }
+    let line = r(&["check", "sh", "u1"]).failed(3).to_string();
+    assert!(line.contains(&lost) && line.contains("shard 2"), "{line}");
+    let out = r(&["status", "sh", "--check"]);
+    assert_eq!(out.code, 4, "{out:?}");
+    assert!(out.stderr.contains(&lost), "{out:?}");
+    // An unported command refuses a sharded filter loudly.
+    let file = cluster.nodes()[0].dir().join("shenv.dump");
+    let line = r(&["dump", "shenv", file.to_str().unwrap()])
+        .failed(3)
+        .to_string();
+    assert!(line.contains("sharded"), "{line}");
+
+    // drop takes the whole, the missing shard notwithstanding.
+    for name in ["sh", "shenv", "shw"] {
+        r(&["drop", name, "--yes"]).ok();
+    }
+    for node in cluster.nodes() {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg("rotabloom:{sh*")
+            .query(&mut node.connection())
+            .unwrap();
+        assert_eq!(keys, Vec::<String>::new());
+    }
 }

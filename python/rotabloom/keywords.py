@@ -49,6 +49,7 @@ class _Storage(TypedDict, total=False):
     backend: Optional[Backend]
     max_bits: Optional[Count]
     max_block_bits: Optional[Count]
+    shards: Optional[Count]
 
 
 class BloomSettings(HandleKeywords, _Storage, total=False):

@@ -36,7 +36,11 @@ use rotabloom::AnyFilter;
 ///   ``rediss://`` URL, PEM files of the certificate authorities to trust
 ///   instead of the system's, and of a client certificate and its key;
 /// - ``clock`` (circular filters): a ``ManualClock`` instead of the Redis
-///   server's clock.
+///   server's clock;
+/// - ``shards``: 1, the default (a filter split over a Redis Cluster's
+///   masters, ``shards`` > 1, is made with ``rotabloom create --shards``
+///   or the Rust library; the Python package does not take one yet and
+///   raises ``InvalidParameterError``).
 #[pyclass(module = "rotabloom._rotabloom", subclass, frozen)]
 pub struct Filter {
     link: Link,

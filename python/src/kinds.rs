@@ -62,6 +62,19 @@ fn create<S: PyClass<BaseType = Filter>>(
     settings: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyClassInitializer<S>> {
     let kw = Keywords::parse(S::NAME, Some(kind), settings)?;
+    if let Some(shards) = kw.params.shards.filter(|&s| s > 1) {
+        // Loud: a filter made unsharded here would not be the one asked for.
+        return Err(to_py(
+            rotabloom::Error::InvalidParameter {
+                name: "shards",
+                reason: format!(
+                    "shards={shards}: sharded filters are not yet supported by the Python package; \
+                     create one with `rotabloom create --shards` or the Rust library"
+                ),
+            },
+            None,
+        ));
+    }
     let spec = spec(py, &kw, name)?;
     // The creation does not wait for replicas, the handle's writes do: a
     // creation that waits and times out leaves its first generation's

@@ -68,6 +68,9 @@ pub struct FilterParams {
     pub max_bits: Option<u64>,
     /// `max_block_bits`: the block size, in bits.
     pub max_block_bits: Option<u64>,
+    /// `shards`: split the filter over this many shards (docs/FORMAT.md
+    /// §11); 1 (the default) is an unsharded filter.
+    pub shards: Option<u32>,
 }
 
 const ALL: &[Kind] = Kind::ALL;
@@ -201,6 +204,14 @@ static SETTINGS: &[Setting] = &[
         value_name: "B",
         help: "Block size in bits (default 2^26)",
         slot: |p| Slot::Count(&mut p.max_block_bits),
+    },
+    Setting {
+        key: "shards",
+        flag: "shards",
+        kinds: ALL,
+        value_name: "S",
+        help: "Split the filter over S shards, spread over the masters of a Redis Cluster, each sized for its share of capacity (default 1: unsharded)",
+        slot: |p| Slot::Small(&mut p.shards),
     },
 ];
 

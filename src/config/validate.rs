@@ -98,6 +98,34 @@ impl FilterDef {
         }
     }
 
+    /// Number of shards (`shards`, default 1: unsharded).
+    pub fn shards(&self) -> u32 {
+        self.params.shards.unwrap_or(1)
+    }
+
+    /// The definition of one shard of this filter, called `name`: the same
+    /// settings, the capacity its share ([`shard_capacity`](crate::params::shard_capacity)),
+    /// unsharded (docs/FORMAT.md §11.2).
+    ///
+    /// ```
+    /// use rotabloom::config::FilterParams;
+    /// let mut p = FilterParams::default();
+    /// p.set("kind", "bloom").unwrap();
+    /// p.set("capacity", "1000").unwrap();
+    /// p.set("shards", "6").unwrap();
+    /// let def = p.validate("crawl").unwrap();
+    /// let shard = def.shard("crawl:shard:0:0a1b2c3d").unwrap();
+    /// assert_eq!(shard.params().capacity, Some(167 + 78));
+    /// assert_eq!(shard.shards(), 1);
+    /// ```
+    pub fn shard(&self, name: &str) -> Result<FilterDef, ParamError> {
+        let mut p = self.params.clone();
+        let shards = self.shards();
+        p.capacity = p.capacity.map(|c| crate::params::shard_capacity(c, shards));
+        p.shards = None;
+        p.validate(name)
+    }
+
     /// The settings, as given.
     pub fn params(&self) -> &FilterParams {
         &self.params
@@ -144,6 +172,21 @@ impl FilterParams {
             ParamError::at("kind", format!("missing (set kind to {})", Kind::choices()))
         })?;
         self.check_keys(kind)?;
+        match self.shards {
+            Some(s) if !(1..=crate::shard::MAX_SHARDS).contains(&s) => {
+                return Err(ParamError::at(
+                    "shards",
+                    format!("{s} is not between 1 and {}", crate::shard::MAX_SHARDS),
+                ))
+            }
+            Some(s) if s > 1 && self.bits.is_some() => {
+                return Err(ParamError::at(
+                    "shards",
+                    "a shape given in bits and hashes cannot be divided between shards; give a capacity",
+                ))
+            }
+            _ => {}
+        }
         let from_lib = |e: Error| self.lib_error(e);
         let spec = match kind {
             Kind::Bloom => {

@@ -341,6 +341,31 @@ pub enum Error {
         lease_secs: u64,
     },
 
+    /// A shard of a sharded filter is missing: the root record lists it,
+    /// its metadata hash does not exist. Its items cannot be answered (an
+    /// answer would be "absent" for items that may have been inserted).
+    #[error("filter {name:?}: shard {shard} ({shard_name:?}) is missing: its keys are gone; the items routed to it cannot be answered (restore it, or drop the whole filter)")]
+    ShardMissing {
+        /// The sharded filter's name.
+        name: String,
+        /// The shard's number.
+        shard: u32,
+        /// The shard's own filter name.
+        shard_name: String,
+    },
+
+    /// A sharded filter is being created or dropped (docs/FORMAT.md
+    /// §11.4), or a creation or drop died half-way: it cannot be used.
+    /// A creation abandoned past its deadline is cleaned by the next
+    /// create; `drop` finishes a drop.
+    #[error("sharded filter {name:?} is being {state}: it cannot be used until that finishes (an abandoned creation is removed by the next create after its deadline, an abandoned drop by drop)")]
+    ShardedBusy {
+        /// The sharded filter's name.
+        name: String,
+        /// `created` or `dropped`.
+        state: &'static str,
+    },
+
     /// An error from Redis or the connection to it. Its message says the
     /// cause in words where it is a common one (authentication, a
     /// read-only replica, not a Redis server, a timeout), else it is the

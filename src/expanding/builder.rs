@@ -82,6 +82,20 @@ impl ExpandingBuilder {
         self
     }
 
+    /// The builder of the shard `name` of `shards`, and the whole
+    /// filter's capacity.
+    pub(crate) fn for_shard(&self, name: &str, shards: u32) -> Result<(Self, u64)> {
+        let mut b = self.clone();
+        b.name = name.to_string();
+        b.capacity = crate::params::shard_capacity(self.capacity, shards);
+        Ok((b, self.capacity))
+    }
+
+    /// The filter's name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
     /// Validates the description.
     pub fn spec(&self) -> Result<ExpandingSpec> {
         let name = FilterName::new(&self.name)?;

@@ -1,0 +1,177 @@
+//! An idempotent batch of a sharded filter: one
+//! [`IdempotentBatch`] per shard, each under a token derived from the
+//! batch's, so that the batch, run again under its token (after a lost
+//! reply, in this process or after a restart), is answered again by every
+//! shard's record: exactly once per shard.
+
+use super::fanout::{merge, split};
+use super::root::Root;
+use super::ShardedFilter;
+use crate::batch::IdempotentBatch;
+use crate::error::{Error, Result};
+use crate::handle::FilterKind;
+use crate::items::Items;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The longest token a sharded batch takes: its shards' tokens add
+/// `-<shard>`, at most 4 bytes, to the 64 an ordinary batch allows.
+const MAX_TOKEN: usize = 60;
+
+/// A batch for one write of a [`ShardedFilter`] that stays exactly once
+/// when run again after a lost reply; see
+/// [`IdempotentBatch`](crate::IdempotentBatch), whose methods it mirrors.
+#[derive(Debug)]
+pub struct ShardedBatch {
+    token: String,
+    len: usize,
+    parts: Vec<Vec<usize>>,
+    /// Each shard's batch (None for a shard with no item of this batch).
+    batches: Vec<Option<IdempotentBatch>>,
+    /// Each shard's answers, once it gave them: a run again after an error
+    /// sends only to the shards that did not answer.
+    answers: Vec<Option<Vec<bool>>>,
+    /// The root, to name a missing shard.
+    root: Option<Arc<Root>>,
+}
+
+/// Shard `j`'s token of a batch under `token`.
+fn shard_token(token: &str, j: usize) -> String {
+    format!("{token}-{j}")
+}
+
+impl<K: FilterKind> ShardedFilter<K> {
+    /// A batch for one write that stays exactly once when run again after
+    /// a lost reply, shard by shard.
+    pub fn idempotent_batch<I>(&self, items: I) -> ShardedBatch
+    where
+        I: IntoIterator,
+        I::Item: AsRef<[u8]>,
+    {
+        let items = Items::collect(items);
+        let parts = split(&items, self.shard_count());
+        let token = crate::uid::new_uid();
+        let batches = parts
+            .iter()
+            .enumerate()
+            .map(|(j, idx)| {
+                (!idx.is_empty()).then(|| {
+                    let b = self.shards[j]
+                        .idempotent_batch(idx.iter().map(|&i| items.get(i).unwrap_or_default()));
+                    if self.shards.len() == 1 {
+                        b
+                    } else {
+                        // A derived token is valid: 16 hex digits and "-j".
+                        b.with_token(&shard_token(&token, j)).unwrap_or_else(|_| {
+                            unreachable!("a derived token is 1 to 64 valid characters")
+                        })
+                    }
+                })
+            })
+            .collect();
+        let mut batch = ShardedBatch {
+            token,
+            len: items.len(),
+            answers: vec![None; parts.len()],
+            parts,
+            batches,
+            root: self.root.clone(),
+        };
+        if self.shards.len() == 1 {
+            if let Some(Some(b)) = batch.batches.first() {
+                batch.token = b.token().to_string();
+            }
+        }
+        batch
+    }
+}
+
+impl ShardedBatch {
+    /// How long the server keeps the answers (see
+    /// [`IdempotentBatch::with_retry_window`]).
+    pub fn with_retry_window(mut self, window: Duration) -> ShardedBatch {
+        self.batches = self
+            .batches
+            .into_iter()
+            .map(|b| b.map(|b| b.with_retry_window(window)))
+            .collect();
+        self
+    }
+
+    /// The same batch under `token` (see [`IdempotentBatch::with_token`]);
+    /// at most 60 characters when the filter has more than one shard.
+    pub fn with_token(mut self, token: &str) -> Result<ShardedBatch> {
+        let sharded = self.parts.len() > 1;
+        if sharded && token.len() > MAX_TOKEN {
+            return Err(Error::InvalidParameter {
+                name: "token",
+                reason: format!("a sharded filter's batch token is at most {MAX_TOKEN} characters"),
+            });
+        }
+        let mut out = Vec::with_capacity(self.batches.len());
+        for (j, b) in self.batches.into_iter().enumerate() {
+            out.push(match b {
+                Some(b) if sharded => Some(b.with_token(&shard_token(token, j))?),
+                Some(b) => Some(b.with_token(token)?),
+                None => None,
+            });
+        }
+        self.batches = out;
+        self.token = token.to_string();
+        Ok(self)
+    }
+
+    /// The batch's token.
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// How many items the batch holds.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the batch holds no item.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn run<C: redis::ConnectionLike + ?Sized>(
+        &mut self,
+        conn: &mut C,
+        op: fn(&mut IdempotentBatch, &mut C) -> Result<Vec<bool>>,
+    ) -> Result<Vec<bool>> {
+        for (j, b) in self.batches.iter_mut().enumerate() {
+            if let (Some(b), None) = (b, &self.answers[j]) {
+                let answered = op(b, conn).map_err(|e| match &self.root {
+                    Some(root) => super::missing(root, j, e),
+                    None => e,
+                })?;
+                self.answers[j] = Some(answered);
+            }
+        }
+        let answers = self
+            .answers
+            .iter()
+            .enumerate()
+            .filter_map(|(j, a)| a.clone().map(|a| (j, a)))
+            .collect();
+        merge(self.len, &self.parts, answers)
+    }
+
+    /// Check-and-insert of every item, shard by shard: true for the new
+    /// ones, in order. Run again after an error, every shard answers as it
+    /// first did.
+    pub fn check_and_insert<C: redis::ConnectionLike + ?Sized>(
+        &mut self,
+        conn: &mut C,
+    ) -> Result<Vec<bool>> {
+        self.run(conn, |b, c| b.check_and_insert(c))
+    }
+
+    /// Insert of every item, shard by shard (see
+    /// [`check_and_insert`](Self::check_and_insert)).
+    pub fn insert<C: redis::ConnectionLike + ?Sized>(&mut self, conn: &mut C) -> Result<Vec<bool>> {
+        self.run(conn, |b, c| b.insert(c))
+    }
+}

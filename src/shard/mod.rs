@@ -1,0 +1,443 @@
+//! One filter split over the masters of a Redis Cluster (docs/FORMAT.md
+//! §11): S ordinary filters ("shards") under their own hash tags, named
+//! by a root record, each item in the shard its digest picks.
+//!
+//! The pure parts are in their own files: the routing rule
+//! ([`ItemHash::shard`](crate::ItemHash::shard)), the root record
+//! (`root`), placement on masters (`placement`), the root's atomic steps
+//! (`script`). This file and `create` are the I/O: the handle, its fan-out
+//! and its creation.
+
+mod batch;
+mod build;
+mod create;
+mod fanout;
+pub(crate) mod placement;
+pub(crate) mod root;
+mod script;
+
+pub use batch::ShardedBatch;
+pub use build::ShardableBuilder;
+pub use create::{ShardPlan, ShardedBuilder, DEFAULT_CREATE_LEASE};
+pub use root::{MAX_SHARDS, ROOT_FORMAT as SHARDED_FORMAT};
+
+use crate::error::{Error, Result};
+use crate::handle::{Filter, FilterKind};
+use crate::keys::{FilterName, Keys};
+use fanout::Op;
+use root::{Root, State};
+use std::sync::Arc;
+
+/// A filter that may be split into shards: S ordinary [`Filter`]s over
+/// the masters of a Redis Cluster, one name (docs/FORMAT.md §11). With
+/// one shard it is exactly the ordinary filter of that name, so code that
+/// takes a `ShardedFilter` works on every filter.
+///
+/// Each item lives in one shard, chosen from its digest
+/// ([`ItemHash::shard`](crate::ItemHash::shard)); batches are split by
+/// shard, sent shard by shard (or in parallel over several connections
+/// with the `*_on` methods), and answered in input order.
+///
+/// ```no_run
+/// # let client = redis::cluster::ClusterClient::new(vec!["redis://127.0.0.1:7000/"])?;
+/// # let mut conn = client.get_connection()?;
+/// let f = rotabloom::BloomFilter::builder("crawl")
+///     .capacity(60_000_000)
+///     .shards(6)
+///     .create_or_open(&mut conn)?;
+/// // One connection per master: the shards' parts of a batch go at once.
+/// let mut conns = vec![client.get_connection()?, client.get_connection()?, client.get_connection()?];
+/// let new = f.check_and_insert_many_on(&mut conns, ["a", "b", "c"])?;
+/// assert_eq!(new.len(), 3);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct ShardedFilter<K: FilterKind> {
+    name: String,
+    /// None for an unsharded filter.
+    root: Option<Arc<Root>>,
+    shards: Vec<Filter<K>>,
+}
+
+impl<K: FilterKind> Clone for ShardedFilter<K> {
+    fn clone(&self) -> Self {
+        ShardedFilter {
+            name: self.name.clone(),
+            root: self.root.clone(),
+            shards: self.shards.clone(),
+        }
+    }
+}
+
+impl<K: FilterKind> std::fmt::Debug for ShardedFilter<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShardedFilter")
+            .field("name", &self.name)
+            .field("shards", &self.shard_names())
+            .finish()
+    }
+}
+
+/// Reads the hash under `meta`: its fields (empty when it does not exist).
+fn read_meta<C: redis::ConnectionLike + ?Sized>(
+    conn: &mut C,
+    meta: &str,
+) -> Result<std::collections::BTreeMap<String, String>> {
+    let v = match conn
+        .req_command(redis::cmd("HGETALL").arg(meta))
+        .and_then(redis::Value::extract_error)
+    {
+        Ok(v) => v,
+        // Not a hash: no root; the ordinary open says what it is.
+        Err(e) if e.code() == Some("WRONGTYPE") => return Ok(Default::default()),
+        Err(e) => return Err(e.into()),
+    };
+    script::hash_fields(&v).ok_or_else(|| Error::UnexpectedReply(format!("HGETALL {meta}: {v:?}")))
+}
+
+/// Whether an ordinary open refused `e` because the name holds a root.
+fn is_root(e: &Error) -> bool {
+    matches!(e, Error::UnsupportedFormat { found, .. } if found == root::ROOT_FORMAT)
+}
+
+/// The root record in `fields`, if it is ready to use.
+fn ready_root(name: &str, fields: &std::collections::BTreeMap<String, String>) -> Result<Root> {
+    if !Root::is_root(fields) {
+        // Changed since the ordinary open saw a root: gone, or re-made.
+        return Err(Error::NotFound {
+            name: name.to_string(),
+        });
+    }
+    let root = Root::decode(name, fields)?;
+    if root.state != State::Ready {
+        return Err(busy(name, root.state));
+    }
+    Ok(root)
+}
+
+/// The error for a root that cannot be used in its state.
+fn busy(name: &str, state: State) -> Error {
+    Error::ShardedBusy {
+        name: name.to_string(),
+        state: match state {
+            State::Dropping => "dropped",
+            _ => "created",
+        },
+    }
+}
+
+impl<K: FilterKind> ShardedFilter<K> {
+    /// An unsharded filter as a one-shard handle.
+    pub fn single(filter: Filter<K>) -> Self {
+        ShardedFilter {
+            name: filter.name().to_string(),
+            root: None,
+            shards: vec![filter],
+        }
+    }
+
+    /// Opens the filter `name`, sharded or not: a sharded one's shards are
+    /// opened too, and a missing shard is
+    /// [`Error::ShardMissing`](crate::Error::ShardMissing). One round trip,
+    /// plus one per shard.
+    pub fn open<C: redis::ConnectionLike + ?Sized>(conn: &mut C, name: &str) -> Result<Self> {
+        // The ordinary open first: an unsharded filter costs what it did.
+        match Filter::<K>::open(conn, name) {
+            Err(e) if is_root(&e) => {}
+            other => return other.map(Self::single),
+        }
+        let keys = Keys::new(FilterName::existing(name)?);
+        let root = ready_root(name, &read_meta(conn, keys.meta())?)?;
+        let mut shards = Vec::with_capacity(root.shards.len());
+        for (j, sub) in root.shards.iter().enumerate() {
+            let f = Filter::<K>::open(conn, sub).map_err(|e| missing(&root, j, e))?;
+            shards.push(f);
+        }
+        Ok(ShardedFilter {
+            name: name.to_string(),
+            root: Some(Arc::new(root)),
+            shards,
+        })
+    }
+
+    #[cfg(feature = "async")]
+    /// Async [`open`](Self::open).
+    pub async fn open_async<C: redis::aio::ConnectionLike + Send>(
+        conn: &mut C,
+        name: &str,
+    ) -> Result<Self> {
+        match Filter::<K>::open_async(conn, name).await {
+            Err(e) if is_root(&e) => {}
+            other => return other.map(Self::single),
+        }
+        let keys = Keys::new(FilterName::existing(name)?);
+        let v: redis::Value = redis::cmd("HGETALL")
+            .arg(keys.meta())
+            .query_async(conn)
+            .await?;
+        let v = v.extract_error()?;
+        let fields = script::hash_fields(&v)
+            .ok_or_else(|| Error::UnexpectedReply(format!("HGETALL {}: {v:?}", keys.meta())))?;
+        let root = ready_root(name, &fields)?;
+        let mut shards = Vec::with_capacity(root.shards.len());
+        for (j, sub) in root.shards.iter().enumerate() {
+            let f = Filter::<K>::open_async(conn, sub)
+                .await
+                .map_err(|e| missing(&root, j, e))?;
+            shards.push(f);
+        }
+        Ok(ShardedFilter {
+            name: name.to_string(),
+            root: Some(Arc::new(root)),
+            shards,
+        })
+    }
+
+    /// The filter's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether an insert writes only the newest generation while queries
+    /// also read older ones (every shard is alike): see
+    /// [`Filter::inserts_newest_only`].
+    pub fn inserts_newest_only(&self) -> bool {
+        self.shards.iter().all(|f| f.inserts_newest_only())
+    }
+
+    /// Whether the shards add a generation when their newest one fills:
+    /// see [`Filter::grows`].
+    pub fn grows(&self) -> bool {
+        self.shards.iter().all(|f| f.grows())
+    }
+
+    /// Number of shards (1 for an unsharded filter).
+    pub fn shard_count(&self) -> u32 {
+        self.shards.len() as u32
+    }
+
+    /// Whether the filter is sharded (has a root record).
+    pub fn is_sharded(&self) -> bool {
+        self.root.is_some()
+    }
+
+    /// The shards' own filter names, shard 0 first (the filter's own name
+    /// when unsharded).
+    pub fn shard_names(&self) -> Vec<&str> {
+        self.shards.iter().map(|f| f.name()).collect()
+    }
+
+    /// Shard `j`'s handle: everything an ordinary filter offers, on that
+    /// shard alone.
+    pub fn shard(&self, j: u32) -> Option<&Filter<K>> {
+        self.shards.get(j as usize)
+    }
+
+    /// The shard that holds `item`.
+    pub fn shard_of(&self, item: impl AsRef<[u8]>) -> u32 {
+        crate::hashing::ItemHash::of(item).shard(self.shard_count())
+    }
+
+    /// Applies `f` to every shard handle (a setting: transactions, the
+    /// frozen cache, when-full, replicas).
+    pub fn map_shards(mut self, f: impl Fn(Filter<K>) -> Filter<K>) -> Self {
+        self.shards = self.shards.into_iter().map(f).collect();
+        self
+    }
+
+    /// Shard `j`'s error, with "not found" said as the missing shard it is.
+    fn shard_error(&self, j: usize, e: Error) -> Error {
+        match &self.root {
+            Some(root) => missing(root, j, e),
+            None => e,
+        }
+    }
+
+    /// Inserts `items`; `true` for each that was not present before.
+    pub fn insert_many<C, I>(&self, conn: &mut C, items: I) -> Result<Vec<bool>>
+    where
+        C: redis::ConnectionLike + Send,
+        I: IntoIterator,
+        I::Item: AsRef<[u8]>,
+    {
+        self.fan(std::slice::from_mut(conn), Op::Insert, items)
+    }
+
+    /// Whether each of `items` may be present.
+    pub fn contains_many<C, I>(&self, conn: &mut C, items: I) -> Result<Vec<bool>>
+    where
+        C: redis::ConnectionLike + Send,
+        I: IntoIterator,
+        I::Item: AsRef<[u8]>,
+    {
+        self.fan(std::slice::from_mut(conn), Op::Contains, items)
+    }
+
+    /// Inserts `items` atomically per shard; `true` for each that was new.
+    pub fn check_and_insert_many<C, I>(&self, conn: &mut C, items: I) -> Result<Vec<bool>>
+    where
+        C: redis::ConnectionLike + Send,
+        I: IntoIterator,
+        I::Item: AsRef<[u8]>,
+    {
+        self.fan(std::slice::from_mut(conn), Op::CheckAndInsert, items)
+    }
+
+    /// [`insert_many`](Self::insert_many) over several connections at
+    /// once: shard `j`'s part goes on `conns[j % conns.len()]`, each
+    /// connection in its own thread. Give one connection per master (a
+    /// cluster connection each); shards are placed on master `j mod M`.
+    pub fn insert_many_on<C, I>(&self, conns: &mut [C], items: I) -> Result<Vec<bool>>
+    where
+        C: redis::ConnectionLike + Send,
+        I: IntoIterator,
+        I::Item: AsRef<[u8]>,
+    {
+        self.fan(conns, Op::Insert, items)
+    }
+
+    /// [`contains_many`](Self::contains_many) over several connections at
+    /// once (see [`insert_many_on`](Self::insert_many_on)).
+    pub fn contains_many_on<C, I>(&self, conns: &mut [C], items: I) -> Result<Vec<bool>>
+    where
+        C: redis::ConnectionLike + Send,
+        I: IntoIterator,
+        I::Item: AsRef<[u8]>,
+    {
+        self.fan(conns, Op::Contains, items)
+    }
+
+    /// [`check_and_insert_many`](Self::check_and_insert_many) over several
+    /// connections at once (see [`insert_many_on`](Self::insert_many_on)).
+    pub fn check_and_insert_many_on<C, I>(&self, conns: &mut [C], items: I) -> Result<Vec<bool>>
+    where
+        C: redis::ConnectionLike + Send,
+        I: IntoIterator,
+        I::Item: AsRef<[u8]>,
+    {
+        self.fan(conns, Op::CheckAndInsert, items)
+    }
+
+    /// Items inserted, summed over the shards.
+    pub fn count<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Result<u64> {
+        let mut total = 0u64;
+        for (j, f) in self.shards.iter().enumerate() {
+            total = total.saturating_add(f.count(conn).map_err(|e| self.shard_error(j, e))?);
+        }
+        Ok(total)
+    }
+
+    /// Every shard's [`Info`](crate::Info), shard 0 first.
+    pub fn info<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+    ) -> Result<Vec<crate::info::Info>> {
+        self.each(conn, |f, c| f.info(c))
+    }
+
+    /// Empties every shard.
+    pub fn clear<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Result<()> {
+        self.each(conn, |f, c| f.clear(c)).map(drop)
+    }
+
+    /// Runs `op` on every shard in turn, each error naming its shard.
+    fn each<C: redis::ConnectionLike + ?Sized, T>(
+        &self,
+        conn: &mut C,
+        op: impl Fn(&Filter<K>, &mut C) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        self.shards
+            .iter()
+            .enumerate()
+            .map(|(j, f)| op(f, conn).map_err(|e| self.shard_error(j, e)))
+            .collect()
+    }
+
+    /// The address (`host:port`) of the master serving each shard's slot,
+    /// from `CLUSTER SLOTS`; `None` everywhere outside a cluster.
+    pub fn masters<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+    ) -> Result<Vec<Option<String>>> {
+        let masters = create::cluster_masters(conn)?;
+        Ok(self
+            .shards
+            .iter()
+            .map(|f| {
+                placement::master_of(&masters, placement::slot_of_filter(f.name()))
+                    .map(|m| m.addr.clone())
+            })
+            .collect())
+    }
+
+    /// Drops the filter, every shard and the root (docs/FORMAT.md §11.4):
+    /// `false` when it did not exist.
+    pub fn drop<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Result<bool> {
+        match &self.root {
+            None => self.shards[0].drop(conn),
+            Some(root) => create::drop_root(conn, root),
+        }
+    }
+}
+
+impl ShardedFilter<crate::kinds::Any> {
+    /// Drops the sharded filter `name` whatever its state: one with a
+    /// missing shard, one whose creation or drop died half-way (the
+    /// shards that exist, then the root). `false` when `name` is not a
+    /// sharded filter (nothing is done: drop it as an ordinary filter).
+    pub fn drop_if_sharded<C: redis::ConnectionLike + ?Sized>(
+        conn: &mut C,
+        name: &str,
+    ) -> Result<bool> {
+        let keys = Keys::new(FilterName::existing(name)?);
+        let fields = read_meta(conn, keys.meta())?;
+        if !Root::is_root(&fields) {
+            return Ok(false);
+        }
+        let root = Root::decode(name, &fields)?;
+        create::drop_root(conn, &root)
+    }
+
+    /// The kind of every shard.
+    pub fn kind(&self) -> crate::metadata::Kind {
+        self.shards[0].kind()
+    }
+}
+
+impl ShardedFilter<crate::kinds::Circular> {
+    /// Rotates every shard once (each by its own compare-and-set), shard 0
+    /// first.
+    pub fn rotate<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+    ) -> Result<Vec<crate::engine::roll::Rotation>> {
+        self.each(conn, |f, c| f.rotate(c))
+    }
+
+    /// Rotates every shard whose period is due, each exactly once per
+    /// period however many processes call this (its own compare-and-set).
+    pub fn rotate_if_due<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+    ) -> Result<Vec<crate::engine::roll::Rotation>> {
+        self.each(conn, |f, c| f.rotate_if_due(c))
+    }
+}
+
+impl ShardedFilter<crate::kinds::Expanding> {
+    /// Appends a generation to every shard; whether each did.
+    pub fn expand<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Result<Vec<bool>> {
+        self.each(conn, |f, c| f.expand(c))
+    }
+}
+
+/// Shard `j` of `root`'s error: "not found" is the shard missing.
+fn missing(root: &Root, j: usize, e: Error) -> Error {
+    match e {
+        Error::NotFound { .. } => Error::ShardMissing {
+            name: root.name.clone(),
+            shard: j as u32,
+            shard_name: root.shards[j].clone(),
+        },
+        other => other,
+    }
+}

@@ -1,0 +1,453 @@
+//! Sharded filters (docs/FORMAT.md §11) on a private 3-master Redis
+//! Cluster: placement, exact answers under concurrent writers, windows
+//! across shards, a missing shard, and a filter bigger than any master.
+//! One cluster for the whole binary: the scenarios run in turn.
+
+#[path = "support/harness.rs"]
+mod harness;
+
+use chrono::{TimeZone, Utc};
+use harness::RedisCluster;
+use redis::Commands;
+use rotabloom::{BloomFilter, CircularFilter, Error, ManualClock, Rotation, ShardedFilter};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+/// Every key of `pattern` on every node, with the node's index.
+fn keys_by_node(cluster: &RedisCluster, pattern: &str) -> BTreeMap<String, usize> {
+    let mut out = BTreeMap::new();
+    for (i, node) in cluster.nodes().iter().enumerate() {
+        for k in harness::scan(&mut node.connection(), pattern) {
+            out.insert(k, i);
+        }
+    }
+    out
+}
+
+/// The keys of filter `name` and of its shards, on every node.
+fn keys_of(cluster: &RedisCluster, name: &str) -> BTreeMap<String, usize> {
+    let mut all = keys_by_node(cluster, &format!("rotabloom:{{{name}}}:*"));
+    all.extend(keys_by_node(
+        cluster,
+        &format!("rotabloom:{{{name}:shard:*"),
+    ));
+    all
+}
+
+fn set_maxmemory(cluster: &RedisCluster, value: &str, policy: &str) {
+    for node in cluster.nodes() {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg(value)
+            .arg("maxmemory-policy")
+            .arg(policy)
+            .query(&mut node.connection())
+            .unwrap();
+    }
+}
+
+/// On a single server: shards with random tags; a creation that died
+/// half-way is "being created" to readers, and cleaned by the next create
+/// after its deadline.
+#[test]
+fn sharded_filters_on_one_server() {
+    let server = harness::RedisServer::start();
+    let mut conn = server.connection();
+    let f = BloomFilter::builder("one")
+        .capacity(3000)
+        .shards(3)
+        .create_or_open(&mut conn)
+        .unwrap();
+    assert_eq!(f.masters(&mut conn).unwrap(), vec![None, None, None]);
+    let items: Vec<String> = (0..300).map(|i| format!("s{i}")).collect();
+    assert!(all(f.check_and_insert_many(&mut conn, &items).unwrap()));
+    assert!(all(f.contains_many(&mut conn, &items).unwrap()));
+    assert!(f.drop(&mut conn).unwrap());
+    assert_eq!(
+        harness::scan(&mut conn, "rotabloom:*"),
+        Vec::<String>::new()
+    );
+
+    // A creator that died after its first shard: the root says creating,
+    // its deadline passed (written by hand, as that creator would have).
+    let orphan = BloomFilter::builder("half:shard:0:00000001")
+        .capacity(1000)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg("rotabloom:{half}:meta")
+        .arg(&[
+            ("format", "sharded-1"),
+            ("uid", "00000000000000aa"),
+            ("shards", "2"),
+            ("kind", "bloom"),
+            ("capacity", "2000"),
+            ("state", "creating"),
+            ("deadline", "1"),
+            ("created_at", "0"),
+            ("shard.0", "half:shard:0:00000001"),
+            ("shard.1", "half:shard:1:00000002"),
+        ])
+        .query(&mut conn)
+        .unwrap();
+    let e = ShardedFilter::<rotabloom::kinds::Any>::open(&mut conn, "half").unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::ShardedBusy {
+                state: "created",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let f = BloomFilter::builder("half")
+        .capacity(2000)
+        .shards(2)
+        .create_or_open(&mut conn)
+        .unwrap();
+    assert!(!f.shard_names().contains(&orphan.name()), "a new shard set");
+    assert!(matches!(
+        BloomFilter::open(&mut conn, orphan.name()),
+        Err(Error::NotFound { .. })
+    ));
+    assert!(f.drop(&mut conn).unwrap());
+    assert_eq!(
+        harness::scan(&mut conn, "rotabloom:*"),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn sharded_filters_on_a_cluster() {
+    let cluster = RedisCluster::start();
+    placement_and_concurrent_writers(&cluster);
+    windows_across_shards(&cluster);
+    a_missing_shard_is_loud(&cluster);
+    bigger_than_any_master(&cluster);
+    async_batches(&cluster);
+    idempotent_batches(&cluster);
+}
+
+/// A sharded idempotent batch sent again (its reply lost) answers as the
+/// first time, shard by shard; under its token in a new process too.
+fn idempotent_batches(cluster: &RedisCluster) {
+    let mut conn = cluster.connection();
+    let f = BloomFilter::builder("once")
+        .capacity(30_000)
+        .shards(6)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let items: Vec<String> = (0..2000).map(|i| format!("o{i}")).collect();
+    let mut batch = f.idempotent_batch(&items);
+    let first = batch.check_and_insert(&mut conn).unwrap();
+    assert!(all(first.clone()));
+    let token = batch.token().to_string();
+    // The same items under the same token, from a fresh handle: the
+    // records answer "new" again, nothing is written twice.
+    let g = ShardedFilter::<rotabloom::kinds::Bloom>::open(&mut conn, "once").unwrap();
+    let mut again = g.idempotent_batch(&items).with_token(&token).unwrap();
+    assert_eq!(again.check_and_insert(&mut conn).unwrap(), first);
+    // A new token is a new write: nothing is new.
+    let mut other = g.idempotent_batch(&items);
+    assert!(other
+        .check_and_insert(&mut conn)
+        .unwrap()
+        .iter()
+        .all(|&b| !b));
+    assert_eq!(f.count(&mut conn).unwrap(), 2000);
+    assert!(f.drop(&mut conn).unwrap());
+}
+
+/// A 6-shard filter lies on all 3 masters; 8 writers racing over the same
+/// items see each item new exactly once, and every item is found after.
+fn placement_and_concurrent_writers(cluster: &RedisCluster) {
+    let mut conn = cluster.connection();
+    let f = BloomFilter::builder("spread")
+        .capacity(600_000)
+        .error_rate(0.001)
+        .shards(6)
+        .create_or_open(&mut conn)
+        .unwrap();
+    assert_eq!(f.shard_count(), 6);
+    let masters: BTreeSet<String> = f
+        .masters(&mut conn)
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .collect();
+    assert_eq!(masters.len(), 3, "6 shards over 3 masters");
+    let nodes: BTreeSet<usize> = keys_of(cluster, "spread").values().copied().collect();
+    assert!(nodes.len() >= 2, "keys on {} node(s)", nodes.len());
+    // Each shard sized for its share, ceil(600000 / 6), and 6 sigma more.
+    let info = f.info(&mut conn).unwrap();
+    assert!(info
+        .iter()
+        .all(|i| i.generations[0].capacity == 100_000 + 1_898));
+
+    // Opened again by name: the same shards.
+    let again = ShardedFilter::<rotabloom::kinds::Bloom>::open(&mut conn, "spread").unwrap();
+    assert_eq!(again.shard_names(), f.shard_names());
+    // An unsharded open of a sharded name is refused, never "absent".
+    assert!(matches!(
+        BloomFilter::open(&mut conn, "spread"),
+        Err(Error::UnsupportedFormat { .. })
+    ));
+    // Creating it again with another shard count is refused.
+    assert!(matches!(
+        BloomFilter::builder("spread")
+            .capacity(600_000)
+            .error_rate(0.001)
+            .shards(3)
+            .create_or_open(&mut conn),
+        Err(Error::ParameterMismatch { .. })
+    ));
+
+    let items: Vec<String> = (0..40_000).map(|i| format!("https://e.com/{i}")).collect();
+    let new_per_writer: Vec<Vec<bool>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|w| {
+                let f = f.clone();
+                let items = &items;
+                s.spawn(move || {
+                    let mut conns: Vec<_> = (0..3).map(|_| cluster.connection()).collect();
+                    let mut new = vec![false; items.len()];
+                    // Each writer walks the items from its own offset in
+                    // batches of 1000, so writers meet on every item.
+                    for b in 0..40 {
+                        let start = ((b + w * 5) % 40) * 1000;
+                        let ans = f
+                            .check_and_insert_many_on(&mut conns, &items[start..start + 1000])
+                            .unwrap();
+                        for (i, a) in ans.into_iter().enumerate() {
+                            new[start + i] = a;
+                        }
+                    }
+                    new
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let mut twice = 0;
+    let mut never = 0;
+    for i in 0..items.len() {
+        match new_per_writer.iter().filter(|w| w[i]).count() {
+            0 => never += 1,
+            1 => {}
+            _ => twice += 1,
+        }
+    }
+    assert_eq!(twice, 0, "items new twice");
+    // An item never new is a false positive of its first insert: at 0.1%
+    // and far below capacity, a handful at most.
+    assert!(never <= 40, "{never} items were never new");
+    let found = f.contains_many(&mut conn, &items).unwrap();
+    assert_eq!(found.iter().filter(|&&b| !b).count(), 0, "false negatives");
+    assert_eq!(f.count(&mut conn).unwrap(), (items.len() - never) as u64);
+
+    assert!(f.drop(&mut conn).unwrap());
+    assert_eq!(
+        keys_of(cluster, "spread"),
+        BTreeMap::new(),
+        "drop leaves nothing"
+    );
+    assert!(!f.drop(&mut conn).unwrap());
+}
+
+/// A circular sharded filter keeps an item through N-1 rotations and
+/// forgets it at the N-th; 16 racing `rotate_if_due` turn every shard once.
+fn windows_across_shards(cluster: &RedisCluster) {
+    let mut conn = cluster.connection();
+    let t0 = Utc.with_ymd_and_hms(2026, 1, 1, 12, 0, 0).unwrap();
+    let clock = Arc::new(ManualClock::new(t0));
+    let f = CircularFilter::builder("window")
+        .generations(3)
+        .capacity(30_000)
+        .schedule("1d")
+        .clock(clock.clone())
+        .shards(6)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let items: Vec<String> = (0..3000).map(|i| format!("w{i}")).collect();
+    assert!(f.insert_many(&mut conn, &items).unwrap().iter().all(|&b| b));
+    let epochs = |f: &ShardedFilter<rotabloom::kinds::Circular>, conn: &mut _| -> Vec<u64> {
+        f.info(conn).unwrap().iter().map(|i| i.epoch).collect()
+    };
+    for day in 1..=3 {
+        clock.set(t0 + chrono::Duration::days(day));
+        // 16 cron hosts at once, each with its own handle and connection.
+        // Each host's sweep over the 6 shards, timed: the shards' windows
+        // differ by at most one sweep (docs/FORMAT.md §11.3).
+        let swept: Vec<(usize, std::time::Duration)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..16)
+                .map(|_| {
+                    let clock = clock.clone();
+                    s.spawn(move || {
+                        let mut c = cluster.connection();
+                        let h = ShardedFilter::<rotabloom::kinds::Circular>::open(&mut c, "window")
+                            .unwrap()
+                            .map_shards(|s| s.with_clock(clock.clone()));
+                        let t = std::time::Instant::now();
+                        let rotations = h
+                            .rotate_if_due(&mut c)
+                            .unwrap()
+                            .iter()
+                            .map(|r| match r {
+                                Rotation::Rotated { rotations, .. } => *rotations as usize,
+                                _ => 0,
+                            })
+                            .sum::<usize>();
+                        (rotations, t.elapsed())
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let rotated: usize = swept.iter().map(|(r, _)| r).sum();
+        let longest = swept.iter().map(|(_, d)| *d).max().unwrap_or_default();
+        eprintln!("day {day}: 16 concurrent sweeps over 6 shards, the longest {longest:?} (the skew bound)");
+        assert_eq!(rotated, 6, "day {day}: each of 6 shards rotated once");
+        assert_eq!(epochs(&f, &mut conn), vec![day as u64; 6]);
+        let found = f.contains_many(&mut conn, &items).unwrap();
+        let kept = found.iter().filter(|&&b| b).count();
+        if day < 3 {
+            assert_eq!(kept, items.len(), "day {day}: window holds");
+        } else {
+            assert!(kept <= 10, "day {day}: forgotten, but {kept} found");
+        }
+    }
+    assert!(f.drop(&mut conn).unwrap());
+}
+
+/// One shard's keys deleted: every operation that needs it is an error
+/// naming that shard.
+fn a_missing_shard_is_loud(cluster: &RedisCluster) {
+    let mut conn = cluster.connection();
+    let f = BloomFilter::builder("holed")
+        .capacity(60_000)
+        .shards(6)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let items: Vec<String> = (0..600).map(|i| format!("h{i}")).collect();
+    f.insert_many(&mut conn, &items).unwrap();
+    let lost = f.shard_names()[4].to_string();
+    for (key, node) in keys_of(cluster, &lost) {
+        let _: () = cluster.nodes()[node].connection().del(&key).unwrap();
+    }
+    let is_shard_4 = |e: &Error| {
+        matches!(e, Error::ShardMissing { shard: 4, shard_name, .. } if *shard_name == lost)
+            && e.to_string().contains(&lost)
+    };
+    let e = f.contains_many(&mut conn, &items).unwrap_err();
+    assert!(is_shard_4(&e), "{e}");
+    let e = f.check_and_insert_many(&mut conn, &items).unwrap_err();
+    assert!(is_shard_4(&e), "{e}");
+    let e = f.count(&mut conn).unwrap_err();
+    assert!(is_shard_4(&e), "{e}");
+    let e = ShardedFilter::<rotabloom::kinds::Any>::open(&mut conn, "holed").unwrap_err();
+    assert!(is_shard_4(&e), "{e}");
+    // Items routed elsewhere still answer.
+    let elsewhere: Vec<&String> = items.iter().filter(|i| f.shard_of(i) != 4).collect();
+    assert!(f
+        .contains_many(&mut conn, &elsewhere)
+        .unwrap()
+        .iter()
+        .all(|&b| b));
+    assert!(f.drop(&mut conn).unwrap());
+    assert_eq!(keys_of(cluster, "holed"), BTreeMap::new());
+}
+
+/// 3 masters of 48 MB: 60M items at 1% (72 MB) do not fit one, and fit
+/// 6 shards; one master out of memory during a sharded create leaves
+/// nothing anywhere.
+fn bigger_than_any_master(cluster: &RedisCluster) {
+    let mut conn = cluster.connection();
+    let huge = |conn: &mut redis::cluster::ClusterConnection, shards: u32| {
+        BloomFilter::builder("huge")
+            .capacity(60_000_000)
+            .shards(shards)
+            .create_or_open(conn)
+    };
+    let refused_leaving_nothing = |e: Error, what: &str| {
+        assert!(
+            matches!(e, Error::OutOfMemory { .. } | Error::MemoryFull { .. }),
+            "{what}: {e}"
+        );
+        assert_eq!(
+            keys_of(cluster, "huge"),
+            BTreeMap::new(),
+            "{what} leaves nothing"
+        );
+    };
+    set_maxmemory(cluster, "48mb", "noeviction");
+    refused_leaving_nothing(huge(&mut conn, 1).unwrap_err(), "unsharded");
+
+    let f = huge(&mut conn, 6).unwrap();
+    let items: Vec<String> = (0..10_000).map(|i| format!("big{i}")).collect();
+    assert!(all(f.check_and_insert_many(&mut conn, &items).unwrap()));
+    assert!(all(f.contains_many(&mut conn, &items).unwrap()));
+    assert!(f.drop(&mut conn).unwrap());
+    assert_eq!(keys_of(cluster, "huge"), BTreeMap::new());
+
+    // The master that takes shards 2 and 5 (the third by node id) nearly
+    // full: the sharded create fails there and leaves nothing anywhere.
+    let mut ids: Vec<(String, usize)> = (0..3)
+        .map(|i| {
+            let mut c = cluster.nodes()[i].connection();
+            (redis::cmd("CLUSTER").arg("MYID").query(&mut c).unwrap(), i)
+        })
+        .collect();
+    ids.sort();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("maxmemory")
+        .arg("8mb")
+        .query(&mut cluster.nodes()[ids[2].1].connection())
+        .unwrap();
+    refused_leaving_nothing(
+        huge(&mut conn, 6).unwrap_err(),
+        "a sharded create with one master full",
+    );
+    set_maxmemory(cluster, "0", "noeviction");
+}
+
+/// Whether every answer is true.
+fn all(answers: Vec<bool>) -> bool {
+    answers.iter().all(|&b| b)
+}
+
+/// Async batches fan out over clones of one cluster connection.
+fn async_batches(cluster: &RedisCluster) {
+    let mut conn = cluster.connection();
+    let f = BloomFilter::builder("fan")
+        .capacity(30_000)
+        .shards(3)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let items: Vec<String> = (0..3000).map(|i| format!("a{i}")).collect();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let aconn = cluster.client().get_async_connection().await.unwrap();
+        let new = f.check_and_insert_many_async(&aconn, &items).await.unwrap();
+        assert!(new.iter().all(|&b| b));
+        let again = f.check_and_insert_many_async(&aconn, &items).await.unwrap();
+        assert!(again.iter().all(|&b| !b));
+        let mut a2 = aconn.clone();
+        let g = ShardedFilter::<rotabloom::kinds::Bloom>::open_async(&mut a2, "fan")
+            .await
+            .unwrap();
+        assert!(g
+            .contains_many_async(&aconn, &items)
+            .await
+            .unwrap()
+            .iter()
+            .all(|&b| b));
+    });
+    assert_eq!(f.count(&mut conn).unwrap(), 3000);
+    assert!(f.drop(&mut conn).unwrap());
+}
