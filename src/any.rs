@@ -1,19 +1,12 @@
 //! A filter of any kind, opened by name: the kind stored in Redis decides.
 
+use crate::handle::{Filter, OneKind};
+use crate::kinds::{Any, Bloom, Circular, Expanding};
 use crate::metadata::Kind;
-use crate::ops::impl_filter_ops;
-use crate::view::{Accept, Codec};
-use crate::{BloomFilter, CircularFilter, ExpandingFilter};
-
-/// Every kind this library reads.
-const ALL: &[Codec] = &[
-    crate::bloom::CODEC,
-    crate::expanding::CODEC,
-    crate::circular::CODEC,
-];
+use crate::view::Accept;
 
 /// What opening by name accepts: any kind this library reads.
-pub(crate) const ACCEPT_ANY: Accept = Accept::Any(ALL);
+pub(crate) const ACCEPT_ANY: Accept = Accept::Any(crate::kinds::ALL);
 
 /// A handle on a filter of whatever kind it is: the data operations every
 /// kind shares, and the typed handle for the rest. Opening it reads the
@@ -29,16 +22,7 @@ pub(crate) const ACCEPT_ANY: Accept = Accept::Any(ALL);
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug)]
-pub struct AnyFilter {
-    core: crate::engine::Core,
-}
-
-impl_filter_ops!(
-    AnyFilter,
-    Accept::Any(ALL),
-    "# let mut conn = redis::Client::open(\"redis://127.0.0.1/\")?.get_connection()?;\nlet f = rotabloom::AnyFilter::open(&mut conn, \"crawl\")?;"
-);
+pub type AnyFilter = Filter<Any>;
 
 impl AnyFilter {
     /// The filter's kind, as stored in Redis.
@@ -47,21 +31,18 @@ impl AnyFilter {
     }
 
     /// The typed handle, when the filter is a base filter.
-    pub fn bloom(&self) -> Option<BloomFilter> {
-        self.typed(Kind::Bloom, crate::bloom::CODEC)
-            .map(BloomFilter::from_core)
+    pub fn bloom(&self) -> Option<crate::BloomFilter> {
+        self.typed::<Bloom>()
     }
 
     /// The typed handle, when the filter is an expanding filter.
-    pub fn expanding(&self) -> Option<ExpandingFilter> {
-        self.typed(Kind::Expanding, crate::expanding::CODEC)
-            .map(ExpandingFilter::from_core)
+    pub fn expanding(&self) -> Option<crate::ExpandingFilter> {
+        self.typed::<Expanding>()
     }
 
     /// The typed handle, when the filter is a circular filter.
-    pub fn circular(&self) -> Option<CircularFilter> {
-        self.typed(Kind::Circular, crate::circular::CODEC)
-            .map(CircularFilter::from_core)
+    pub fn circular(&self) -> Option<crate::CircularFilter> {
+        self.typed::<Circular>()
     }
 
     /// Removes the keys left under filter `name` when no filter of that
@@ -142,30 +123,30 @@ impl AnyFilter {
         crate::exec::run_async(conn, unreadable_drop(keys), None).await
     }
 
-    fn typed(&self, kind: Kind, codec: Codec) -> Option<crate::engine::Core> {
-        (self.kind() == kind).then(|| {
-            let mut core = self.core.clone();
-            core.accept = Accept::One(codec);
-            core
-        })
+    /// The handle of kind `K`, when the filter is of that kind: what
+    /// [`bloom`](Self::bloom), [`expanding`](Self::expanding) and
+    /// [`circular`](Self::circular) return.
+    ///
+    /// ```no_run
+    /// use rotabloom::{kinds::Circular, AnyFilter};
+    /// let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+    /// if let Some(c) = AnyFilter::open(&mut conn, "recrawl")?.typed::<Circular>() {
+    ///     c.rotate_if_due(&mut conn)?;
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn typed<K: OneKind>(&self) -> Option<Filter<K>> {
+        let own = K::accept().0;
+        let kind = own.codecs().first()?.kind;
+        (self.kind() == kind).then(|| Filter::from_core(self.core.clone()))
     }
 }
 
-macro_rules! from_typed {
-    ($ty:ident) => {
-        impl From<$ty> for AnyFilter {
-            fn from(f: $ty) -> AnyFilter {
-                let mut core = f.core;
-                core.accept = Accept::Any(ALL);
-                AnyFilter { core }
-            }
-        }
-    };
+impl<K: OneKind> From<Filter<K>> for AnyFilter {
+    fn from(f: Filter<K>) -> AnyFilter {
+        Filter::from_core(f.core)
+    }
 }
-
-from_typed!(BloomFilter);
-from_typed!(ExpandingFilter);
-from_typed!(CircularFilter);
 
 /// The drop of an unreadable filter, then the sweep of its name.
 fn unreadable_drop(keys: crate::Keys) -> impl crate::exec::Machine<Output = bool> + Send {

@@ -1,12 +1,15 @@
 //! The base filter: one generation in Redis. Its policy: that generation
 //! decides and takes every write; capacity is advisory.
 
-use crate::engine::{create, Core};
+use crate::engine::create;
 use crate::error::Result;
 use crate::generation::{Backend, Layout};
+use crate::handle::{
+    sealed::{Opens, Sealed},
+    Filter, FilterKind, OneKind,
+};
 use crate::keys::{FilterName, Keys};
 use crate::metadata::{field, fmt_f64, Common, Fields, Kind};
-use crate::ops::impl_filter_ops;
 use crate::params::{BloomParams, DEFAULT_MAX_BITS, DEFAULT_MAX_BLOCK_BITS};
 use crate::proto::create::{Blueprint, Opened};
 use crate::view::{Accept, Codec, Policy, Role, View};
@@ -34,16 +37,21 @@ use std::sync::Arc;
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug)]
-pub struct BloomFilter {
-    pub(crate) core: Core,
+pub type BloomFilter = Filter<Bloom>;
+
+/// The base filter's kind: [`BloomFilter`] is `Filter<Bloom>`.
+#[derive(Debug)]
+pub enum Bloom {}
+
+impl Sealed for Bloom {
+    fn accept() -> Opens {
+        Opens(Accept::One(CODEC))
+    }
 }
 
-impl_filter_ops!(
-    BloomFilter,
-    Accept::One(CODEC),
-    "# let mut conn = redis::Client::open(\"redis://127.0.0.1/\")?.get_connection()?;\nlet f = rotabloom::BloomFilter::builder(\"crawl\").capacity(1_000_000).error_rate(0.01).create_or_open(&mut conn)?;"
-);
+impl FilterKind for Bloom {}
+
+impl OneKind for Bloom {}
 
 impl BloomFilter {
     /// Starts describing a filter called `name`.
@@ -345,7 +353,7 @@ impl BloomSpec {
         create::create_or_open(Keys::new(self.name.clone()), Accept::One(CODEC), bp).map(
             move |(mut core, how)| {
                 core.wait = wait;
-                Ok((BloomFilter { core }, how))
+                Ok((BloomFilter::from_core(core), how))
             },
         )
     }

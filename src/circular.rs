@@ -22,15 +22,18 @@
 use crate::bloom::backend_of;
 use crate::clock::{Clock, ServerClock};
 use crate::engine::chain::MachineExt;
+use crate::engine::create;
 use crate::engine::now::Now;
 use crate::engine::probe::probed;
 use crate::engine::roll::{Decide, DueRotation, RollMachine, Rotation, Step};
-use crate::engine::{create, Core};
 use crate::error::{Error, Result};
 use crate::generation::{Backend, Layout};
+use crate::handle::{
+    sealed::{Opens, Sealed},
+    Filter, FilterKind, OneKind,
+};
 use crate::keys::{FilterName, Keys};
 use crate::metadata::{field, fmt_f64, Common, Fields, Kind};
-use crate::ops::impl_filter_ops;
 use crate::params::{BloomParams, ErrorRate, DEFAULT_MAX_BITS, DEFAULT_MAX_BLOCK_BITS};
 use crate::proto::create::{Blueprint, Opened};
 use crate::schedule::Schedule;
@@ -105,16 +108,21 @@ impl FromStr for Mode {
 /// f.rotate_if_due(&mut conn)?; // from cron, on any number of hosts
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug)]
-pub struct CircularFilter {
-    pub(crate) core: Core,
+pub type CircularFilter = Filter<Circular>;
+
+/// The circular filter's kind: [`CircularFilter`] is `Filter<Circular>`.
+#[derive(Debug)]
+pub enum Circular {}
+
+impl Sealed for Circular {
+    fn accept() -> Opens {
+        Opens(Accept::One(CODEC))
+    }
 }
 
-impl_filter_ops!(
-    CircularFilter,
-    Accept::One(CODEC),
-    "# let mut conn = redis::Client::open(\"redis://127.0.0.1/\")?.get_connection()?;\nlet f = rotabloom::CircularFilter::builder(\"recrawl\").generations(4).capacity(1_000_000).schedule(\"7d\").create_or_open(&mut conn)?;"
-);
+impl FilterKind for Circular {}
+
+impl OneKind for Circular {}
 
 impl CircularFilter {
     /// Starts describing a circular filter called `name`.
@@ -553,7 +561,7 @@ impl CircularSpec {
                     move |(mut core, how)| {
                         core.clock = clock;
                         core.wait = wait;
-                        Ok((CircularFilter { core }, how))
+                        Ok((CircularFilter::from_core(core), how))
                     },
                 ),
             )

@@ -16,9 +16,12 @@ use crate::engine::{create, load::LoadMachine, Core};
 use crate::error::{Error, Result};
 use crate::exec::{Machine, Poll, Replies, Request};
 use crate::generation::{Backend, Layout};
+use crate::handle::{
+    sealed::{Opens, Sealed},
+    Filter, FilterKind, OneKind,
+};
 use crate::keys::{FilterName, Keys};
 use crate::metadata::{field, fmt_f64, Common, Fields, Kind};
-use crate::ops::impl_filter_ops;
 use crate::params::{BloomParams, ErrorRate, DEFAULT_MAX_BITS, DEFAULT_MAX_BLOCK_BITS};
 use crate::proto::create::{Blueprint, Opened};
 use crate::proto::{load, take_one};
@@ -54,16 +57,21 @@ pub const MAX_GENERATIONS: u32 = 1024;
 /// f.check_and_insert(&mut conn, "http://example.com/")?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug)]
-pub struct ExpandingFilter {
-    pub(crate) core: Core,
+pub type ExpandingFilter = Filter<Expanding>;
+
+/// The expanding filter's kind: [`ExpandingFilter`] is `Filter<Expanding>`.
+#[derive(Debug)]
+pub enum Expanding {}
+
+impl Sealed for Expanding {
+    fn accept() -> Opens {
+        Opens(Accept::One(CODEC))
+    }
 }
 
-impl_filter_ops!(
-    ExpandingFilter,
-    Accept::One(CODEC),
-    "# let mut conn = redis::Client::open(\"redis://127.0.0.1/\")?.get_connection()?;\nlet f = rotabloom::ExpandingFilter::builder(\"crawl\").capacity(1_000_000).error_rate(0.01).create_or_open(&mut conn)?;"
-);
+impl FilterKind for Expanding {}
+
+impl OneKind for Expanding {}
 
 impl ExpandingFilter {
     /// Starts describing an expanding filter called `name`.
@@ -342,7 +350,7 @@ impl ExpandingBuilder {
         Ok(adopt.map(move |(view, _)| {
             let mut core = Core::new(k, view, Accept::One(CODEC), Vec::new());
             core.wait = wait;
-            Ok(ExpandingFilter { core })
+            Ok(ExpandingFilter::from_core(core))
         }))
     }
 
@@ -384,7 +392,7 @@ impl ExpandingBuilder {
         .map(move |view| {
             let mut core = Core::new(k, view, Accept::One(CODEC), Vec::new());
             core.wait = wait;
-            Ok(ExpandingFilter { core })
+            Ok(ExpandingFilter::from_core(core))
         }))
     }
 }
@@ -438,7 +446,7 @@ impl ExpandingSpec {
         )
         .map(move |(mut core, how)| {
             core.wait = wait;
-            Ok((ExpandingFilter { core }, how))
+            Ok((ExpandingFilter::from_core(core), how))
         })
     }
 

@@ -7,7 +7,8 @@
 //! which keys exist and what type each takes.
 
 use super::error::{ConfigError, Location};
-use super::settings::{setting, settings, FilterParams, Slot};
+use super::settings::{setting, settings, FilterParams};
+use super::slot::Slot;
 use super::url::{RedisSetting, RedisUrl};
 use super::validate::Locations;
 use serde::Deserialize;

@@ -50,17 +50,18 @@ mod error;
 mod file;
 mod parameters;
 mod settings;
+mod slot;
 mod url;
 mod validate;
+mod values;
 
 pub use crate::redact::Secrets;
 pub use error::{ConfigError, Location, ParamError};
 pub use parameters::{parameters, Typed};
-pub use settings::{
-    parse_bytes, parse_count, parse_kind, parse_number, settings, FilterParams, Setting,
-};
+pub use settings::{settings, FilterParams, Setting};
 pub use url::{redact, RedisSetting, RedisUrl};
 pub use validate::{FilterDef, FilterSpec};
+pub use values::{parse_bytes, parse_count, parse_kind, parse_number};
 
 use std::path::Path;
 

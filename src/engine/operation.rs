@@ -5,9 +5,12 @@
 use super::alloc::PreallocMachine;
 use super::chain::{BestEffort, MachineExt, Ready};
 use super::data::DataMachine;
+use super::info::InfoMachine;
 use super::mirror::FillMachine;
 use super::probe::probed;
+use super::whole::{Which, WholeMachine};
 use super::Core;
+use crate::error::Error;
 use crate::exec::Machine;
 use crate::proto::script::{DataOp, Record};
 
@@ -42,4 +45,48 @@ where
         }))
     });
     probed(core, fill)
+}
+
+/// One item's answer.
+pub(crate) fn one(
+    core: &Core,
+    op: DataOp,
+    item: impl AsRef<[u8]>,
+) -> impl Machine<Output = bool> + Send {
+    data(core, op, [item], None).map(|out| {
+        out.first()
+            .copied()
+            .ok_or_else(|| Error::Internal("no answer for one item".into()))
+    })
+}
+
+/// Distinct insertions, from a fresh view.
+pub(crate) fn count(core: &Core) -> impl Machine<Output = u64> + Send {
+    super::load::reload(core).map(|v| Ok(v.count()))
+}
+
+/// Every generation emptied; a filter gone is [`Error::NotFound`].
+pub(crate) fn clear(core: &Core) -> impl Machine<Output = ()> + Send {
+    let name = core.name().to_string();
+    let m = WholeMachine::new(core.clone(), Which::Clear).map(move |there| match there {
+        true => Ok(()),
+        false => Err(Error::NotFound { name }),
+    });
+    probed(core, m)
+}
+
+/// The drop script, then what it leaves: the blocks in the trash and
+/// every key still under the name (records of idempotent batches...).
+/// The leftovers are removed even when the filter was gone already: a
+/// drop interrupted after its script is finished by the next one.
+pub(crate) fn drop_filter(core: &Core) -> impl Machine<Output = bool> + Send {
+    let keys = core.keys.clone();
+    let m = WholeMachine::new(core.clone(), Which::Drop)
+        .then(move |there| Ok(super::trash::leftovers(keys).map(move |_| Ok(there))));
+    probed(core, m)
+}
+
+/// Parameters, fill and warnings of every generation.
+pub(crate) fn info(core: &Core) -> impl Machine<Output = crate::info::Info> + Send {
+    probed(core, InfoMachine::new(core.clone()))
 }

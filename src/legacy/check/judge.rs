@@ -1,25 +1,12 @@
-//! What an adoption checks before anything moves (docs/LEGACY.md §7), as
-//! pure code: the requests it reads with, and its verdicts on the replies.
-//!
-//! A legacy crawler's parameters are not stored in Redis; they come from
-//! its settings, and a wrong one makes the adopted generation answer
-//! "absent" for everything it held. So the bitmap is measured first
-//! (`TYPE`, `STRLEN`, `BITCOUNT`) and judged against the parameters:
-//! what cannot be (a missing key, another type, a string longer than the
-//! parameters allow, no bit set, a saturated bitmap) is refused; what is
-//! merely improbable (a string far shorter than its set bits would make
-//! it, a missing block) is refused unless items known to be in the bitmap
-//! are found in it with these parameters.
+//! The verdict on a measurement: what cannot be adopted is refused, what
+//! is merely improbable for the parameters becomes a doubt that only
+//! items known to be in the bitmap can lift.
 
-use super::Legacy;
+use super::measure::Found;
+use super::refuse;
 use crate::error::{Error, Result};
-use crate::exec::{Replies, Request};
 use crate::generation::Layout;
-use crate::hashing::ItemHash;
-use crate::metadata::field;
-use crate::proto::{as_string, unexpected};
-use crate::view::View;
-use redis::Value;
+use crate::legacy::Legacy;
 
 /// Odds below which a shape is called improbable: 2^-30, about one in a
 /// billion.
@@ -28,71 +15,6 @@ const IMPROBABLE_LOG2: f64 = -30.0;
 /// The share of new items a legacy bitmap may answer "seen" at most: above
 /// it the bitmap is refused as saturated.
 pub(crate) const SATURATED: f64 = 0.5;
-
-/// One legacy key as measured.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Found {
-    pub key: String,
-    /// Its Redis type (`none` when it does not exist).
-    pub ty: String,
-    /// Bytes (strings only).
-    pub len: u64,
-    /// Bits set (strings only).
-    pub set: u64,
-}
-
-/// `TYPE`, `STRLEN` and `BITCOUNT` of each key, in one round trip.
-pub(crate) fn measure_request(keys: &[String]) -> Request {
-    let mut req = Request::new().read_only();
-    for k in keys {
-        req.push(redis::cmd("TYPE").arg(k).clone(), None);
-        req.push(redis::cmd("STRLEN").arg(k).clone(), None);
-        req.push(redis::cmd("BITCOUNT").arg(k).clone(), None);
-    }
-    req
-}
-
-fn int(what: &str, reply: redis::RedisResult<Value>) -> Result<u64> {
-    match reply? {
-        Value::Int(i) => {
-            u64::try_from(i).map_err(|_| Error::UnexpectedReply(format!("{what}: {i}")))
-        }
-        v => Err(unexpected(what, &v)),
-    }
-}
-
-/// The measurement of each key. `STRLEN` and `BITCOUNT` of a key that is
-/// not a string fail (WRONGTYPE); its type says why.
-pub(crate) fn decode_measure(keys: &[String], replies: Replies) -> Result<Vec<Found>> {
-    if replies.len() != 3 * keys.len() {
-        return Err(Error::Internal(format!(
-            "{} replies to the measurement of {} keys",
-            replies.len(),
-            keys.len()
-        )));
-    }
-    let mut replies = replies.into_iter();
-    let mut out = Vec::with_capacity(keys.len());
-    for key in keys {
-        let (Some(ty), Some(len), Some(set)) = (replies.next(), replies.next(), replies.next())
-        else {
-            return Err(Error::Internal("a measurement reply is missing".into()));
-        };
-        let ty = ty?;
-        let ty = as_string(&ty).ok_or_else(|| unexpected("TYPE", &ty))?;
-        let (len, set) = match ty.as_str() {
-            "string" => (int("STRLEN", len)?, int("BITCOUNT", set)?),
-            _ => (0, 0),
-        };
-        out.push(Found {
-            key: key.clone(),
-            ty,
-            len,
-            set,
-        });
-    }
-    Ok(out)
-}
 
 /// What the measurement says.
 #[derive(Debug)]
@@ -106,13 +28,6 @@ pub(crate) struct Verdict {
     /// A shape improbable for the parameters: refused unless items known
     /// to be in the bitmap are found in it.
     pub doubt: Option<Error>,
-}
-
-fn refuse(key: &str, reason: String) -> Error {
-    Error::NotAdoptable {
-        key: key.to_string(),
-        reason,
-    }
 }
 
 /// The refusal of a key of another type; a set gets the way out.
@@ -338,221 +253,16 @@ fn doubt(legacy: &Legacy, layout: &Layout, found: &[Found]) -> Option<Error> {
     }
 }
 
-/// How many known items one verification round reads (a `GETBIT` per
-/// hash function each).
-pub(crate) const VERIFY_COMMANDS: usize = 4096;
-
-/// Items per verification round with `k` hash functions.
-pub(crate) fn verify_chunk(k: u32) -> usize {
-    (VERIFY_COMMANDS / (k.max(1) as usize)).max(1)
-}
-
-/// The `GETBIT`s that read `items`' bits where the legacy code put them:
-/// block `b` of the layout is `keys[b]`. `GETBIT` rather than `BITFIELD
-/// GET`: it is a read, allowed under maxmemory and on replicas.
-pub(crate) fn verify_request(layout: &Layout, keys: &[String], items: &[Vec<u8>]) -> Request {
-    let mut req = Request::new().read_only();
-    for item in items {
-        let (block, positions) = layout.locate(&ItemHash::of(item), Some(item));
-        let key = keys.get(block as usize).map_or("", String::as_str);
-        for p in positions {
-            req.push(redis::cmd("GETBIT").arg(key).arg(p).clone(), None);
-        }
-    }
-    req
-}
-
-/// Whether each of `items` is present: every one of its bits set.
-pub(crate) fn decode_verify(
-    layout: &Layout,
-    items: &[Vec<u8>],
-    replies: Replies,
-) -> Result<Vec<bool>> {
-    let k = layout.hashes as usize;
-    if replies.len() != k * items.len() {
-        return Err(Error::Internal(format!(
-            "{} replies to {} GETBITs",
-            replies.len(),
-            k * items.len()
-        )));
-    }
-    let mut replies = replies.into_iter();
-    let mut out = Vec::with_capacity(items.len());
-    for _ in items {
-        let mut all = true;
-        for r in replies.by_ref().take(k) {
-            all &= int("GETBIT", r)? == 1;
-        }
-        out.push(all);
-    }
-    Ok(out)
-}
-
-/// The refusal when `absent` of `total` known items are not in the bitmap.
-pub(crate) fn unverified(
-    legacy: &Legacy,
-    absent: u64,
-    total: u64,
-    first: &[u8],
-    doubt: Option<&Error>,
-) -> Error {
-    let text = String::from_utf8_lossy(first);
-    let mut shown: String = text.chars().take(100).collect();
-    if text.chars().count() > 100 {
-        shown.push('…');
-    }
-    let check = match legacy {
-        Legacy::ScrapyRedisBloomfilter { .. } => {
-            "check BLOOMFILTER_BIT and BLOOMFILTER_HASH_NUMBER, and that the items are what \
-             the crawler stored (its dupefilter stores 40-hex-digit request fingerprints, not \
-             URLs)"
-        }
-        Legacy::Seed000 { .. } => {
-            "check blockNum and the prefix, and that the items are the crawler's"
-        }
-    };
-    let also = doubt.map(|d| format!("; also: {d}")).unwrap_or_default();
-    refuse(
-        legacy.source(),
-        format!(
-            "{absent} of the {total} items known to be in it are absent with these parameters \
-             (the first: {shown:?}): {check}{also}"
-        ),
-    )
-}
-
-/// Compares the legacy generation of an existing filter with `legacy`:
-/// scheme, source, blocks, bits and hashes must all be the same. A source
-/// not recorded (filters adopted before it was) is not compared.
-pub(crate) fn compare(view: &View, legacy: &Legacy, layout: &Layout) -> Result<()> {
-    let Some(g) = view.gens.first() else {
-        return Err(Error::Internal(
-            "an adopted filter without generations".into(),
-        ));
-    };
-    let have = &g.layout;
-    let bits = |l: &Layout| match legacy {
-        Legacy::ScrapyRedisBloomfilter { .. } if l.bits.is_power_of_two() => {
-            format!("{} (BLOOMFILTER_BIT = {})", l.bits, l.bits.trailing_zeros())
-        }
-        _ => l.bits.to_string(),
-    };
-    let recorded = view
-        .fields
-        .raw
-        .get(field::LEGACY_SOURCE)
-        .map(|v| String::from_utf8_lossy(v).into_owned());
-    let pairs = [
-        (
-            field::gen(g.seq, field::G_SCHEME),
-            have.scheme.as_str().to_string(),
-            layout.scheme.as_str().to_string(),
-        ),
-        (
-            field::LEGACY_SOURCE.to_string(),
-            recorded.unwrap_or_else(|| legacy.source().to_string()),
-            legacy.source().to_string(),
-        ),
-        (
-            field::gen(g.seq, field::G_BLOCKS),
-            have.blocks.to_string(),
-            layout.blocks.to_string(),
-        ),
-        (field::gen(g.seq, field::G_BITS), bits(have), bits(layout)),
-        (
-            field::gen(g.seq, field::G_HASHES),
-            have.hashes.to_string(),
-            layout.hashes.to_string(),
-        ),
-    ];
-    for (field, stored, requested) in pairs {
-        if stored != requested {
-            return Err(Error::ParameterMismatch {
-                name: view.name.clone(),
-                field,
-                stored,
-                requested,
-            });
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::fixtures::{other, scrapy, seed, string};
     use super::*;
-    use crate::testkit::{fields, server_error};
-    use crate::view::Accept;
-
-    fn scrapy(bit: u32, hashes: u32) -> (Legacy, Layout) {
-        let l = Legacy::ScrapyRedisBloomfilter {
-            key: "spider:bloomfilter".into(),
-            bit,
-            hashes,
-        };
-        let layout = l.layout().unwrap();
-        (l, layout)
-    }
-
-    fn seed(blocks: u32) -> (Legacy, Layout) {
-        let l = Legacy::Seed000 {
-            prefix: "bf".into(),
-            blocks,
-        };
-        let layout = l.layout().unwrap();
-        (l, layout)
-    }
-
-    fn string(key: &str, len: u64, set: u64) -> Found {
-        Found {
-            key: key.into(),
-            ty: "string".into(),
-            len,
-            set,
-        }
-    }
-
-    fn other(key: &str, ty: &str) -> Found {
-        Found {
-            key: key.into(),
-            ty: ty.into(),
-            len: 0,
-            set: 0,
-        }
-    }
 
     fn reason(e: Error) -> String {
         match e {
             Error::NotAdoptable { reason, .. } | Error::InvalidParameter { reason, .. } => reason,
             other => panic!("{other:?}"),
         }
-    }
-
-    #[test]
-    fn the_measurement_names_each_keys_type() {
-        let keys = vec!["a".to_string(), "b".to_string(), "c".to_string()];
-        let req = measure_request(&keys);
-        assert_eq!(req.len(), 9);
-        assert_eq!(req.args(0), ["TYPE", "a"]);
-        assert_eq!(req.args(8), ["BITCOUNT", "c"]);
-        assert!(!req.writes());
-        let wrongtype = || Err(server_error("WRONGTYPE Operation against a key"));
-        let replies = vec![
-            Ok(Value::SimpleString("string".into())),
-            Ok(Value::Int(1000)),
-            Ok(Value::Int(42)),
-            Ok(Value::SimpleString("set".into())),
-            wrongtype(),
-            wrongtype(),
-            Ok(Value::SimpleString("none".into())),
-            Ok(Value::Int(0)),
-            Ok(Value::Int(0)),
-        ];
-        let found = decode_measure(&keys, replies).unwrap();
-        assert_eq!(found[0], string("a", 1000, 42));
-        assert_eq!(found[1], other("b", "set"));
-        assert_eq!(found[2], other("c", "none"));
-        assert!(decode_measure(&keys, vec![]).is_err());
     }
 
     #[test]
@@ -669,126 +379,5 @@ mod tests {
         ];
         let doubt = judge(&l, &layout, &found).unwrap().doubt.unwrap();
         assert!(matches!(&doubt, Error::NotAdoptable { key, .. } if key == "bf0"));
-    }
-
-    #[test]
-    fn known_items_are_read_where_the_legacy_code_put_them() {
-        // Vector A2 of docs/LEGACY.md.
-        let (_, layout) = scrapy(30, 6);
-        let items = vec![
-            b"8e7f80913230debca7264dfb3c055dcda5aaf9f8".to_vec(),
-            b"other".to_vec(),
-        ];
-        let req = verify_request(&layout, &["k".to_string()], &items);
-        assert_eq!(req.len(), 12);
-        assert!(!req.writes());
-        let first: Vec<String> = (0..6).map(|i| req.args(i)[2].clone()).collect();
-        assert_eq!(
-            first,
-            [
-                "2994",
-                "125716232",
-                "402029358",
-                "982356960",
-                "384790866",
-                "796765408"
-            ]
-        );
-        assert_eq!(req.args(0)[..2], ["GETBIT", "k"]);
-        let mut replies: Replies = (0..12).map(|_| Ok(Value::Int(1))).collect();
-        replies[8] = Ok(Value::Int(0));
-        assert_eq!(
-            decode_verify(&layout, &items, replies).unwrap(),
-            [true, false]
-        );
-        assert!(decode_verify(&layout, &items, vec![]).is_err());
-        // Seed 000: vector B3, block 1 of 3.
-        let (_, layout) = seed(3);
-        let keys: Vec<String> = (0..3).map(|b| format!("crawler:bf:{b}")).collect();
-        let req = verify_request(
-            &layout,
-            &keys,
-            &[b"8e7f80913230debca7264dfb3c055dcda5aaf9f8".to_vec()],
-        );
-        assert_eq!(req.args(0), ["GETBIT", "crawler:bf:1", "811444374"]);
-        assert_eq!(verify_chunk(6), 682);
-    }
-
-    #[test]
-    fn an_absent_known_item_is_named() {
-        let (l, _) = scrapy(30, 6);
-        let e = unverified(&l, 1, 5000, b"https://example.com/", None);
-        let text = e.to_string();
-        assert!(text.starts_with("cannot adopt \"spider:bloomfilter\": 1 of the 5000 items known to be in it are absent with these parameters (the first: \"https://example.com/\")"), "{text}");
-        assert!(text.contains("40-hex-digit request fingerprints"), "{text}");
-        let long = vec![b'x'; 300];
-        let text = unverified(&l, 2, 2, &long, None).to_string();
-        assert!(
-            text.contains(&format!("\"{}…\"", "x".repeat(100))),
-            "{text}"
-        );
-    }
-
-    /// An adopted filter's view: gen 0 the legacy bitmap.
-    fn adopted(source: Option<&str>) -> View {
-        let mut f = fields("expanding", 2, 0);
-        for (k, v) in [
-            ("gen.0.scheme", "scrapy-redis-bloomfilter"),
-            ("gen.0.bits", "16777216"),
-            ("gen.0.hashes", "6"),
-            ("legacy_gens", "1"),
-        ] {
-            f.raw.insert(k.into(), v.as_bytes().to_vec());
-        }
-        if let Some(s) = source {
-            f.raw.insert("legacy_source".into(), s.as_bytes().to_vec());
-        }
-        View::decode(f, None, "fence", Accept::Any(crate::testkit::ALL)).unwrap()
-    }
-
-    #[test]
-    fn adopting_again_compares_every_legacy_parameter() {
-        let view = adopted(Some("spider:bloomfilter"));
-        let (l, layout) = scrapy(24, 6);
-        compare(&view, &l, &layout).unwrap();
-        let mismatch = |l: Legacy| {
-            let layout = l.layout().unwrap();
-            match compare(&view, &l, &layout).unwrap_err() {
-                Error::ParameterMismatch {
-                    field,
-                    stored,
-                    requested,
-                    ..
-                } => (field, stored, requested),
-                other => panic!("{other:?}"),
-            }
-        };
-        assert_eq!(
-            mismatch(scrapy(30, 6).0),
-            (
-                "gen.0.bits".to_string(),
-                "16777216 (BLOOMFILTER_BIT = 24)".to_string(),
-                "1073741824 (BLOOMFILTER_BIT = 30)".to_string()
-            )
-        );
-        assert_eq!(mismatch(scrapy(24, 5).0).0, "gen.0.hashes");
-        assert_eq!(
-            mismatch(Legacy::ScrapyRedisBloomfilter {
-                key: "other".into(),
-                bit: 24,
-                hashes: 6
-            })
-            .0,
-            "legacy_source"
-        );
-        assert_eq!(mismatch(seed(1).0).0, "gen.0.scheme");
-        // Filters adopted before the source was recorded: not compared.
-        let old = adopted(None);
-        let other = Legacy::ScrapyRedisBloomfilter {
-            key: "other".into(),
-            bit: 24,
-            hashes: 6,
-        };
-        compare(&old, &other, &layout).unwrap();
     }
 }

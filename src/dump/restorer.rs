@@ -1,485 +1,24 @@
-//! Dump and restore: a filter's metadata and bits in a versioned,
-//! checksummed file (docs/FORMAT.md §10), read and written in steps of at
-//! most 1 MiB so that the server is never held for long, and restorable
-//! into another server, under another name, or into a Redis Cluster. Each
-//! is one machine, driven by the blocking and the async functions alike.
-//!
-//! ```no_run
-//! let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
-//! let mut file = std::fs::File::create("crawl.rbdump")?;
-//! rotabloom::dump::dump(&mut conn, "crawl", &mut file)?;
-//! let file = std::fs::File::open("crawl.rbdump")?;
-//! rotabloom::dump::restore(&mut conn, file, Some("crawl-copy"))?;
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! The restore's machine: the file's header and metadata checked before
+//! any Redis, then every block written under a lease, then the metadata
+//! and fence published in one atomic step; on any failure, what it wrote
+//! deleted again.
 
-use crate::engine::load::LoadMachine;
+use super::lease::Lease;
+use super::{int, one, RestoreOptions, Summary};
 use crate::error::{Error, Result};
-use crate::exec::{self, Machine, Poll, Replies, Request};
+use crate::exec::{Machine, Poll, Replies};
 use crate::keys::{FilterName, Keys};
-use crate::metadata::{Fields, Kind};
-use crate::proto::dump::{self as format, Record, CHUNK};
+use crate::metadata::Fields;
+use crate::proto::dump::{self as format, Record, CHUNK, DUMP_VERSION};
 use crate::proto::take_one;
 use crate::view::View;
-use redis::Value;
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
-
-pub use crate::proto::dump::{DUMP_VERSION, MAGIC};
-
-/// What a dump or a restore moved.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Summary {
-    /// The filter's name (for a restore, the name it was restored as).
-    pub name: String,
-    /// Its kind.
-    pub kind: Kind,
-    /// Its generations.
-    pub generations: usize,
-    /// Its block keys.
-    pub blocks: u64,
-    /// Bytes of the blocks (all-zero stretches are not in the file).
-    pub bytes: u64,
-    /// Distinct items, as the metadata counts them.
-    pub items: u64,
-}
-
-impl Summary {
-    fn of(name: &str, view: &View) -> Summary {
-        Summary {
-            name: name.to_string(),
-            kind: view.kind,
-            generations: view.gens.len(),
-            blocks: view.gens.iter().map(|g| u64::from(g.layout.blocks)).sum(),
-            bytes: 0,
-            items: view.count(),
-        }
-    }
-}
-
-fn io(what: &str) -> impl Fn(std::io::Error) -> Error + '_ {
-    move |source| Error::Io {
-        what: what.to_string(),
-        source,
-    }
-}
 
 fn bad(reason: impl Into<String>) -> Error {
     Error::BadDump {
         reason: reason.into(),
-    }
-}
-
-fn changed(name: &str) -> Error {
-    Error::Contention {
-        name: name.to_string(),
-        retries: 1,
-    }
-}
-
-fn int(reply: Option<Replies>, what: &str) -> Result<u64> {
-    match take_one(reply)?? {
-        Value::Int(n) => Ok(u64::try_from(n).unwrap_or(0)),
-        v => Err(crate::proto::unexpected(what, &v)),
-    }
-}
-
-fn one(cmd: &mut redis::Cmd) -> Request {
-    Request::new().cmd(cmd.clone())
-}
-
-/// Writes filter `name` to `out`: its metadata, then each block of each
-/// generation in slices of 1 MiB, one `GETRANGE` per round trip
-/// (all-zero slices are left out). Items inserted while the dump runs
-/// may or may not be in it; a structural change or a clear meanwhile
-/// (rotation, expansion) fails it with [`Error::Contention`]: try again.
-/// A filter kept in RedisBloom keys cannot be dumped
-/// ([`Error::InvalidParameter`]).
-pub fn dump<C: redis::ConnectionLike + ?Sized, W: Write>(
-    conn: &mut C,
-    name: &str,
-    out: &mut W,
-) -> Result<Summary> {
-    exec::run(conn, DumpMachine::new(name, out)?, None)
-}
-
-#[cfg(feature = "async")]
-/// Async [`dump`] (the writes to `out` block).
-pub async fn dump_async<C: redis::aio::ConnectionLike + Send, W: Write + Send>(
-    conn: &mut C,
-    name: &str,
-    out: &mut W,
-) -> Result<Summary> {
-    exec::run_async(conn, DumpMachine::new(name, out)?, None).await
-}
-
-/// Restores a dump read from `input` as filter `name` (default: the
-/// dumped filter's name), under a fresh instance id: every block first,
-/// one write of at most 1 MiB per round trip, each block with a time to
-/// live (the lease, [`DEFAULT_LEASE`]) renewed as the restore goes on;
-/// then the metadata and fence in one atomic step that makes the blocks
-/// permanent, so no reader ever sees a half-restored filter, and a
-/// restore that dies leaves nothing that outlives its lease
-/// (docs/FORMAT.md §10.3). A filter of that name is never overwritten
-/// ([`Error::AlreadyExists`]); a damaged or truncated file, or bytes after
-/// its end record, are [`Error::BadDump`]; a write the server refuses for
-/// memory is [`Error::OutOfMemory`]. Before it reports an error, it
-/// deletes what it wrote (when the connection itself fails, the blocks
-/// expire with their lease). See [`restore_with`] to cancel it.
-pub fn restore<C: redis::ConnectionLike + ?Sized, R: Read>(
-    conn: &mut C,
-    input: R,
-    name: Option<&str>,
-) -> Result<Summary> {
-    restore_with(conn, input, RestoreOptions::new().name(name))
-}
-
-/// [`restore`] with options: a flag that cancels it between two round
-/// trips ([`Error::Cancelled`], after deleting what it wrote), and the
-/// lease of its blocks.
-///
-/// ```no_run
-/// use std::sync::atomic::AtomicBool;
-/// use rotabloom::dump::{restore_with, RestoreOptions};
-/// let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
-/// let stop = AtomicBool::new(false); // set from another thread to cancel
-/// let file = std::fs::File::open("crawl.rbdump")?;
-/// let options = RestoreOptions::new().name(Some("crawl-copy")).cancel_on(&stop);
-/// restore_with(&mut conn, file, options)?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub fn restore_with<C: redis::ConnectionLike + ?Sized, R: Read>(
-    conn: &mut C,
-    input: R,
-    options: RestoreOptions<'_>,
-) -> Result<Summary> {
-    exec::run(conn, RestoreMachine::new(input, options)?, None)
-}
-
-#[cfg(feature = "async")]
-/// Async [`restore`] (the reads from `input` block).
-pub async fn restore_async<C: redis::aio::ConnectionLike + Send, R: Read + Send>(
-    conn: &mut C,
-    input: R,
-    name: Option<&str>,
-) -> Result<Summary> {
-    restore_with_async(conn, input, RestoreOptions::new().name(name)).await
-}
-
-#[cfg(feature = "async")]
-/// Async [`restore_with`] (the reads from `input` block).
-pub async fn restore_with_async<C: redis::aio::ConnectionLike + Send, R: Read + Send>(
-    conn: &mut C,
-    input: R,
-    options: RestoreOptions<'_>,
-) -> Result<Summary> {
-    exec::run_async(conn, RestoreMachine::new(input, options)?, None).await
-}
-
-/// How long the blocks of a restore in progress live unless renewed: a
-/// restore that dies (killed, its connection lost) leaves them for at
-/// most this long. Renewed every third of it, so only a pause of two
-/// thirds of it between two steps (an input that stalls) loses them, and
-/// then the restore fails ([`Error::RestoreExpired`]) rather than publish
-/// a filter with holes.
-pub const DEFAULT_LEASE: Duration = Duration::from_secs(15 * 60);
-
-/// The shortest lease [`RestoreOptions::lease`] takes.
-pub const MIN_LEASE: Duration = Duration::from_secs(1);
-
-/// Options of [`restore_with`].
-///
-/// ```
-/// use rotabloom::dump::RestoreOptions;
-/// let o = RestoreOptions::new().name(Some("copy")).lease(std::time::Duration::from_secs(60));
-/// ```
-#[derive(Clone, Copy, Debug)]
-pub struct RestoreOptions<'a> {
-    name: Option<&'a str>,
-    cancel: Option<&'a AtomicBool>,
-    lease: Duration,
-}
-
-impl Default for RestoreOptions<'_> {
-    fn default() -> Self {
-        RestoreOptions::new()
-    }
-}
-
-impl<'a> RestoreOptions<'a> {
-    /// The dumped name, no cancel flag, [`DEFAULT_LEASE`].
-    pub fn new() -> RestoreOptions<'a> {
-        RestoreOptions {
-            name: None,
-            cancel: None,
-            lease: DEFAULT_LEASE,
-        }
-    }
-
-    /// The name to restore as (`None`: the dumped filter's).
-    pub fn name(mut self, name: Option<&'a str>) -> RestoreOptions<'a> {
-        self.name = name;
-        self
-    }
-
-    /// Cancels the restore once `flag` is true: it stops before its next
-    /// write, deletes what it wrote and fails with [`Error::Cancelled`].
-    /// A restore already published stays. Set it from a signal handler or
-    /// another thread; an input that blocks a read is the caller's to
-    /// interrupt (the `rotabloom` CLI reads it on a thread of its own).
-    pub fn cancel_on(mut self, flag: &'a AtomicBool) -> RestoreOptions<'a> {
-        self.cancel = Some(flag);
-        self
-    }
-
-    /// The time to live of the blocks until the restore publishes them
-    /// (at least [`MIN_LEASE`]; default [`DEFAULT_LEASE`]).
-    pub fn lease(mut self, lease: Duration) -> RestoreOptions<'a> {
-        self.lease = lease;
-        self
-    }
-}
-
-/// Copies the string at `from` to `to` (which must not exist), 1 MiB per
-/// round trip, all-zero slices skipped; returns its length (0: `from` does
-/// not exist, and nothing is written). Across cluster slots too: e.g. a
-/// legacy bitmap into a filter's slot before
-/// [`adopt_legacy`](crate::ExpandingBuilder::adopt_legacy), whose
-/// `RENAME` cannot cross slots. Writes to `from` meanwhile may or may not
-/// be copied.
-pub fn copy_string<C: redis::ConnectionLike + ?Sized>(
-    conn: &mut C,
-    from: &str,
-    to: &str,
-) -> Result<u64> {
-    exec::run(conn, CopyMachine::new(from, to), None)
-}
-
-#[cfg(feature = "async")]
-/// Async [`copy_string`].
-pub async fn copy_string_async<C: redis::aio::ConnectionLike + Send>(
-    conn: &mut C,
-    from: &str,
-    to: &str,
-) -> Result<u64> {
-    exec::run_async(conn, CopyMachine::new(from, to), None).await
-}
-
-/// Walks a string key in slices of at most [`CHUNK`] bytes: the next
-/// `GETRANGE`, and the slice its reply holds.
-struct Slices {
-    key: String,
-    len: u64,
-    offset: u64,
-}
-
-impl Slices {
-    fn new(key: String, len: u64) -> Slices {
-        Slices {
-            key,
-            len,
-            offset: 0,
-        }
-    }
-
-    fn want(&self) -> u64 {
-        CHUNK.min(self.len - self.offset)
-    }
-
-    /// The read of the next slice, or `None` at the end.
-    fn next(&self) -> Option<Request> {
-        (self.offset < self.len).then(|| format::read_request(&self.key, self.offset, self.want()))
-    }
-
-    /// The slice the reply holds, with its offset; `None` when the key
-    /// turned out shorter than `len`. Moves past it.
-    fn take(&mut self, replies: Option<Replies>) -> Result<Option<(u64, Vec<u8>)>> {
-        let want = self.want();
-        let bytes = format::decode_bytes(take_one(replies)??)?;
-        if bytes.len() as u64 != want {
-            return Ok(None);
-        }
-        let offset = self.offset;
-        self.offset += want;
-        Ok(Some((offset, bytes)))
-    }
-}
-
-fn all_zero(bytes: &[u8]) -> bool {
-    bytes.iter().all(|&b| b == 0)
-}
-
-enum DumpState {
-    Load(LoadMachine),
-    /// Waiting for the length of block `i` of the targets.
-    Len(usize),
-    /// Reading block `i`.
-    Read(usize, Slices),
-    /// Loading the view again, to see whether it changed meanwhile.
-    Check(LoadMachine),
-}
-
-struct DumpMachine<'a, W> {
-    name: String,
-    keys: Keys,
-    out: &'a mut W,
-    records: u64,
-    state: DumpState,
-    view: Option<View>,
-    targets: Vec<(u64, u32, String)>,
-    summary: Option<Summary>,
-}
-
-impl<'a, W: Write> DumpMachine<'a, W> {
-    fn new(name: &str, out: &'a mut W) -> Result<DumpMachine<'a, W>> {
-        let keys = Keys::new(FilterName::new(name)?);
-        Ok(DumpMachine {
-            name: name.to_string(),
-            state: DumpState::Load(LoadMachine::new(keys.clone(), crate::any::ACCEPT_ANY)),
-            keys,
-            out,
-            records: 0,
-            view: None,
-            targets: Vec::new(),
-            summary: None,
-        })
-    }
-
-    fn raw(&mut self, bytes: &[u8]) -> Result<()> {
-        self.out.write_all(bytes).map_err(io("writing the dump"))
-    }
-
-    fn put(&mut self, r: Record) -> Result<()> {
-        self.raw(&r.encode())?;
-        self.records += 1;
-        Ok(())
-    }
-
-    /// The header and metadata, and the blocks to read.
-    fn begin(&mut self, view: View) -> Result<Poll<Summary>> {
-        if view.gens.iter().any(|g| !g.layout.store().dumpable()) {
-            return Err(Error::InvalidParameter {
-                name: "backend",
-                reason: format!(
-                    "filter {:?} keeps its generations in RedisBloom keys, which a dump cannot read in slices; \
-                     use BF.SCANDUMP and BF.LOADCHUNK",
-                    self.name
-                ),
-            });
-        }
-        self.raw(&MAGIC)?;
-        self.put(Record::Header {
-            version: DUMP_VERSION,
-            format: crate::FORMAT_VERSION,
-            name: self.name.clone(),
-        })?;
-        let fields = view
-            .fields
-            .raw
-            .iter()
-            .map(|(k, v)| (k.clone().into_bytes(), v.clone()))
-            .collect();
-        self.put(Record::Meta(fields))?;
-        self.targets = view
-            .gens
-            .iter()
-            .flat_map(|g| (0..g.layout.blocks).map(move |b| (g.seq, b)))
-            .map(|(seq, b)| (seq, b, self.keys.block(&view.uid, seq, b)))
-            .collect();
-        self.summary = Some(Summary::of(&self.name, &view));
-        self.view = Some(view);
-        self.block(0)
-    }
-
-    /// Block `i`'s length, or (past the last) the check.
-    fn block(&mut self, i: usize) -> Result<Poll<Summary>> {
-        match self.targets.get(i) {
-            Some((_, _, key)) => {
-                let req = one(redis::cmd("STRLEN").arg(key));
-                self.state = DumpState::Len(i);
-                Ok(Poll::Send(req))
-            }
-            None => {
-                self.state =
-                    DumpState::Check(LoadMachine::new(self.keys.clone(), crate::any::ACCEPT_ANY));
-                self.step(None)
-            }
-        }
-    }
-
-    fn read(&mut self, i: usize, slices: Slices) -> Result<Poll<Summary>> {
-        match slices.next() {
-            Some(req) => {
-                self.state = DumpState::Read(i, slices);
-                Ok(Poll::Send(req))
-            }
-            None => self.block(i + 1),
-        }
-    }
-
-    /// The bits read belong to the metadata read first only if no
-    /// structural change or clear happened in between.
-    fn finish(&mut self, now: View) -> Result<Poll<Summary>> {
-        let first = self.view.as_ref().map(|v| v.token());
-        if first != Some(now.token()) {
-            return Err(changed(&self.name));
-        }
-        let summary = self
-            .summary
-            .take()
-            .ok_or_else(|| Error::Internal("dump: no summary".into()))?;
-        self.put(Record::End {
-            records: self.records,
-            data_bytes: summary.bytes,
-        })?;
-        self.out.flush().map_err(io("writing the dump"))?;
-        Ok(Poll::Ready(summary))
-    }
-}
-
-impl<W: Write> Machine for DumpMachine<'_, W> {
-    type Output = Summary;
-
-    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<Summary>> {
-        match std::mem::replace(&mut self.state, DumpState::Len(usize::MAX)) {
-            DumpState::Load(mut load) => match load.step(replies)? {
-                Poll::Send(req) => {
-                    self.state = DumpState::Load(load);
-                    Ok(Poll::Send(req))
-                }
-                Poll::Ready(view) => self.begin(view),
-            },
-            DumpState::Len(i) => {
-                let len = int(replies, "STRLEN")?;
-                let (seq, block, key) = self.targets[i].clone();
-                self.put(Record::Block { seq, block, len })?;
-                self.read(i, Slices::new(key, len))
-            }
-            DumpState::Read(i, mut slices) => match slices.take(replies)? {
-                // The key changed length under the dump: only a structural
-                // change or a clear does that.
-                None => Err(changed(&self.name)),
-                Some((offset, bytes)) => {
-                    if !all_zero(&bytes) {
-                        if let Some(s) = &mut self.summary {
-                            s.bytes += bytes.len() as u64;
-                        }
-                        self.put(Record::Data { offset, bytes })?;
-                    }
-                    self.read(i, slices)
-                }
-            },
-            DumpState::Check(mut check) => match check.step(replies)? {
-                Poll::Send(req) => {
-                    self.state = DumpState::Check(check);
-                    Ok(Poll::Send(req))
-                }
-                Poll::Ready(now) => self.finish(now),
-            },
-        }
     }
 }
 
@@ -496,16 +35,7 @@ enum RestoreState {
     Undo(usize, Option<Error>),
 }
 
-// Why a lease rather than keys that `list` and `drop` would find: the
-// blocks of an unfinished restore belong to no filter (a filter of that
-// name may exist, or be created meanwhile, and its `drop` must not take
-// them), and a restore killed with SIGKILL or cut off from the server
-// runs no undo. A time to live set in the same atomic step as every write
-// (src/lua/restore_write.lua) needs nobody to come back: the server
-// deletes them. The publish step (src/lua/restore.lua) removes it from
-// every block in the step that writes the metadata naming them.
-
-struct RestoreMachine<'a, R> {
+pub(super) struct RestoreMachine<'a, R> {
     reader: format::Reader<R>,
     name: FilterName,
     keys: Keys,
@@ -518,24 +48,13 @@ struct RestoreMachine<'a, R> {
     current: Option<(String, u64, u64)>,
     data_bytes: u64,
     cancel: Option<&'a AtomicBool>,
-    lease: Duration,
-    /// When the leases were last renewed (or the restore began).
-    renewed: Instant,
+    lease: Lease,
 }
 
 impl<'a, R: Read> RestoreMachine<'a, R> {
     /// Reads and checks the header and the metadata, before any Redis.
-    fn new(input: R, options: RestoreOptions<'a>) -> Result<RestoreMachine<'a, R>> {
-        if options.lease < MIN_LEASE {
-            return Err(Error::InvalidParameter {
-                name: "lease",
-                reason: format!(
-                    "{} ms is shorter than the {} s a restore's blocks must live between two steps",
-                    options.lease.as_millis(),
-                    MIN_LEASE.as_secs()
-                ),
-            });
-        }
+    pub(super) fn new(input: R, options: RestoreOptions<'a>) -> Result<RestoreMachine<'a, R>> {
+        Lease::check(options.lease)?;
         let mut reader = format::Reader::new(input);
         let dumped_name = match reader.next_record()? {
             Record::Header {
@@ -589,13 +108,8 @@ impl<'a, R: Read> RestoreMachine<'a, R> {
             current: None,
             data_bytes: 0,
             cancel: options.cancel,
-            lease: options.lease,
-            renewed: Instant::now(),
+            lease: Lease::start(options.lease),
         })
-    }
-
-    fn lease_ms(&self) -> u64 {
-        u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX)
     }
 
     fn cancelled(&self) -> bool {
@@ -606,13 +120,13 @@ impl<'a, R: Read> RestoreMachine<'a, R> {
         Error::RestoreExpired {
             name: self.name.to_string(),
             keys,
-            lease_secs: self.lease.as_secs(),
+            lease_secs: self.lease.secs(),
         }
     }
 
     /// The next record's write, or the publication after the end record.
     fn next(&mut self) -> Result<Poll<Summary>> {
-        let lease = self.lease_ms();
+        let lease = self.lease.ms();
         loop {
             let before = self.reader.records;
             match self.reader.next_record()? {
@@ -681,12 +195,11 @@ impl<'a, R: Read> RestoreMachine<'a, R> {
     /// the lease has passed (each write renews its own block's), else the
     /// next record.
     fn renew_or_next(&mut self) -> Result<Poll<Summary>> {
-        if !self.written.is_empty() && self.renewed.elapsed() >= self.lease / 3 {
-            self.renewed = Instant::now();
+        if !self.written.is_empty() && self.lease.renewal_due() {
             self.state = RestoreState::Renewed;
             return Ok(Poll::Send(format::refresh_request(
                 &self.written,
-                self.lease_ms(),
+                self.lease.ms(),
             )));
         }
         self.next()
@@ -843,90 +356,13 @@ impl<R: Read> Machine for RestoreMachine<'_, R> {
     }
 }
 
-/// [`copy_string`]: the target must not exist; the source's length, the
-/// target allocated whole, then the slices that are not all zeros.
-struct CopyMachine {
-    from: String,
-    to: String,
-    state: CopyState,
-}
-
-enum CopyState {
-    Start,
-    Exists,
-    Len,
-    Allocated(Slices),
-    Read(Slices),
-    Wrote(Slices),
-}
-
-impl CopyMachine {
-    fn new(from: &str, to: &str) -> CopyMachine {
-        CopyMachine {
-            from: from.to_string(),
-            to: to.to_string(),
-            state: CopyState::Start,
-        }
-    }
-
-    fn read(&mut self, slices: Slices) -> Result<Poll<u64>> {
-        match slices.next() {
-            Some(req) => {
-                self.state = CopyState::Read(slices);
-                Ok(Poll::Send(req))
-            }
-            None => Ok(Poll::Ready(slices.len)),
-        }
-    }
-}
-
-impl Machine for CopyMachine {
-    type Output = u64;
-
-    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<u64>> {
-        match std::mem::replace(&mut self.state, CopyState::Start) {
-            CopyState::Start => {
-                self.state = CopyState::Exists;
-                Ok(Poll::Send(one(redis::cmd("EXISTS").arg(&self.to))))
-            }
-            CopyState::Exists => {
-                if int(replies, "EXISTS")? != 0 {
-                    return Err(Error::InvalidParameter {
-                        name: "key",
-                        reason: format!("{:?} exists already", self.to),
-                    });
-                }
-                self.state = CopyState::Len;
-                Ok(Poll::Send(one(redis::cmd("STRLEN").arg(&self.from))))
-            }
-            CopyState::Len => match int(replies, "STRLEN")? {
-                0 => Ok(Poll::Ready(0)),
-                len => {
-                    self.state = CopyState::Allocated(Slices::new(self.from.clone(), len));
-                    Ok(Poll::Send(format::write_request(&self.to, len - 1, b"\0")))
-                }
-            },
-            CopyState::Allocated(slices) | CopyState::Wrote(slices) => {
-                take_one(replies)??;
-                self.read(slices)
-            }
-            CopyState::Read(mut slices) => match slices.take(replies)? {
-                // Shorter than it was: copied as far as it goes.
-                None => Ok(Poll::Ready(slices.offset)),
-                Some((_, bytes)) if all_zero(&bytes) => self.read(slices),
-                Some((offset, bytes)) => {
-                    let req = format::write_request(&self.to, offset, &bytes);
-                    self.state = CopyState::Wrote(slices);
-                    Ok(Poll::Send(req))
-                }
-            },
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::Request;
+    use crate::proto::dump::MAGIC;
+    use redis::Value;
+    use std::time::Duration;
 
     /// A dump of the test fixture's one-generation bloom filter (1000
     /// bits: one block of 125 bytes), without its end record.
@@ -1099,7 +535,7 @@ mod tests {
         let file = whole_dump();
         let mut m = machine(&file, RestoreOptions::new().name(Some("copy")));
         // A lease of 0: every write is followed by the renewal.
-        m.lease = Duration::ZERO;
+        m.lease.length = Duration::ZERO;
         assert_eq!(send(m.step(None).unwrap())[0], "EXISTS");
         let key = send(m.step(ok(Value::Int(0))).unwrap())[3].clone();
         let renew = send(m.step(ok(Value::Int(125))).unwrap());

@@ -1,0 +1,113 @@
+//! A setting's slot: the [`FilterParams`](super::FilterParams) field a
+//! row of the settings table points to, and how a value written on a
+//! command line is stored there.
+
+use super::values::{parse_bytes, parse_count, parse_kind, parse_number};
+use crate::{Backend, Error, Kind, Mode, Schedule};
+
+/// Where a setting's value goes, which also decides what values it takes.
+pub(super) enum Slot<'a> {
+    /// An integer, at least 0.
+    Count(&'a mut Option<u64>),
+    /// An integer from 0 to 2^32 - 1.
+    Small(&'a mut Option<u32>),
+    /// A number, integer or not.
+    Number(&'a mut Option<f64>),
+    /// `true` or `false`; on the command line, a flag without a value.
+    Switch(&'a mut Option<bool>),
+    /// A size in bytes: an integer, or a string with a unit (`"4GiB"`).
+    Bytes(&'a mut Option<u64>),
+    /// A word the library parses (a kind, a mode, a schedule, ...).
+    Word(&'a mut dyn WordSlot),
+}
+
+impl Slot<'_> {
+    pub(super) fn is_set(&self) -> bool {
+        match self {
+            Slot::Count(v) | Slot::Bytes(v) => v.is_some(),
+            Slot::Small(v) => v.is_some(),
+            Slot::Number(v) => v.is_some(),
+            Slot::Switch(v) => v.is_some(),
+            Slot::Word(v) => v.is_set(),
+        }
+    }
+
+    /// Stores `text`, a value as written on a command line.
+    pub(super) fn set_text(self, text: &str) -> Result<(), String> {
+        match self {
+            Slot::Count(v) => *v = Some(parse_count(text)?),
+            Slot::Small(v) => {
+                *v = Some(
+                    u32::try_from(parse_count(text)?)
+                        .map_err(|_| format!("{text:?} is too large"))?,
+                )
+            }
+            Slot::Number(v) => *v = Some(parse_number(text)?),
+            Slot::Switch(v) => {
+                *v = Some(
+                    text.parse()
+                        .map_err(|_| format!("{text:?} is not true or false"))?,
+                )
+            }
+            Slot::Bytes(v) => *v = Some(parse_bytes(text)?),
+            Slot::Word(v) => v.set_word(text)?,
+        }
+        Ok(())
+    }
+}
+
+/// A value the library parses from a word.
+pub(super) trait Word: Sized {
+    fn parse_word(s: &str) -> Result<Self, String>;
+}
+
+/// The reason of an `InvalidParameter`, which already names the value;
+/// the setting's key is added by whoever reports it.
+fn reason(e: Error) -> String {
+    match e {
+        Error::InvalidParameter { reason, .. } => reason,
+        e => e.to_string(),
+    }
+}
+
+impl Word for Kind {
+    fn parse_word(s: &str) -> Result<Self, String> {
+        parse_kind(s)
+    }
+}
+
+impl Word for Mode {
+    fn parse_word(s: &str) -> Result<Self, String> {
+        s.parse().map_err(reason)
+    }
+}
+
+impl Word for Schedule {
+    fn parse_word(s: &str) -> Result<Self, String> {
+        s.parse().map_err(reason)
+    }
+}
+
+impl Word for Backend {
+    fn parse_word(s: &str) -> Result<Self, String> {
+        s.parse().map_err(reason)
+    }
+}
+
+/// A [`FilterParams`](super::FilterParams) field holding a [`Word`], whatever
+/// its type.
+pub(super) trait WordSlot {
+    fn set_word(&mut self, s: &str) -> Result<(), String>;
+    fn is_set(&self) -> bool;
+}
+
+impl<T: Word> WordSlot for Option<T> {
+    fn set_word(&mut self, s: &str) -> Result<(), String> {
+        *self = Some(T::parse_word(s)?);
+        Ok(())
+    }
+
+    fn is_set(&self) -> bool {
+        self.is_some()
+    }
+}

@@ -1,0 +1,78 @@
+//! The lease of a restore's blocks: the time to live each write sets on
+//! its block, and its renewal while the restore goes on.
+//!
+//! Why a lease rather than keys that `list` and `drop` would find: the
+//! blocks of an unfinished restore belong to no filter (a filter of that
+//! name may exist, or be created meanwhile, and its `drop` must not take
+//! them), and a restore killed with SIGKILL or cut off from the server
+//! runs no undo. A time to live set in the same atomic step as every write
+//! (src/lua/restore_write.lua) needs nobody to come back: the server
+//! deletes them. The publish step (src/lua/restore.lua) removes it from
+//! every block in the step that writes the metadata naming them.
+
+use crate::error::{Error, Result};
+use std::time::{Duration, Instant};
+
+/// How long the blocks of a restore in progress live unless renewed: a
+/// restore that dies (killed, its connection lost) leaves them for at
+/// most this long. Renewed every third of it, so only a pause of two
+/// thirds of it between two steps (an input that stalls) loses them, and
+/// then the restore fails ([`Error::RestoreExpired`]) rather than publish
+/// a filter with holes.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(15 * 60);
+
+/// The shortest lease [`RestoreOptions::lease`](super::RestoreOptions::lease) takes.
+pub const MIN_LEASE: Duration = Duration::from_secs(1);
+
+/// A restore's lease: its length, and when it was last renewed (or the
+/// restore began).
+pub(super) struct Lease {
+    pub(super) length: Duration,
+    renewed: Instant,
+}
+
+impl Lease {
+    /// Refuses a lease shorter than [`MIN_LEASE`].
+    pub(super) fn check(length: Duration) -> Result<()> {
+        if length < MIN_LEASE {
+            return Err(Error::InvalidParameter {
+                name: "lease",
+                reason: format!(
+                    "{} ms is shorter than the {} s a restore's blocks must live between two steps",
+                    length.as_millis(),
+                    MIN_LEASE.as_secs()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// A lease of `length` that begins now.
+    pub(super) fn start(length: Duration) -> Lease {
+        Lease {
+            length,
+            renewed: Instant::now(),
+        }
+    }
+
+    /// Its length in milliseconds, as `PEXPIRE` and the write script take it.
+    pub(super) fn ms(&self) -> u64 {
+        u64::try_from(self.length.as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Its length in seconds, for messages.
+    pub(super) fn secs(&self) -> u64 {
+        self.length.as_secs()
+    }
+
+    /// Whether a third of the lease has passed since it was last renewed
+    /// (see [`DEFAULT_LEASE`] for why a third); if so, the renewal is
+    /// counted as done now.
+    pub(super) fn renewal_due(&mut self) -> bool {
+        if self.renewed.elapsed() >= self.length / 3 {
+            self.renewed = Instant::now();
+            return true;
+        }
+        false
+    }
+}

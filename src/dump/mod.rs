@@ -1,0 +1,195 @@
+//! Dump and restore: a filter's metadata and bits in a versioned,
+//! checksummed file (docs/FORMAT.md §10), read and written in steps of at
+//! most 1 MiB so that the server is never held for long, and restorable
+//! into another server, under another name, or into a Redis Cluster. Each
+//! is one machine, driven by the blocking and the async functions alike.
+//!
+//! ```no_run
+//! let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+//! let mut file = std::fs::File::create("crawl.rbdump")?;
+//! rotabloom::dump::dump(&mut conn, "crawl", &mut file)?;
+//! let file = std::fs::File::open("crawl.rbdump")?;
+//! rotabloom::dump::restore(&mut conn, file, Some("crawl-copy"))?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod copy;
+mod lease;
+mod options;
+mod restorer;
+mod slices;
+mod writer;
+
+use crate::error::Result;
+use crate::exec::{self, Replies, Request};
+use crate::metadata::Kind;
+use crate::proto::take_one;
+use crate::view::View;
+use redis::Value;
+use std::io::{Read, Write};
+
+pub use crate::proto::dump::{DUMP_VERSION, MAGIC};
+pub use lease::{DEFAULT_LEASE, MIN_LEASE};
+pub use options::RestoreOptions;
+
+use copy::CopyMachine;
+use restorer::RestoreMachine;
+use writer::DumpMachine;
+
+/// What a dump or a restore moved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Summary {
+    /// The filter's name (for a restore, the name it was restored as).
+    pub name: String,
+    /// Its kind.
+    pub kind: Kind,
+    /// Its generations.
+    pub generations: usize,
+    /// Its block keys.
+    pub blocks: u64,
+    /// Bytes of the blocks (all-zero stretches are not in the file).
+    pub bytes: u64,
+    /// Distinct items, as the metadata counts them.
+    pub items: u64,
+}
+
+impl Summary {
+    fn of(name: &str, view: &View) -> Summary {
+        Summary {
+            name: name.to_string(),
+            kind: view.kind,
+            generations: view.gens.len(),
+            blocks: view.gens.iter().map(|g| u64::from(g.layout.blocks)).sum(),
+            bytes: 0,
+            items: view.count(),
+        }
+    }
+}
+
+fn int(reply: Option<Replies>, what: &str) -> Result<u64> {
+    match take_one(reply)?? {
+        Value::Int(n) => Ok(u64::try_from(n).unwrap_or(0)),
+        v => Err(crate::proto::unexpected(what, &v)),
+    }
+}
+
+fn one(cmd: &mut redis::Cmd) -> Request {
+    Request::new().cmd(cmd.clone())
+}
+
+/// Writes filter `name` to `out`: its metadata, then each block of each
+/// generation in slices of 1 MiB, one `GETRANGE` per round trip
+/// (all-zero slices are left out). Items inserted while the dump runs
+/// may or may not be in it; a structural change or a clear meanwhile
+/// (rotation, expansion) fails it with
+/// [`Error::Contention`](crate::Error::Contention): try again. A filter
+/// kept in RedisBloom keys cannot be dumped
+/// ([`Error::InvalidParameter`](crate::Error::InvalidParameter)).
+pub fn dump<C: redis::ConnectionLike + ?Sized, W: Write>(
+    conn: &mut C,
+    name: &str,
+    out: &mut W,
+) -> Result<Summary> {
+    exec::run(conn, DumpMachine::new(name, out)?, None)
+}
+
+#[cfg(feature = "async")]
+/// Async [`dump`] (the writes to `out` block).
+pub async fn dump_async<C: redis::aio::ConnectionLike + Send, W: Write + Send>(
+    conn: &mut C,
+    name: &str,
+    out: &mut W,
+) -> Result<Summary> {
+    exec::run_async(conn, DumpMachine::new(name, out)?, None).await
+}
+
+/// Restores a dump read from `input` as filter `name` (default: the
+/// dumped filter's name), under a fresh instance id: every block first,
+/// one write of at most 1 MiB per round trip, each block with a time to
+/// live (the lease, [`DEFAULT_LEASE`]) renewed as the restore goes on;
+/// then the metadata and fence in one atomic step that makes the blocks
+/// permanent, so no reader ever sees a half-restored filter, and a
+/// restore that dies leaves nothing that outlives its lease
+/// (docs/FORMAT.md §10.3). A filter of that name is never overwritten
+/// ([`Error::AlreadyExists`](crate::Error::AlreadyExists)); a damaged or
+/// truncated file, or bytes after its end record, are
+/// [`Error::BadDump`](crate::Error::BadDump); a write the server refuses
+/// for memory is [`Error::OutOfMemory`](crate::Error::OutOfMemory).
+/// Before it reports an error, it deletes what it wrote (when the
+/// connection itself fails, the blocks expire with their lease). See
+/// [`restore_with`] to cancel it.
+pub fn restore<C: redis::ConnectionLike + ?Sized, R: Read>(
+    conn: &mut C,
+    input: R,
+    name: Option<&str>,
+) -> Result<Summary> {
+    restore_with(conn, input, RestoreOptions::new().name(name))
+}
+
+/// [`restore`] with options: a flag that cancels it between two round
+/// trips ([`Error::Cancelled`](crate::Error::Cancelled), after deleting
+/// what it wrote), and the lease of its blocks.
+///
+/// ```no_run
+/// use std::sync::atomic::AtomicBool;
+/// use rotabloom::dump::{restore_with, RestoreOptions};
+/// let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+/// let stop = AtomicBool::new(false); // set from another thread to cancel
+/// let file = std::fs::File::open("crawl.rbdump")?;
+/// let options = RestoreOptions::new().name(Some("crawl-copy")).cancel_on(&stop);
+/// restore_with(&mut conn, file, options)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn restore_with<C: redis::ConnectionLike + ?Sized, R: Read>(
+    conn: &mut C,
+    input: R,
+    options: RestoreOptions<'_>,
+) -> Result<Summary> {
+    exec::run(conn, RestoreMachine::new(input, options)?, None)
+}
+
+#[cfg(feature = "async")]
+/// Async [`restore`] (the reads from `input` block).
+pub async fn restore_async<C: redis::aio::ConnectionLike + Send, R: Read + Send>(
+    conn: &mut C,
+    input: R,
+    name: Option<&str>,
+) -> Result<Summary> {
+    restore_with_async(conn, input, RestoreOptions::new().name(name)).await
+}
+
+#[cfg(feature = "async")]
+/// Async [`restore_with`] (the reads from `input` block).
+pub async fn restore_with_async<C: redis::aio::ConnectionLike + Send, R: Read + Send>(
+    conn: &mut C,
+    input: R,
+    options: RestoreOptions<'_>,
+) -> Result<Summary> {
+    exec::run_async(conn, RestoreMachine::new(input, options)?, None).await
+}
+
+/// Copies the string at `from` to `to` (which must not exist), 1 MiB per
+/// round trip, all-zero slices skipped; returns its length (0: `from` does
+/// not exist, and nothing is written). Across cluster slots too: e.g. a
+/// legacy bitmap into a filter's slot before
+/// [`adopt_legacy`](crate::ExpandingBuilder::adopt_legacy), whose
+/// `RENAME` cannot cross slots. Writes to `from` meanwhile may or may not
+/// be copied.
+pub fn copy_string<C: redis::ConnectionLike + ?Sized>(
+    conn: &mut C,
+    from: &str,
+    to: &str,
+) -> Result<u64> {
+    exec::run(conn, CopyMachine::new(from, to), None)
+}
+
+#[cfg(feature = "async")]
+/// Async [`copy_string`].
+pub async fn copy_string_async<C: redis::aio::ConnectionLike + Send>(
+    conn: &mut C,
+    from: &str,
+    to: &str,
+) -> Result<u64> {
+    exec::run_async(conn, CopyMachine::new(from, to), None).await
+}

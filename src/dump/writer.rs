@@ -1,0 +1,198 @@
+//! The dump's machine: the metadata, then each block read slice by slice
+//! and written out as records, then the metadata read again to see that
+//! the bits belong to it.
+
+use super::slices::{all_zero, Slices};
+use super::{int, one, Summary};
+use crate::engine::load::LoadMachine;
+use crate::error::{Error, Result};
+use crate::exec::{Machine, Poll, Replies};
+use crate::keys::{FilterName, Keys};
+use crate::proto::dump::{Record, DUMP_VERSION, MAGIC};
+use crate::view::View;
+use std::io::Write;
+
+fn io(what: &str) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        what: what.to_string(),
+        source,
+    }
+}
+
+fn changed(name: &str) -> Error {
+    Error::Contention {
+        name: name.to_string(),
+        retries: 1,
+    }
+}
+
+enum DumpState {
+    Load(LoadMachine),
+    /// Waiting for the length of block `i` of the targets.
+    Len(usize),
+    /// Reading block `i`.
+    Read(usize, Slices),
+    /// Loading the view again, to see whether it changed meanwhile.
+    Check(LoadMachine),
+}
+
+pub(super) struct DumpMachine<'a, W> {
+    name: String,
+    keys: Keys,
+    out: &'a mut W,
+    records: u64,
+    state: DumpState,
+    view: Option<View>,
+    targets: Vec<(u64, u32, String)>,
+    summary: Option<Summary>,
+}
+
+impl<'a, W: Write> DumpMachine<'a, W> {
+    pub(super) fn new(name: &str, out: &'a mut W) -> Result<DumpMachine<'a, W>> {
+        let keys = Keys::new(FilterName::new(name)?);
+        Ok(DumpMachine {
+            name: name.to_string(),
+            state: DumpState::Load(LoadMachine::new(keys.clone(), crate::any::ACCEPT_ANY)),
+            keys,
+            out,
+            records: 0,
+            view: None,
+            targets: Vec::new(),
+            summary: None,
+        })
+    }
+
+    fn raw(&mut self, bytes: &[u8]) -> Result<()> {
+        self.out.write_all(bytes).map_err(io("writing the dump"))
+    }
+
+    fn put(&mut self, r: Record) -> Result<()> {
+        self.raw(&r.encode())?;
+        self.records += 1;
+        Ok(())
+    }
+
+    /// The header and metadata, and the blocks to read.
+    fn begin(&mut self, view: View) -> Result<Poll<Summary>> {
+        if view.gens.iter().any(|g| !g.layout.store().dumpable()) {
+            return Err(Error::InvalidParameter {
+                name: "backend",
+                reason: format!(
+                    "filter {:?} keeps its generations in RedisBloom keys, which a dump cannot read in slices; \
+                     use BF.SCANDUMP and BF.LOADCHUNK",
+                    self.name
+                ),
+            });
+        }
+        self.raw(&MAGIC)?;
+        self.put(Record::Header {
+            version: DUMP_VERSION,
+            format: crate::FORMAT_VERSION,
+            name: self.name.clone(),
+        })?;
+        let fields = view
+            .fields
+            .raw
+            .iter()
+            .map(|(k, v)| (k.clone().into_bytes(), v.clone()))
+            .collect();
+        self.put(Record::Meta(fields))?;
+        self.targets = view
+            .gens
+            .iter()
+            .flat_map(|g| (0..g.layout.blocks).map(move |b| (g.seq, b)))
+            .map(|(seq, b)| (seq, b, self.keys.block(&view.uid, seq, b)))
+            .collect();
+        self.summary = Some(Summary::of(&self.name, &view));
+        self.view = Some(view);
+        self.block(0)
+    }
+
+    /// Block `i`'s length, or (past the last) the check.
+    fn block(&mut self, i: usize) -> Result<Poll<Summary>> {
+        match self.targets.get(i) {
+            Some((_, _, key)) => {
+                let req = one(redis::cmd("STRLEN").arg(key));
+                self.state = DumpState::Len(i);
+                Ok(Poll::Send(req))
+            }
+            None => {
+                self.state =
+                    DumpState::Check(LoadMachine::new(self.keys.clone(), crate::any::ACCEPT_ANY));
+                self.step(None)
+            }
+        }
+    }
+
+    fn read(&mut self, i: usize, slices: Slices) -> Result<Poll<Summary>> {
+        match slices.next() {
+            Some(req) => {
+                self.state = DumpState::Read(i, slices);
+                Ok(Poll::Send(req))
+            }
+            None => self.block(i + 1),
+        }
+    }
+
+    /// The bits read belong to the metadata read first only if no
+    /// structural change or clear happened in between.
+    fn finish(&mut self, now: View) -> Result<Poll<Summary>> {
+        let first = self.view.as_ref().map(|v| v.token());
+        if first != Some(now.token()) {
+            return Err(changed(&self.name));
+        }
+        let summary = self
+            .summary
+            .take()
+            .ok_or_else(|| Error::Internal("dump: no summary".into()))?;
+        self.put(Record::End {
+            records: self.records,
+            data_bytes: summary.bytes,
+        })?;
+        self.out.flush().map_err(io("writing the dump"))?;
+        Ok(Poll::Ready(summary))
+    }
+}
+
+impl<W: Write> Machine for DumpMachine<'_, W> {
+    type Output = Summary;
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<Summary>> {
+        match std::mem::replace(&mut self.state, DumpState::Len(usize::MAX)) {
+            DumpState::Load(mut load) => match load.step(replies)? {
+                Poll::Send(req) => {
+                    self.state = DumpState::Load(load);
+                    Ok(Poll::Send(req))
+                }
+                Poll::Ready(view) => self.begin(view),
+            },
+            DumpState::Len(i) => {
+                let len = int(replies, "STRLEN")?;
+                let (seq, block, key) = self.targets[i].clone();
+                self.put(Record::Block { seq, block, len })?;
+                self.read(i, Slices::new(key, len))
+            }
+            DumpState::Read(i, mut slices) => match slices.take(replies)? {
+                // The key changed length under the dump: only a structural
+                // change or a clear does that.
+                None => Err(changed(&self.name)),
+                Some((offset, bytes)) => {
+                    if !all_zero(&bytes) {
+                        if let Some(s) = &mut self.summary {
+                            s.bytes += bytes.len() as u64;
+                        }
+                        self.put(Record::Data { offset, bytes })?;
+                    }
+                    self.read(i, slices)
+                }
+            },
+            DumpState::Check(mut check) => match check.step(replies)? {
+                Poll::Send(req) => {
+                    self.state = DumpState::Check(check);
+                    Ok(Poll::Send(req))
+                }
+                Poll::Ready(now) => self.finish(now),
+            },
+        }
+    }
+}
