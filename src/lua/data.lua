@@ -56,7 +56,8 @@
 -- of the input) were handled; flags holds one '0'/'1' per handled item;
 -- fill is the deciding group's count after the call when it is capped,
 -- else -1; count is the deciding group's count after a write, capped or
--- not, else -1.
+-- not, else -1. A RedisBloom group's count is the module's own (BF.CARD):
+-- it keeps no gen.<seq>.count and reserves no room.
 local meta = KEYS[1]
 local op = ARGV[1]
 local n = tonumber(ARGV[5])
@@ -142,7 +143,7 @@ end
 -- script is not rolled back when it fails halfway.
 if op ~= 'has' then
   for _, grp in ipairs(groups) do
-    if grp.role == 'd' or grp.role == 'w' then count_of(meta, 'gen.' .. grp.seq .. '.count') end
+    if (grp.role == 'd' or grp.role == 'w') and not grp.bf then count_of(meta, 'gen.' .. grp.seq .. '.count') end
   end
 end
 
@@ -292,7 +293,9 @@ else
   for _, grp in ipairs(groups) do
     if grp.role == 'd' then
       local added = 0
-      if grp.cap == 0 then
+      -- A module's generation caps itself (it refuses the first item past
+      -- its capacity) and counts itself: no count or room is kept here.
+      if grp.cap == 0 or grp.bf then
         local have, stop = apply(grp, cand, true)
         for i, f in pairs(have) do
           if not f then yes[i] = true; added = added + 1 end
@@ -318,19 +321,11 @@ else
           local slice = {}
           for t = s, e do slice[#slice + 1] = cand[t] end
           if room > 0 then
-            local have, stop = apply(grp, slice, true)
+            local have = apply(grp, slice, true)
             for i, f in pairs(have) do
               if not f then yes[i] = true; added = added + 1; cnt = cnt + 1 end
             end
             s = e + 1
-            if stop then
-              -- The module refused the rest (its count ran ahead of
-              -- ours): refused from that item, however much room we saw.
-              for t = s - 1, 1, -1 do
-                if cand[t] == stop then s = t end
-              end
-              refused, held = true, 0
-            end
           else
             local have = apply(grp, slice, false)
             for t = s, e do
@@ -345,7 +340,12 @@ else
         end
         fill = cnt
       end
-      if added > 0 then
+      if grp.bf then
+        -- The module's own count, exact and kept with its items (FORMAT.md
+        -- section 6.6).
+        count = redis.call('BF.CARD', KEYS[grp.key0])
+        if grp.cap > 0 then fill = count end
+      elseif added > 0 then
         count = redis.call('HINCRBY', meta, 'gen.' .. grp.seq .. '.count', added)
       else
         count = count_of(meta, 'gen.' .. grp.seq .. '.count')
@@ -365,7 +365,7 @@ else
       for i, f in pairs(have) do
         if not f then added = added + 1 end
       end
-      if added > 0 then
+      if added > 0 and not grp.bf then
         redis.call('HINCRBY', meta, 'gen.' .. grp.seq .. '.count', added)
       end
       if stop then
@@ -373,7 +373,7 @@ else
         -- so its module cannot be full before it: this is not a state
         -- rotabloom makes, and an item it did not take would be lost
         -- from the window later. Said, not hidden.
-        return redis.error_reply('CORRUPT gen.' .. grp.seq .. '.count the RedisBloom generation refused items its count says it has room for')
+        return redis.error_reply('CORRUPT gen.' .. grp.seq .. ' the RedisBloom generation refused items while an older one had room for them')
       end
     end
   end

@@ -5,6 +5,7 @@
 //! replies.
 
 pub(crate) mod alloc;
+pub(crate) mod count;
 pub(crate) mod create;
 pub(crate) mod dump;
 pub(crate) mod load;

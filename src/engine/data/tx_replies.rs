@@ -75,7 +75,12 @@ impl DataMachine {
                 self.decided(&mut done);
                 if refused {
                     // Full: grow, convert or refuse, as the script's FULL.
-                    return match txn::commit_request(&self.core.keys, &t.view, reserved.as_ref(), &added) {
+                    return match txn::commit_request(
+                        &self.core.keys,
+                        &t.view,
+                        reserved.as_ref(),
+                        &added,
+                    ) {
                         Some(req) => {
                             self.state = State::Commit(added, Verdict::Full);
                             Ok(Poll::Send(req))

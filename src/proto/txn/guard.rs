@@ -124,7 +124,9 @@ pub(crate) fn verdict(name: &str, reply: &redis::RedisResult<Value>) -> Result<V
                 s.strip_prefix("DUE ").and_then(|n| n.parse().ok()),
             )),
             Some("FULL") => Ok(Verdict::Full),
-            Some(s) if s.starts_with("WRONGTYPE ") => Err(wrong_block_type(&s["WRONGTYPE ".len()..])),
+            Some(s) if s.starts_with("WRONGTYPE ") => {
+                Err(wrong_block_type(&s["WRONGTYPE ".len()..]))
+            }
             Some(s) if s.starts_with("MISSING ") => Err(Error::MissingData {
                 name: name.to_string(),
                 keys: s.split(' ').skip(1).map(str::to_string).collect(),

@@ -26,7 +26,7 @@ mod testing;
 mod write;
 
 pub(crate) use commit::{commit_request, decode_commit};
-pub(crate) use guard::{guard_fill, verdict, Reserve, Verdict, RESERVATION_MS};
+pub(crate) use guard::{guard_fill, Verdict};
 pub(crate) use preflight::{decode_preflight, preflight_request};
 pub(crate) use read::{decode_read, read_request, ReadSent};
 pub(crate) use write::{decode_tx, tx_request, TxOutcome, TxSent};

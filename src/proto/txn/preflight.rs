@@ -33,7 +33,8 @@ mod tests {
         assert_eq!(req.args(0), ["WATCH", "rotabloom:{t}:fence"]);
         assert_eq!(req.args(1), ["UNWATCH"]);
         assert!(decode_preflight(vec![Ok(Value::Okay), Ok(Value::Okay)]).is_ok());
-        let noperm = server_error("NOPERM User nowatch has no permissions to run the 'watch' command");
+        let noperm =
+            server_error("NOPERM User nowatch has no permissions to run the 'watch' command");
         assert!(decode_preflight(vec![Err(noperm), Ok(Value::Okay)]).is_err());
     }
 }

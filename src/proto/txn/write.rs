@@ -248,8 +248,8 @@ pub(crate) fn decode_tx(
 
 #[cfg(test)]
 mod tests {
+    use super::super::guard::RESERVATION_MS;
     use super::super::testing::{hashes, replies};
-    use super::super::RESERVATION_MS;
     use super::*;
     use crate::proto::script::Batch;
     use crate::testkit::{keys, module_view_of, server_error, view_of};
@@ -409,7 +409,13 @@ mod tests {
         let k = view.gens[0].layout.hashes as usize;
         let short = Value::Array(vec![Value::Array(vec![Value::Int(0); k])]);
         assert!(matches!(
-            decode_tx(&view, DataOp::Add, &sent, &present, replies("OK", 1, Ok(short))),
+            decode_tx(
+                &view,
+                DataOp::Add,
+                &sent,
+                &present,
+                replies("OK", 1, Ok(short))
+            ),
             Err(Error::UnexpectedReply(_))
         ));
         // A missing reply is an internal error, not a panic.
@@ -468,8 +474,19 @@ mod tests {
         // No room reserved: the module refuses past capacity itself; its
         // count is read in the transaction, after its write.
         assert_eq!(sent.reserve, None);
-        assert_eq!(req.args(3)[..4], ["BF.INSERT", "rotabloom:{t}:gen:0123456789abcdef-0:0", "NOCREATE", "ITEMS"]);
-        assert_eq!(req.args(4), ["BF.CARD", "rotabloom:{t}:gen:0123456789abcdef-0:0"]);
+        assert_eq!(
+            req.args(3)[..4],
+            [
+                "BF.INSERT",
+                "rotabloom:{t}:gen:0123456789abcdef-0:0",
+                "NOCREATE",
+                "ITEMS"
+            ]
+        );
+        assert_eq!(
+            req.args(4),
+            ["BF.CARD", "rotabloom:{t}:gen:0123456789abcdef-0:0"]
+        );
         assert_eq!(req.args(5), ["EXEC"]);
         assert_eq!(sent.parts.len(), 2);
         assert!(sent.parts[1].count);
@@ -507,7 +524,11 @@ mod tests {
         let bad = exec(vec![Value::Int(1), reply(b"-ERR something else\r\n")]);
         assert!(decode_tx(&view, DataOp::CheckAdd, &sent, &present, bad).is_err());
         let (_, read) = sent_read(&view);
-        let r = replies("OK", 1, Ok(Value::Array(vec![Value::Array(vec![Value::Int(1), full])])));
+        let r = replies(
+            "OK",
+            1,
+            Ok(Value::Array(vec![Value::Array(vec![Value::Int(1), full])])),
+        );
         assert!(decode_tx(&view, DataOp::Has, &read, &present, r).is_err());
     }
 
