@@ -80,20 +80,6 @@ for i = 1, #known do
   if string.byte(known, i) ~= 0 then upto = i - 1; break end
 end
 
-if not current(meta, ARGV[2], ARGV[3], ARGV[4]) then
-  return {'STALE', 0, '', -1}
-end
-if ARGV[6] ~= '' then
-  local now = tonumber(ARGV[7]) or now_ms()
-  if now >= tonumber(ARGV[6]) then
-    -- The instant it judged by goes back: the rotation is made at it.
-    return {'DUE', 0, '', -1, -1, now}
-  end
-end
-local round = ARGV[11] or ''
-if round ~= '' and redis.call('ZSCORE', KEYS[3], 'stop:' .. round) then
-  return {'BUSY', 0, '', -1}
-end
 local groups = {}
 local a, kix = 12, 4
 
@@ -109,6 +95,37 @@ for g = 1, tonumber(ARGV[8]) do
   groups[g] = grp
 end
 
+-- The view check and every count this call may add to, in one HMGET, all
+-- checked before any bit is written (a script is not rolled back when it
+-- fails halfway). A module's generation counts itself.
+local fields = {'uid', 'epoch', 'cleared'}
+if op ~= 'has' then
+  for _, grp in ipairs(groups) do
+    if (grp.role == 'd' or grp.role == 'w') and not grp.bf then
+      fields[#fields + 1] = 'gen.' .. grp.seq .. '.count'
+    end
+  end
+end
+local cur = redis.call('HMGET', meta, unpack(fields))
+if not (cur[1] == ARGV[2] and cur[2] == ARGV[3] and (cur[3] or '0') == ARGV[4]) then
+  return {'STALE', 0, '', -1}
+end
+local counts = {}
+for i = 4, #fields do
+  counts[fields[i]] = count_val(fields[i], cur[i])
+end
+if ARGV[6] ~= '' then
+  local now = tonumber(ARGV[7]) or now_ms()
+  if now >= tonumber(ARGV[6]) then
+    -- The instant it judged by goes back: the rotation is made at it.
+    return {'DUE', 0, '', -1, -1, now}
+  end
+end
+local round = ARGV[11] or ''
+if round ~= '' and redis.call('ZSCORE', KEYS[3], 'stop:' .. round) then
+  return {'BUSY', 0, '', -1}
+end
+
 -- A missing block would answer "absent" for everything it held, and so
 -- would the lost end of a shorter one.
 local missing = {}
@@ -117,8 +134,12 @@ for _, grp in ipairs(groups) do
     local size = tonumber(string.match(grp.must, '^=(%d+)$'))
     for b = 0, grp.nb - 1 do
       local key = KEYS[grp.key0 + b]
-      local t = redis.call('TYPE', key)['ok']
-      if t == 'none' or (size and t == 'string' and redis.call('STRLEN', key) < size) then
+      -- A bitmap block: one STRLEN (0 when missing, an error when it is
+      -- not a string), its type asked only then.
+      local ok, len = true, nil
+      if size then ok, len = pcall(redis.call, 'STRLEN', key) end
+      local t = (ok and size) and 'string' or redis.call('TYPE', key)['ok']
+      if t == 'none' or (size and t == 'string' and len < size) then
         missing[#missing + 1] = key
       elseif (size and t ~= 'string') or (not size and CORE_TYPES[t]) then
         -- A bitmap block, or a module's key, replaced by another type:
@@ -139,13 +160,6 @@ if op ~= 'has' and redis.call('EXISTS', KEYS[2]) == 0 then
   redis.call('SET', KEYS[2], ARGV[2] .. ':' .. ARGV[3] .. ':' .. ARGV[4])
 end
 
--- Check every count this call may add to before any bit is written: a
--- script is not rolled back when it fails halfway.
-if op ~= 'has' then
-  for _, grp in ipairs(groups) do
-    if (grp.role == 'd' or grp.role == 'w') and not grp.bf then count_of(meta, 'gen.' .. grp.seq .. '.count') end
-  end
-end
 
 -- Unpack pushes every argument on Lua's C stack, which holds 8000 slots.
 local MAXARGS = 7800
@@ -311,7 +325,7 @@ else
         -- full, items it already holds need no room: they are answered,
         -- and the first item that would need room is refused, with every
         -- item after it.
-        local cap, cnt = grp.cap, count_of(meta, 'gen.' .. grp.seq .. '.count')
+        local cap, cnt = grp.cap, counts['gen.' .. grp.seq .. '.count']
         local held = reserved_of(KEYS[3], grp.seq)
         local s, refused = 1, false
         while s <= #cand and not refused do
@@ -348,7 +362,7 @@ else
       elseif added > 0 then
         count = redis.call('HINCRBY', meta, 'gen.' .. grp.seq .. '.count', added)
       else
-        count = count_of(meta, 'gen.' .. grp.seq .. '.count')
+        count = counts['gen.' .. grp.seq .. '.count']
       end
     end
   end
