@@ -134,12 +134,8 @@ for _, grp in ipairs(groups) do
     local size = tonumber(string.match(grp.must, '^=(%d+)$'))
     for b = 0, grp.nb - 1 do
       local key = KEYS[grp.key0 + b]
-      -- A bitmap block: one STRLEN (0 when missing, an error when it is
-      -- not a string), its type asked only then.
-      local ok, len = true, nil
-      if size then ok, len = pcall(redis.call, 'STRLEN', key) end
-      local t = (ok and size) and 'string' or redis.call('TYPE', key)['ok']
-      if t == 'none' or (size and t == 'string' and len < size) then
+      local t = redis.call('TYPE', key)['ok']
+      if t == 'none' or (size and t == 'string' and redis.call('STRLEN', key) < size) then
         missing[#missing + 1] = key
       elseif (size and t ~= 'string') or (not size and CORE_TYPES[t]) then
         -- A bitmap block, or a module's key, replaced by another type:
