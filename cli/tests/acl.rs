@@ -133,7 +133,7 @@ mod bin;
 const COMMANDS: &str = "+evalsha +eval +watch +unwatch +multi +exec +ping +time +wait \
     +bitfield +bitfield_ro +bitcount +getrange +setrange +strlen +get +set +exists +type \
     +unlink +del +pexpire +rpush +lindex +lrem +hget +hmget +hgetall +hset +hdel +hexists +hincrby \
-    +persist +zadd +zrange +zrem +zremrangebyscore";
+    +persist +zadd +zrange +zrem +zremrangebyscore +zscore";
 
 /// `ACL SETUSER name on >pw resetkeys ~rotabloom:{filter}:* -@all COMMANDS`.
 fn restricted_user(admin: &mut Connection, name: &str, filter: &str) {
@@ -285,6 +285,7 @@ fn the_documented_commands_cover_every_command_a_script_calls() {
         "bf.insert",
         "bf.mexists",
         "bf.exists",
+        "bf.card",
         "rename",
         "scan",
         "pttl",
