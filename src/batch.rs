@@ -26,9 +26,10 @@ pub const DEFAULT_RETRY_WINDOW: Duration = Duration::from_secs(300);
 /// error with [`is_retryable`](Error::is_retryable), reconnect and call the
 /// same method on the same batch again.
 ///
-/// It always takes the atomic data script (the guarded transaction's
-/// answers exist only in its reply), which costs more server time per item
-/// than the transaction; see docs/BENCHMARKS.md.
+/// Exactly once (the default), it always takes the atomic data script (the
+/// guarded transaction's answers exist only in its reply), which costs
+/// more server time per item than the transaction; see docs/BENCHMARKS.md
+/// and [`Delivery`] below.
 ///
 /// ```no_run
 /// use rotabloom::BloomFilter;
@@ -47,6 +48,38 @@ pub const DEFAULT_RETRY_WINDOW: Duration = Duration::from_secs(300);
 /// # let _ = new;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// ## Delivery
+///
+/// By default ([`Delivery::ExactlyOnce`]) the server keeps the answers as
+/// above. With [`with_delivery`](Self::with_delivery)`(Delivery::AtLeastOnce)`
+/// it keeps nothing: the batch goes as pipelined guarded transactions
+/// (faster, see docs/BENCHMARKS.md), and a run after a lost reply cannot
+/// know which of its items the lost one applied. It writes them again
+/// (so the filter holds every item), answers every item of a
+/// check-and-insert **new** (an item may then be reported new twice, never
+/// lost), and says how many answers it could not know:
+/// [`unknown`](Self::unknown).
+///
+/// ```no_run
+/// use rotabloom::{BloomFilter, Delivery};
+/// # fn demo(f: &BloomFilter, client: &redis::Client) -> rotabloom::Result<()> {
+/// let mut batch = f
+///     .idempotent_batch(["http://a/", "http://b/"])
+///     .with_delivery(Delivery::AtLeastOnce);
+/// let new = loop {
+///     match client.get_connection().map_err(rotabloom::Error::from)
+///         .and_then(|mut c| batch.check_and_insert(&mut c)) {
+///         Ok(new) => break new,
+///         Err(e) if e.is_retryable() => continue,
+///         Err(e) => return Err(e),
+///     }
+/// };
+/// if batch.unknown() > 0 {
+///     eprintln!("{} answers lost with a reply: reported new", batch.unknown());
+/// }
+/// # let _ = new; Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct IdempotentBatch {
     core: Core,
@@ -56,6 +89,63 @@ pub struct IdempotentBatch {
     /// The operation of the first call: a batch is one write, so another
     /// operation on it would read the first one's answers.
     op: Option<DataOp>,
+    delivery: Delivery,
+    /// At least once: a call failed after it may have been applied.
+    lost: bool,
+    /// Answers the batch could not know (see [`IdempotentBatch::unknown`]).
+    unknown: usize,
+}
+
+/// How a batch's answers survive a lost reply.
+///
+/// ```
+/// use rotabloom::Delivery;
+/// assert_eq!(Delivery::default(), Delivery::ExactlyOnce);
+/// assert_eq!("at-least-once".parse::<Delivery>().unwrap(), Delivery::AtLeastOnce);
+/// assert_eq!(Delivery::AtLeastOnce.as_str(), "at-least-once");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Delivery {
+    /// The server keeps each answer with the bits, in the same atomic
+    /// step, for the retry window: a run again after a lost reply answers
+    /// exactly as the lost one did. Costs the atomic script per call.
+    #[default]
+    ExactlyOnce,
+    /// Nothing is kept: pipelined guarded transactions. After a lost reply
+    /// the items are written again and, for a check-and-insert, answered
+    /// new; [`IdempotentBatch::unknown`] counts them.
+    AtLeastOnce,
+}
+
+impl Delivery {
+    /// `exactly-once` or `at-least-once`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Delivery::ExactlyOnce => "exactly-once",
+            Delivery::AtLeastOnce => "at-least-once",
+        }
+    }
+}
+
+impl std::fmt::Display for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Delivery {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Delivery> {
+        match s {
+            "exactly-once" => Ok(Delivery::ExactlyOnce),
+            "at-least-once" => Ok(Delivery::AtLeastOnce),
+            other => Err(Error::InvalidParameter {
+                name: "delivery",
+                reason: format!("{other:?} is not exactly-once or at-least-once"),
+            }),
+        }
+    }
 }
 
 impl IdempotentBatch {
@@ -70,6 +160,9 @@ impl IdempotentBatch {
             token: crate::uid::new_uid(),
             window: DEFAULT_RETRY_WINDOW,
             op: None,
+            delivery: Delivery::ExactlyOnce,
+            lost: false,
+            unknown: 0,
         }
     }
 
@@ -107,6 +200,25 @@ impl IdempotentBatch {
         check_token(token)?;
         self.token = token.to_string();
         Ok(self)
+    }
+
+    /// The batch with `delivery` (default [`Delivery::ExactlyOnce`]).
+    pub fn with_delivery(mut self, delivery: Delivery) -> IdempotentBatch {
+        self.delivery = delivery;
+        self
+    }
+
+    /// How the batch's answers survive a lost reply.
+    pub fn delivery(&self) -> Delivery {
+        self.delivery
+    }
+
+    /// At least once: how many items of the last successful run had their
+    /// answers lost with an earlier run's reply (all of the batch's items
+    /// when a run failed with a retryable error before it: which of them
+    /// that run applied is not known). Always 0 exactly once.
+    pub fn unknown(&self) -> usize {
+        self.unknown
     }
 
     /// The batch's token (16 hex digits unless given with
@@ -151,9 +263,12 @@ impl IdempotentBatch {
             }
             _ => self.op = Some(op),
         }
-        let record = Record {
-            key: self.core.keys.record(&self.token),
-            ttl_ms: u64::try_from(self.window.as_millis()).unwrap_or(u64::MAX),
+        let record = match self.delivery {
+            Delivery::ExactlyOnce => Some(Record {
+                key: self.core.keys.record(&self.token),
+                ttl_ms: u64::try_from(self.window.as_millis()).unwrap_or(u64::MAX),
+            }),
+            Delivery::AtLeastOnce => None,
         };
         // A copy per run: the machine must not borrow the batch that the
         // caller runs it from again.
@@ -161,8 +276,33 @@ impl IdempotentBatch {
             &self.core,
             op,
             self.items.clone(),
-            Some(record),
+            record,
         ))
+    }
+
+    /// A run's result, as the delivery makes it: at least once, a run that
+    /// may have been applied and whose reply was lost makes the next one
+    /// answer every item new (check-and-insert) and count them unknown.
+    fn settle(&mut self, op: DataOp, result: Result<Vec<bool>>) -> Result<Vec<bool>> {
+        if self.delivery != Delivery::AtLeastOnce {
+            return result;
+        }
+        match result {
+            Err(e) => {
+                self.lost |= e.is_retryable();
+                Err(e)
+            }
+            Ok(mut answers) => {
+                self.unknown = 0;
+                if std::mem::take(&mut self.lost) {
+                    self.unknown = answers.len();
+                    if op == DataOp::CheckAdd {
+                        answers.iter_mut().for_each(|a| *a = true);
+                    }
+                }
+                Ok(answers)
+            }
+        }
     }
 
     /// Check-and-insert of every item: true for the new ones, in order.
@@ -172,7 +312,8 @@ impl IdempotentBatch {
         conn: &mut C,
     ) -> Result<Vec<bool>> {
         let m = self.machine(DataOp::CheckAdd)?;
-        self.core.run(conn, m)
+        let r = self.core.run(conn, m);
+        self.settle(DataOp::CheckAdd, r)
     }
 
     #[cfg(feature = "async")]
@@ -182,14 +323,16 @@ impl IdempotentBatch {
         conn: &mut C,
     ) -> Result<Vec<bool>> {
         let m = self.machine(DataOp::CheckAdd)?;
-        self.core.run_async(conn, m).await
+        let r = self.core.run_async(conn, m).await;
+        self.settle(DataOp::CheckAdd, r)
     }
 
     /// Insert of every item: true where the filter changed, in order; the
     /// counts of the filter grow once however often it is run.
     pub fn insert<C: redis::ConnectionLike + ?Sized>(&mut self, conn: &mut C) -> Result<Vec<bool>> {
         let m = self.machine(DataOp::Add)?;
-        self.core.run(conn, m)
+        let r = self.core.run(conn, m);
+        self.settle(DataOp::Add, r)
     }
 
     #[cfg(feature = "async")]
@@ -199,7 +342,8 @@ impl IdempotentBatch {
         conn: &mut C,
     ) -> Result<Vec<bool>> {
         let m = self.machine(DataOp::Add)?;
-        self.core.run_async(conn, m).await
+        let r = self.core.run_async(conn, m).await;
+        self.settle(DataOp::Add, r)
     }
 }
 

@@ -42,7 +42,7 @@ mod wait;
 mod words;
 
 pub use any::AnyFilter;
-pub use batch::{IdempotentBatch, DEFAULT_RETRY_WINDOW};
+pub use batch::{Delivery, IdempotentBatch, DEFAULT_RETRY_WINDOW};
 pub use bloom::{BloomBuilder, BloomFilter, BloomSpec};
 pub use circular::{
     generation_sizing as circular_generation_sizing, CircularBuilder, CircularFilter, CircularSpec,

@@ -97,6 +97,17 @@ pub(crate) fn view_of(kind: &str, gens: u64) -> View {
     View::decode(fields(kind, gens, 0), None, "fence", Accept::Any(ALL)).expect("a valid test view")
 }
 
+/// A view of `kind` whose `gens` generations are RedisBloom keys.
+pub(crate) fn module_view_of(kind: &str, gens: u64) -> View {
+    let mut f = fields(kind, gens, 0);
+    for s in 0..gens {
+        f.raw
+            .insert(format!("gen.{s}.scheme"), b"redisbloom".to_vec());
+    }
+    f.raw.insert("backend".into(), b"redisbloom".to_vec());
+    View::decode(f, None, "fence", Accept::Any(ALL)).expect("a valid test view")
+}
+
 pub(crate) fn view_at(kind: &str, gens: u64, epoch: u64) -> View {
     View::decode(fields(kind, gens, epoch), None, "fence", Accept::Any(ALL))
         .expect("a valid test view")

@@ -317,3 +317,38 @@ fn bytes_after_the_end_record_restore_nothing() {
     assert!(e.to_string().contains("follow the end record"), "{e}");
     assert_eq!(scan(&mut conn, "rotabloom:{copy}:*"), Vec::<String>::new());
 }
+
+/// A block rotabloom made that is missing or short is lost data: the dump
+/// says so, rather than write a file that no restore takes (or, for a
+/// short block, one that restores the loss silently).
+#[test]
+fn a_missing_or_short_block_fails_the_dump_as_missing_data() {
+    let server = RedisServer::start();
+    let mut conn = server.connection();
+    let f = rotabloom::BloomFilter::builder("lost")
+        .capacity(1000)
+        .create_or_open(&mut conn)
+        .unwrap();
+    f.insert_many(&mut conn, ["a", "b"]).unwrap();
+    let blocks = scan(&mut conn, "rotabloom:{lost}:gen:*");
+    assert_eq!(blocks.len(), 1);
+    let full: u64 = redis::cmd("STRLEN")
+        .arg(&blocks[0])
+        .query(&mut conn)
+        .unwrap();
+    for damage in ["short", "missing"] {
+        let _: () = match damage {
+            "short" => redis::cmd("SET")
+                .arg(&blocks[0])
+                .arg(vec![0u8; (full / 2) as usize])
+                .query(&mut conn)
+                .unwrap(),
+            _ => redis::cmd("DEL").arg(&blocks[0]).query(&mut conn).unwrap(),
+        };
+        let mut file = Vec::new();
+        match rotabloom::dump::dump(&mut conn, "lost", &mut file) {
+            Err(Error::MissingData { keys, .. }) => assert_eq!(keys, blocks, "{damage}"),
+            other => panic!("{damage}: {other:?}"),
+        }
+    }
+}

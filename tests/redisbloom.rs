@@ -594,3 +594,65 @@ fn a_batch_that_meets_a_redisbloom_filter_mid_operation_sends_its_items() {
         .iter()
         .all(|&x| x));
 }
+
+/// A RedisBloom generation's count is the module's own (docs/FORMAT.md
+/// §6.6): batches commit nothing after their transaction (no script runs
+/// at all), the metadata keeps no count for it, and the filter's count is
+/// exactly what the module holds, up to capacity and across a refusal.
+#[test]
+fn a_module_generation_counts_itself_and_batches_commit_nothing() {
+    let server = server();
+    let mut conn = server.connection();
+    let f = BloomFilter::builder("card")
+        .capacity(3_000)
+        .error_rate(0.01)
+        .backend(Backend::RedisBloom)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let uid = f.info(&mut conn).unwrap().fields["uid"].clone();
+    let key = format!("rotabloom:{{card}}:gen:{uid}-0:0");
+    let scripts = |c: &mut redis::Connection| {
+        harness::command_calls(c, "evalsha") + harness::command_calls(c, "eval")
+    };
+    let guards_before = harness::command_calls(&mut conn, "eval");
+    let scripts_before = scripts(&mut conn);
+    let items: Vec<String> = (0..1_000).map(|i| format!("c{i}")).collect();
+    let new = f.check_and_insert_many(&mut conn, &items).unwrap();
+    let added = new.iter().filter(|&&b| b).count() as u64;
+    let guards = harness::command_calls(&mut conn, "eval") - guards_before;
+    // Only the guards ran, one per transaction: no commit, no data script.
+    assert_eq!(
+        scripts(&mut conn) - scripts_before,
+        guards,
+        "scripts beside the guards"
+    );
+    assert!(guards >= 1);
+    let card: u64 = redis::cmd("BF.CARD").arg(&key).query(&mut conn).unwrap();
+    assert_eq!(card, added);
+    assert_eq!(f.count(&mut conn).unwrap(), card);
+    assert_eq!(f.info(&mut conn).unwrap().count, card);
+    let stored: Option<u64> = redis::cmd("HGET")
+        .arg("rotabloom:{card}:meta")
+        .arg("gen.0.count")
+        .query(&mut conn)
+        .unwrap();
+    assert!(
+        stored.unwrap_or(0) < card,
+        "a count kept beside the module's"
+    );
+    // One at a time (the script) counts with the module too.
+    assert!(f.insert(&mut conn, "one more").unwrap());
+    assert_eq!(f.count(&mut conn).unwrap(), card + 1);
+    // Past capacity: the module refuses, the filter says full, and the
+    // count stops at capacity, exactly.
+    let more: Vec<String> = (0..5_000).map(|i| format!("m{i}")).collect();
+    let e = f.insert_many(&mut conn, &more).unwrap_err();
+    assert!(matches!(e, Error::Full { .. }), "{e:?}");
+    let card: u64 = redis::cmd("BF.CARD").arg(&key).query(&mut conn).unwrap();
+    assert_eq!(card, 3_000);
+    assert_eq!(f.count(&mut conn).unwrap(), 3_000);
+    // A lost key is missing data, never a count of 0.
+    let _: () = redis::cmd("DEL").arg(&key).query(&mut conn).unwrap();
+    let e = f.count(&mut conn).unwrap_err();
+    assert!(matches!(e, Error::MissingData { .. }), "{e:?}");
+}

@@ -100,7 +100,16 @@ pub fn cli_rows(ctx: &mut Ctx) -> R<Value> {
     let raw_t = Target::bare("raw-bitfield", Spec::Raw);
     let mut out = serde_json::Map::new();
     let res: R<()> = (|| {
-        for (sub, op) in [("filter", Op::Cai), ("load", Op::Insert)] {
+        // Each command in both deliveries: the default keeps every
+        // batch's answers on the server (exactly once), the other sends
+        // guarded transactions without them.
+        let rows = [
+            ("filter", Op::Cai, "exactly-once", "filter"),
+            ("filter", Op::Cai, "at-least-once", "filter_at_least_once"),
+            ("load", Op::Insert, "exactly-once", "load"),
+            ("load", Op::Insert, "at-least-once", "load_at_least_once"),
+        ];
+        for (sub, op, delivery, key) in rows {
             let (mut cli, mut raw, mut printed) = (Vec::new(), Vec::new(), Vec::new());
             let (mut srv, mut ccpu) = (Vec::new(), Vec::new());
             // Three runs: a million lines each already makes them steady.
@@ -122,6 +131,7 @@ pub fn cli_rows(ctx: &mut Ctx) -> R<Value> {
                             &[][..]
                         })
                         .env("ROTABLOOM_IN_FLIGHT", "2")
+                        .env("ROTABLOOM_DELIVERY", delivery)
                         .stdin(std::fs::File::open(&input).map_err(e)?)
                         .stdout(std::fs::File::create(&output).map_err(e)?)
                         .stderr(Stdio::inherit()))?;
@@ -158,14 +168,15 @@ pub fn cli_rows(ctx: &mut Ctx) -> R<Value> {
             }
             let (c, r) = (Summary::of(&cli), Summary::of(&raw));
             eprintln!(
-                "  rotabloom {sub}: {:.0} lines/s, raw {:.0} items/s: {:.3}x",
+                "  rotabloom {sub} ({delivery}): {:.0} lines/s, raw {:.0} items/s: {:.3}x",
                 c.median,
                 r.median,
                 c.median / r.median
             );
             out.insert(
-                sub.into(),
+                key.into(),
                 json!({
+                    "delivery": delivery,
                     "lines": n,
                     "cli_lines_per_s": c.json(),
                     "raw_items_per_s": r.json(),

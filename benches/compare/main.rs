@@ -44,6 +44,7 @@ mod stats;
 mod targets;
 mod throughput;
 mod timing;
+mod window;
 
 use catalog::{all_targets, is_library};
 use cfg::{parse_args, Cfg};
@@ -188,6 +189,10 @@ fn real_main(cfg: Cfg) -> R<()> {
         }
     }
     let bits = bits::bits_per_item(&mut ctx, &targets);
+    let windows = window::window_memory(&mut ctx).unwrap_or_else(|er| {
+        eprintln!("  ! window memory: {er}");
+        json!({"error": er})
+    });
     lap("setup", &mut phases);
 
     eprintln!(
@@ -241,6 +246,7 @@ fn real_main(cfg: Cfg) -> R<()> {
         server_facts: &server_facts,
         machine: &machine,
         cli: &cli,
+        windows: &windows,
     };
     let outcome = report::finish(&ctx, &res);
     drop(ctx);

@@ -65,6 +65,7 @@ pub struct Results<'a> {
     pub server_facts: &'a Value,
     pub machine: &'a Value,
     pub cli: &'a Value,
+    pub windows: &'a Value,
 }
 
 /// Prints the tables and the targets, and writes the JSON (or, as the
@@ -81,6 +82,7 @@ pub fn finish(ctx: &Ctx, res: &Results<'_>) -> R<()> {
         server_facts,
         machine,
         cli,
+        windows,
     } = *res;
     let rep = Report { rows };
     let by_name: BTreeMap<&str, &Target> = targets.iter().map(|t| (t.name.as_str(), t)).collect();
@@ -308,13 +310,19 @@ pub fn finish(ctx: &Ctx, res: &Results<'_>) -> R<()> {
             );
         }
     }
-    for (sub, what) in [("filter", "check-and-insert"), ("load", "insert")] {
+    // Issue 23: at least once at the raw pace, exactly once at 0.7 of it.
+    for (sub, what, bound) in [
+        ("filter", "check-and-insert", 0.7),
+        ("load", "insert", 0.7),
+        ("filter_at_least_once", "check-and-insert", 0.9),
+        ("load_at_least_once", "insert", 0.9),
+    ] {
         let v = cli.get(sub).and_then(|c| c["ratio"].as_f64());
         check(
             format!("1. rotabloom {sub}, 1M lines, 2 in flight / raw {what} x2"),
             v,
-            ">= 0.9",
-            v.map(|v| v >= 0.9),
+            if bound > 0.8 { ">= 0.9" } else { ">= 0.7" },
+            v.map(|v| v >= bound),
         );
     }
     for (kind, raw) in [
@@ -438,11 +446,16 @@ pub fn finish(ctx: &Ctx, res: &Results<'_>) -> R<()> {
             "\nThe command line (rotabloom filter / load, --in-flight 2, {} lines, median of {} runs) against raw pipelined BITFIELD, sync, batches of 1000, 2 in flight",
             cli["filter"]["lines"], ctx.cfg.runs.min(3)
         );
-        for sub in ["filter", "load"] {
+        for sub in [
+            "filter",
+            "filter_at_least_once",
+            "load",
+            "load_at_least_once",
+        ] {
             let c = &cli[sub];
             let _ = writeln!(
                 out,
-                "  {sub:<7} {:>9} lines/s [{}..{}]  raw {:>9} items/s [{}..{}]  = {}  (server CPU {:.0}%, rotabloom CPU {:.0}% of one core)",
+                "  {sub:<20} {:>9} lines/s [{}..{}]  raw {:>9} items/s [{}..{}]  = {}  (server CPU {:.0}%, rotabloom CPU {:.0}% of one core)",
                 si(c["cli_lines_per_s"]["median"].as_f64().unwrap_or(f64::NAN)),
                 si(c["cli_lines_per_s"]["min"].as_f64().unwrap_or(f64::NAN)),
                 si(c["cli_lines_per_s"]["max"].as_f64().unwrap_or(f64::NAN)),
@@ -602,6 +615,7 @@ pub fn finish(ctx: &Ctx, res: &Results<'_>) -> R<()> {
         "seed": seed,
         "seed_ratios": seed_ratios,
         "cli": cli,
+        "window_memory": windows,
         "targets": checks,
         "table": out,
     });

@@ -18,7 +18,7 @@ pub fn run(
     output: Output,
     state: &StateFlags,
 ) -> anyhow::Result<u8> {
-    let journal = state.journal("add", name, |file| {
+    let journal = state.journal(ctx.delivery, "add", name, |file| {
         let mut words = vec!["rotabloom", "add", name, "--resume", file];
         let args: Vec<String> = items
             .iter()
@@ -66,8 +66,13 @@ pub fn run(
             "new": total.new,
             "present": total.present(),
             "per_period": total.per_period,
+            "unknown": total.unknown,
         }),
         false,
     )?;
-    refused.map_or(Ok(0), Err)
+    match refused {
+        Some(e) => Err(e),
+        None if total.unknown > 0 => Ok(pipeline::EXIT_UNKNOWN),
+        None => Ok(0),
+    }
 }

@@ -67,6 +67,17 @@ pub fn when_full() -> ArgValueCandidates {
     )
 }
 
+pub fn delivery() -> ArgValueCandidates {
+    words(
+        [
+            rotabloom::Delivery::ExactlyOnce,
+            rotabloom::Delivery::AtLeastOnce,
+        ]
+        .map(rotabloom::Delivery::as_str)
+        .to_vec(),
+    )
+}
+
 /// The values of the filter setting `key`, when they are words.
 pub fn setting_values(key: &str) -> Option<ArgValueCandidates> {
     setting_words(key).map(words)

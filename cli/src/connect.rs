@@ -33,6 +33,8 @@ pub struct Ctx {
     mirror_bytes: u64,
     /// Batches in flight at once (`filter`, `add`, `load`).
     pub in_flight: usize,
+    /// What a lost reply costs those batches.
+    pub delivery: rotabloom::Delivery,
     /// How long to wait to connect, and for each reply.
     timeouts: (Duration, Duration),
 }
@@ -96,6 +98,7 @@ impl Ctx {
             retries: durability.retries,
             mirror_bytes: 0,
             in_flight: 1,
+            delivery: rotabloom::Delivery::ExactlyOnce,
             timeouts: match durability.timeout {
                 Some(t) => (t, t),
                 None => (DEFAULT_CONNECT_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT),
@@ -106,6 +109,12 @@ impl Ctx {
     /// Keeps `n` batches in flight (at least 1).
     pub fn with_in_flight(mut self, n: u32) -> Ctx {
         self.in_flight = (n as usize).max(1);
+        self
+    }
+
+    /// Sends the batches of `filter`, `add` and `load` with `delivery`.
+    pub fn with_delivery(mut self, delivery: rotabloom::Delivery) -> Ctx {
+        self.delivery = delivery;
         self
     }
 

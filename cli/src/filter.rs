@@ -7,13 +7,15 @@ use crate::pipeline::{self, Run};
 use crate::resume::{shell_words, StateFlags};
 use crate::tally::Writes;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub fn run(ctx: &Ctx, name: &str, batch_size: usize, state: &StateFlags) -> anyhow::Result<u8> {
-    let journal = state.journal("filter", name, |file| {
+    let journal = state.journal(ctx.delivery, "filter", name, |file| {
         shell_words(&["rotabloom", "filter", name, "--resume", file])
     })?;
     let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    pipeline::ordered(
+    let unknown = AtomicU64::new(0);
+    let result = pipeline::ordered(
         ctx,
         Batches::new(io::stdin()),
         Run {
@@ -27,13 +29,19 @@ pub fn run(ctx: &Ctx, name: &str, batch_size: usize, state: &StateFlags) -> anyh
         },
         |conn| ctx.open_for_write(conn, name),
         |f, redis, job| {
-            // Idempotent: a batch whose reply was lost is answered again
+            // Exactly once: a batch whose reply was lost is answered again
             // as it was, so no new line is dropped and none is printed
-            // twice.
-            let mut once = job.prepare(f.idempotent_batch(&job.lines))?;
-            redis.run(job.first, job.lines.len(), |c| once.check_and_insert(c))
+            // twice. At least once: its lines are all printed, and counted.
+            let batch = f.idempotent_batch(&job.lines).with_delivery(ctx.delivery);
+            let mut once = job.prepare(batch)?;
+            let done = redis.run(job.first, job.lines.len(), |c| once.check_and_insert(c));
+            unknown.fetch_add(once.unknown() as u64, Ordering::Relaxed);
+            done
         },
         |lines, new, _| Ok(write_kept(&mut out, lines, new).map(|_| ())?),
-    )?;
-    Ok(0)
+    );
+    // Said even when the run failed later: those lines were printed.
+    let code = pipeline::said_unknown(unknown.into_inner(), "lines");
+    result?;
+    Ok(code)
 }

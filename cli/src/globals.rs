@@ -120,6 +120,27 @@ pub struct Globals {
     )]
     when_full: Option<rotabloom::WhenFull>,
 
+    /// filter, add, load: what a lost reply costs. exactly-once (the
+    /// default): the server keeps each batch's answers, so a batch sent
+    /// again after a dropped connection is answered as it was; nothing is
+    /// lost or doubled. at-least-once: nothing is kept (pipelined
+    /// transactions, faster); after a lost reply its lines are inserted
+    /// again and `filter` prints them all, so a line seen before may be
+    /// printed again, and `add`/`load` may count some as new that were
+    /// not. Those lines are counted, reported on standard error and in
+    /// --json ("unknown"), and the exit code is 6. No --state/--resume.
+    #[arg(
+        long,
+        global = true,
+        value_name = "HOW",
+        default_value = "exactly-once",
+        env = "ROTABLOOM_DELIVERY",
+        hide_env_values = true,
+        help_heading = help::WRITES,
+        add = complete::delivery()
+    )]
+    delivery: rotabloom::Delivery,
+
     /// filter, check, add, load: copy the frozen generations of expanding
     /// and query-all circular filters into this process, up to this many
     /// MiB, and check them here (the server then reads only the newest); 0
@@ -190,7 +211,8 @@ impl Globals {
         };
         Ok(Ctx::new(self.config.as_deref(), url, tls, durability)?
             .with_mirror(self.mirror_mib)
-            .with_in_flight(self.in_flight))
+            .with_in_flight(self.in_flight)
+            .with_delivery(self.delivery))
     }
 
     /// The same flags with `timeout` to wait for Redis, and no retries: for

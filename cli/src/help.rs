@@ -101,6 +101,9 @@ Exit codes:
   5  a local file cannot be read or written (load, dump, restore,
      metrics --output; dump's reader gone before the end), or a dump
      file is damaged, has bytes after its end, or is not a dump
+  6  --delivery at-least-once (filter, add, load): every line handled,
+     but the answers of some were lost with a reply; they were inserted
+     again and taken as new (a line may be printed twice)
   128+N  restore or dump FILE stopped by signal N (130: SIGINT) after
      cleaning up
 
@@ -171,7 +174,9 @@ Examples:
   cat urls.txt | rotabloom filter crawl > new-urls.txt
   tail -F discovered.log | rotabloom filter crawl | xargs -n 100 curl -sO
   # Resumable across a lost Redis: rerun with --resume crawl.state
-  rotabloom filter crawl --state crawl.state < urls.txt > new-urls.txt",
+  rotabloom filter crawl --state crawl.state < urls.txt > new-urls.txt
+  # Faster; after a lost reply a seen line may be printed again (counted, exit 6)
+  rotabloom --delivery at-least-once filter crawl < urls.txt > new-urls.txt",
         "load" => "\
 Examples:
   rotabloom load crawl seen-urls.txt

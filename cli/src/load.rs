@@ -43,7 +43,7 @@ pub fn run(
         .filter(|m| m.is_file())
         .map(|m| m.len());
     let what = file.display().to_string();
-    let journal = state.journal("load", name, |state_file| {
+    let journal = state.journal(ctx.delivery, "load", name, |state_file| {
         shell_words(&["rotabloom", "load", name, &what, "--resume", state_file])
     })?;
     let mut progress = Progress::new(size, progress_every, !output.quiet);
@@ -91,12 +91,17 @@ pub fn run(
             "new": total.new,
             "present": total.present(),
             "per_period": total.per_period,
+            "unknown": total.unknown,
             "seconds": took.as_secs_f64(),
             "items_per_second": rate,
         }),
         false,
     )?;
-    refused.map_or(Ok(0), Err)
+    match refused {
+        Some(e) => Err(e),
+        None if total.unknown > 0 => Ok(pipeline::EXIT_UNKNOWN),
+        None => Ok(0),
+    }
 }
 
 /// Progress of `load`: a bar on a terminal, else a line every million items.

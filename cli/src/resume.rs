@@ -58,10 +58,20 @@ impl StateFlags {
     /// `resume` renders the command that resumes from a given file.
     pub fn journal(
         &self,
+        delivery: rotabloom::Delivery,
         command: &str,
         filter: &str,
         resume: impl Fn(&str) -> String,
     ) -> anyhow::Result<Option<Journal>> {
+        // A resumed run gets its answers from the server's records, which
+        // only exactly-once batches leave.
+        if delivery != rotabloom::Delivery::ExactlyOnce
+            && (self.state.is_some() || self.resume.is_some())
+        {
+            return Err(crate::errors::usage(format!(
+                "--state and --resume need --delivery exactly-once (the server keeps no answers {delivery})"
+            )));
+        }
         let window_ms = u64::try_from(self.retry_window.as_millis()).unwrap_or(u64::MAX);
         match (&self.state, &self.resume) {
             (Some(path), _) => Journal::start(path, command, filter, window_ms, resume).map(Some),

@@ -285,6 +285,7 @@ fn the_documented_commands_cover_every_command_a_script_calls() {
         "bf.insert",
         "bf.mexists",
         "bf.exists",
+        "bf.card",
         "rename",
         "scan",
         "pttl",

@@ -234,6 +234,20 @@ fn filter_in_steps(
     )
 }
 
+/// Kills every connection of the filter (one per batch in flight), all
+/// but `admin`'s; whether there was one.
+fn kill_clients(admin: &mut redis::Connection) -> bool {
+    let n: i64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("normal")
+        .arg("SKIPME")
+        .arg("yes")
+        .query(admin)
+        .unwrap();
+    n > 0
+}
+
 #[test]
 fn filter_survives_20_client_kills() {
     let server = RedisServer::start();
@@ -246,16 +260,7 @@ fn filter_survives_20_client_kills() {
         if i < 20 {
             // The filter's connection, idle between chunks: its next
             // batch finds it dead.
-            let n: i64 = redis::cmd("CLIENT")
-                .arg("KILL")
-                .arg("TYPE")
-                .arg("normal")
-                .arg("SKIPME")
-                .arg("yes")
-                .query(&mut admin)
-                .unwrap();
-            // Every connection of the filter (one per batch in flight).
-            kills += i64::from(n > 0);
+            kills += i64::from(kill_clients(&mut admin));
         }
     });
     assert_eq!(code, 0, "{stderr}");
@@ -465,4 +470,217 @@ fn writes_wait_for_replicas_and_fail_typed_when_too_few_confirm() {
     replica.signal("-STOP");
     assert!(g.check_and_insert(&mut conn, "f").unwrap());
     replica.signal("-CONT");
+}
+
+/// At least once, a lost reply is never silent: the retry cannot know
+/// what the lost call applied, so it writes the items again, answers every
+/// one new (none lost, some maybe twice) and counts them unknown.
+#[test]
+fn at_least_once_a_lost_reply_is_counted_and_nothing_is_lost() {
+    use rotabloom::Delivery;
+    let server = RedisServer::start();
+    let proxy = Proxy::start(server.port());
+    let relayed = redis::Client::open(proxy.url()).unwrap();
+    let mut direct = server.connection();
+    let f = roomy(&mut direct, "alo");
+    // Warm-up: the handle's transaction check and the scripts.
+    f.check_and_insert_many(&mut direct, urls("warm", 100))
+        .unwrap();
+    // Half of the items are in the filter already: an exact answer would
+    // call them seen.
+    let items = urls("alo", 1000);
+    f.insert_many(&mut direct, &items[..500]).unwrap();
+    let mut batch = f
+        .idempotent_batch(&items)
+        .with_delivery(Delivery::AtLeastOnce);
+    let records_before = harness::scan(&mut direct, "rotabloom:{alo}:done:*").len();
+    let mut conn = relayed.get_connection().unwrap();
+    proxy.cut_next_reply();
+    let e = batch.check_and_insert(&mut conn).unwrap_err();
+    assert!(e.is_retryable(), "{e}");
+    assert_eq!(proxy.cuts(), 1);
+    let new = batch
+        .check_and_insert(&mut relayed.get_connection().unwrap())
+        .unwrap();
+    assert!(new.iter().all(|&n| n), "an unknown answer taken as seen");
+    assert_eq!(batch.unknown(), 1000);
+    assert!(f
+        .contains_many(&mut direct, &items)
+        .unwrap()
+        .iter()
+        .all(|&b| b));
+    // It kept no record on the server.
+    assert_eq!(
+        harness::scan(&mut direct, "rotabloom:{alo}:done:*").len(),
+        records_before
+    );
+    // Without a loss, the answers are the filter's and nothing is unknown.
+    let more = urls("alo-more", 200);
+    let mut batch = f
+        .idempotent_batch(&more)
+        .with_delivery(Delivery::AtLeastOnce);
+    let new = batch.check_and_insert(&mut direct).unwrap();
+    assert_eq!(new.iter().filter(|&&n| n).count(), 200);
+    assert_eq!(batch.unknown(), 0);
+    let again = f
+        .idempotent_batch(&more)
+        .with_delivery(Delivery::AtLeastOnce)
+        .check_and_insert(&mut direct)
+        .unwrap();
+    assert!(again.iter().all(|&n| !n));
+}
+
+/// The number in "the answers of N lines were lost".
+fn lost_lines(stderr: &str) -> u64 {
+    let at = stderr
+        .find("the answers of ")
+        .unwrap_or_else(|| panic!("no count of lost answers: {stderr}"));
+    stderr[at + "the answers of ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .replace(',', "")
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn filter_at_least_once_prints_every_new_line_across_lost_replies_and_counts_the_unknown() {
+    let server = RedisServer::start();
+    let proxy = Proxy::start(server.port());
+    bin::create_roomy(&server.url(), "alo-cut");
+    let (input, expected) = lines_with_repeats("alo", 20_000);
+    proxy.cut_every(4, 20);
+    let run = bin::rotabloom(
+        &[
+            "--redis",
+            &proxy.url(),
+            "--retries",
+            "8",
+            "filter",
+            "alo-cut",
+            "--batch",
+            "200",
+        ],
+        &[("ROTABLOOM_DELIVERY", "at-least-once")],
+        &input,
+    );
+    assert_eq!(run.code, 6, "{}", run.stderr);
+    assert_eq!(proxy.cuts(), 20, "{}", run.stderr);
+    let out = printed(&run.stdout);
+    let unknown = lost_lines(&run.stderr);
+    assert!(unknown >= 200, "{}", run.stderr);
+    // Every new line at least once; the extra ones are lines already seen
+    // whose answers were lost, at most the lines counted.
+    let mut distinct = out.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let mut want = expected.clone();
+    want.sort_unstable();
+    assert!(
+        distinct == want,
+        "a new line missing, or a line never given"
+    );
+    let extra = (out.len() - expected.len()) as u64;
+    assert!(
+        extra <= unknown,
+        "{extra} lines printed twice, {unknown} counted"
+    );
+    let text = String::from_utf8_lossy(&input);
+    let mut at = text.lines();
+    for line in &out {
+        assert!(at.any(|l| l == line), "{line} printed out of order");
+    }
+    eprintln!(
+        "filter at least once through 20 lost replies: {} of {} new lines printed, 0 missing, {extra} printed again, {unknown} lines counted unknown",
+        expected.len(),
+        expected.len()
+    );
+}
+
+#[test]
+fn filter_at_least_once_through_client_kills_reports_the_lines_it_could_not_know() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let mut admin = server.connection();
+    roomy(&mut admin, "alo-killed");
+    let chunks: Vec<Vec<String>> = (0..6).map(|c| urls(&format!("ak{c}"), 1000)).collect();
+    let mut kills = 0;
+    let extra = ["--retries", "8", "--delivery", "at-least-once"];
+    let (out, stderr, code) = filter_in_steps(&url, &extra, "alo-killed", &chunks, |i| {
+        if i < 5 {
+            kills += i64::from(kill_clients(&mut admin));
+        }
+    });
+    assert_eq!(kills, 5, "{stderr}");
+    assert_eq!(code, 6, "{stderr}");
+    // Each killed connection failed the batch sent on it: its lines are
+    // counted, and printed (they are all new) once.
+    assert!(lost_lines(&stderr) >= 250, "{stderr}");
+    assert!(out == chunks.concat(), "{stderr}");
+    let f = BloomFilter::open(&mut admin, "alo-killed").unwrap();
+    assert_eq!(f.count(&mut admin).unwrap(), 6_000);
+}
+
+#[test]
+fn add_at_least_once_says_the_unknown_items_in_json_and_refuses_state_files() {
+    let server = RedisServer::start();
+    let proxy = Proxy::start(server.port());
+    let mut direct = server.connection();
+    let f = roomy(&mut direct, "alo-add");
+    f.check_and_insert_many(&mut direct, urls("warm", 100))
+        .unwrap();
+    let items = urls("alo-add", 20_000);
+    let mut input = items.join("\n").into_bytes();
+    input.push(b'\n');
+    // One connection, so that the cuts fall on its batches (or on its
+    // opening, which is retried too).
+    proxy.cut_every(6, 2);
+    let run = bin::rotabloom(
+        &[
+            "--redis",
+            &proxy.url(),
+            "--in-flight",
+            "1",
+            "--retries",
+            "8",
+            "--delivery",
+            "at-least-once",
+            "add",
+            "alo-add",
+            "--json",
+        ],
+        &[],
+        &input,
+    );
+    assert_eq!(run.code, 6, "{run:?}");
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["items"], 20_000, "{run:?}");
+    let unknown = v["unknown"].as_u64().unwrap();
+    assert!(unknown >= 1, "{run:?}");
+    assert_eq!(lost_lines(&run.stderr), unknown);
+    assert!(f
+        .contains_many(&mut direct, &items)
+        .unwrap()
+        .iter()
+        .all(|&b| b));
+    // Resuming needs the server's records.
+    let dir = std::env::temp_dir().join(harness::unique_prefix("alo-state"));
+    let state = dir.to_string_lossy().into_owned();
+    let run = bin::rotabloom(
+        &[
+            "--redis",
+            &server.url(),
+            "--delivery",
+            "at-least-once",
+            "add",
+            "alo-add",
+            "--state",
+            &state,
+        ],
+        &[],
+        b"x\n",
+    );
+    assert!(run.failed(2).contains("--delivery exactly-once"), "{run:?}");
+    assert!(!dir.exists());
 }

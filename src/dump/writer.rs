@@ -45,6 +45,10 @@ pub(super) struct DumpMachine<'a, W> {
     state: DumpState,
     view: Option<View>,
     targets: Vec<(u64, u32, String)>,
+    /// Blocks found missing or shorter than their generation's size: lost
+    /// data, said once the view is confirmed (a structural change under
+    /// the dump deletes blocks too, and is said as such).
+    short: Vec<String>,
     summary: Option<Summary>,
 }
 
@@ -59,6 +63,7 @@ impl<'a, W: Write> DumpMachine<'a, W> {
             records: 0,
             view: None,
             targets: Vec::new(),
+            short: Vec::new(),
             summary: None,
         })
     }
@@ -142,6 +147,12 @@ impl<'a, W: Write> DumpMachine<'a, W> {
         if first != Some(now.token()) {
             return Err(changed(&self.name));
         }
+        if !self.short.is_empty() {
+            return Err(Error::MissingData {
+                name: self.name.clone(),
+                keys: std::mem::take(&mut self.short),
+            });
+        }
         let summary = self
             .summary
             .take()
@@ -170,6 +181,16 @@ impl<W: Write> Machine for DumpMachine<'_, W> {
             DumpState::Len(i) => {
                 let len = int(replies, "STRLEN")?;
                 let (seq, block, key) = self.targets[i].clone();
+                let check = self
+                    .view
+                    .as_ref()
+                    .and_then(|v| v.gens.iter().find(|g| g.seq == seq))
+                    .map(|g| g.layout.block_check());
+                if let Some(crate::generation::BlockCheck::AtLeast(full)) = check {
+                    if len < full {
+                        self.short.push(key.clone());
+                    }
+                }
                 self.put(Record::Block { seq, block, len })?;
                 self.read(i, Slices::new(key, len))
             }

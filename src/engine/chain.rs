@@ -218,6 +218,34 @@ impl<M: Machine> Machine for BestEffort<M> {
     }
 }
 
+/// One request, then its replies made into the output by `f`.
+pub(crate) struct Ask<F> {
+    req: Option<crate::proto::request::Request>,
+    f: Option<F>,
+}
+
+impl<F> Ask<F> {
+    pub fn new(req: crate::proto::request::Request, f: F) -> Ask<F> {
+        Ask {
+            req: Some(req),
+            f: Some(f),
+        }
+    }
+}
+
+impl<T, F: FnOnce(Replies) -> Result<T>> Machine for Ask<F> {
+    type Output = T;
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<T>> {
+        if let Some(req) = self.req.take() {
+            return Ok(Poll::Send(req));
+        }
+        let f = self.f.take().ok_or_else(|| {
+            crate::error::Error::Internal("a finished request was stepped".into())
+        })?;
+        f(replies.unwrap_or_default()).map(Poll::Ready)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

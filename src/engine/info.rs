@@ -158,12 +158,12 @@ fn block_warnings(g: &Generation, read: &Held, warnings: &mut Vec<Warning>) {
 
 /// Capacity, target rate and limit warnings of the whole filter.
 fn fill_warnings(view: &View, info: &Info, warnings: &mut Vec<Warning>) {
-    for (g, gi) in view.gens.iter().zip(&info.generations) {
-        if g.capacity == 0 || !gi.written {
+    for gi in &info.generations {
+        if gi.capacity == 0 || !gi.written {
             continue;
         }
-        let pct = g.count as f64 * 100.0 / g.capacity as f64;
-        let (level, consequence) = if g.count > g.capacity {
+        let pct = gi.count as f64 * 100.0 / gi.capacity as f64;
+        let (level, consequence) = if gi.count > gi.capacity {
             (
                 Level::Error,
                 ": its false-positive rate is above what it was sized for",
@@ -180,7 +180,7 @@ fn fill_warnings(view: &View, info: &Info, warnings: &mut Vec<Warning>) {
             level,
             format!(
                 "generation {} holds {} items, {pct:.0}% of its capacity {}{consequence}",
-                g.seq, g.count, g.capacity
+                gi.seq, gi.count, gi.capacity
             ),
         ));
     }
@@ -203,7 +203,7 @@ fn fill_warnings(view: &View, info: &Info, warnings: &mut Vec<Warning>) {
             ));
         }
     }
-    if let (Growth::Capped(Err(reason)), Some(newest)) = (&view.growth, view.gens.last()) {
+    if let (Growth::Capped(Err(reason)), Some(newest)) = (&view.growth, info.generations.last()) {
         let full = newest.count >= newest.capacity;
         if full || newest.count as f64 >= newest.capacity as f64 * 0.9 {
             warnings.push(Warning::new(
@@ -230,6 +230,12 @@ fn decode(view: &View, replies: Replies) -> Result<Info> {
     let mut miss = 1.0;
     for (i, g) in view.gens.iter().enumerate() {
         let read = read_blocks(view, i, g, &mut replies)?;
+        // A store that counts itself (a module, FORMAT.md §6.6) says how
+        // many items it holds; the metadata keeps no count for it.
+        let g = &Generation {
+            count: read.items.unwrap_or(g.count),
+            ..g.clone()
+        };
         block_warnings(g, &read, &mut warnings);
         let role = view.roles.get(i).copied();
         let queried = matches!(role, Some(Role::Query | Role::Decide));
@@ -260,7 +266,9 @@ fn decode(view: &View, replies: Replies) -> Result<Info> {
         kind: view.kind,
         epoch: view.epoch,
         created_at_ms: view.created_at_ms,
-        count: view.count(),
+        count: generations
+            .iter()
+            .fold(0u64, |a, g| a.saturating_add(g.count)),
         memory_bytes: generations.iter().map(|g| g.memory_bytes).sum(),
         generations,
         false_positive_rate: 1.0 - miss,

@@ -3,7 +3,7 @@
 //! handles' methods and idempotent batches.
 
 use super::alloc::PreallocMachine;
-use super::chain::{BestEffort, MachineExt, Ready};
+use super::chain::{Ask, BestEffort, MachineExt, Ready};
 use super::data::DataMachine;
 use super::info::InfoMachine;
 use super::mirror::FillMachine;
@@ -12,6 +12,7 @@ use super::whole::{Which, WholeMachine};
 use super::Core;
 use crate::engine::machine::Machine;
 use crate::error::Error;
+use crate::proto::count;
 use crate::proto::script::{DataOp, Record};
 
 /// Mirror fill (when enabled), the data operation (keeping its answers in
@@ -61,8 +62,18 @@ pub(crate) fn one(
 }
 
 /// Distinct insertions, from a fresh view.
+/// A generation that counts itself (a module) is asked its count.
 pub(crate) fn count(core: &Core) -> impl Machine<Output = u64> + Send {
-    super::load::reload(core).map(|v| Ok(v.count()))
+    let keys = core.keys.clone();
+    super::load::reload(core).then(move |v| {
+        let m: Box<dyn Machine<Output = u64> + Send> = match count::request(&keys, &v) {
+            Some((req, gens)) => Box::new(Ask::new(req, move |replies| {
+                count::decode(&keys, &v, &gens, replies)
+            })),
+            None => Box::new(Ready(Some(v.count()))),
+        };
+        Ok(m)
+    })
 }
 
 /// Every generation emptied; a filter gone is [`Error::NotFound`].

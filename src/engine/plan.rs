@@ -50,17 +50,24 @@ pub(crate) enum Path {
 
 /// The protocol for a round of `len` items. The transaction is taken when
 /// it can express the operation: every read; writes of filters whose
-/// deciding generation has no capacity limit and, for check-and-insert,
-/// that write nothing after the decision.
+/// deciding generation has no hard capacity limit, or refuses items past
+/// it itself (a module's generation: docs/FORMAT.md §8.3), and, for
+/// check-and-insert, that write nothing after the decision. A deciding
+/// generation that stops partway cannot stop the writes of the others in
+/// the same transaction: with write-only generations, it takes the script.
 pub(crate) fn path(view: &View, op: DataOp, tx_ok: bool, len: usize, mirrored: &[usize]) -> Path {
     if !tx_ok || len < TX_MIN_ITEMS {
         return Path::Script;
     }
     let writes_after = view.roles.contains(&Role::Write);
+    let caps_itself = view
+        .with_role(Role::Decide)
+        .any(|g| view.store(g).caps_itself());
+    let limit_kept = !view.growth.is_capped() || caps_itself;
     let fits = match op {
         DataOp::Has => true,
-        DataOp::Add => !view.growth.is_capped(),
-        DataOp::CheckAdd => !view.growth.is_capped() && !writes_after,
+        DataOp::Add => limit_kept && !(caps_itself && writes_after),
+        DataOp::CheckAdd => limit_kept && !writes_after,
     };
     if !fits {
         return Path::Script;

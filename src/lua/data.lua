@@ -56,7 +56,8 @@
 -- of the input) were handled; flags holds one '0'/'1' per handled item;
 -- fill is the deciding group's count after the call when it is capped,
 -- else -1; count is the deciding group's count after a write, capped or
--- not, else -1.
+-- not, else -1. A RedisBloom group's count is the module's own (BF.CARD):
+-- it keeps no gen.<seq>.count and reserves no room.
 local meta = KEYS[1]
 local op = ARGV[1]
 local n = tonumber(ARGV[5])
@@ -79,20 +80,6 @@ for i = 1, #known do
   if string.byte(known, i) ~= 0 then upto = i - 1; break end
 end
 
-if not current(meta, ARGV[2], ARGV[3], ARGV[4]) then
-  return {'STALE', 0, '', -1}
-end
-if ARGV[6] ~= '' then
-  local now = tonumber(ARGV[7]) or now_ms()
-  if now >= tonumber(ARGV[6]) then
-    -- The instant it judged by goes back: the rotation is made at it.
-    return {'DUE', 0, '', -1, -1, now}
-  end
-end
-local round = ARGV[11] or ''
-if round ~= '' and redis.call('ZSCORE', KEYS[3], 'stop:' .. round) then
-  return {'BUSY', 0, '', -1}
-end
 local groups = {}
 local a, kix = 12, 4
 
@@ -106,6 +93,37 @@ for g = 1, tonumber(ARGV[8]) do
   kix = kix + grp.nb
   a = a + 6 + n * grp.stride
   groups[g] = grp
+end
+
+-- The view check and every count this call may add to, in one HMGET, all
+-- checked before any bit is written (a script is not rolled back when it
+-- fails halfway). A module's generation counts itself.
+local fields = {'uid', 'epoch', 'cleared'}
+if op ~= 'has' then
+  for _, grp in ipairs(groups) do
+    if (grp.role == 'd' or grp.role == 'w') and not grp.bf then
+      fields[#fields + 1] = 'gen.' .. grp.seq .. '.count'
+    end
+  end
+end
+local cur = redis.call('HMGET', meta, unpack(fields))
+if not (cur[1] == ARGV[2] and cur[2] == ARGV[3] and (cur[3] or '0') == ARGV[4]) then
+  return {'STALE', 0, '', -1}
+end
+local counts = {}
+for i = 4, #fields do
+  counts[fields[i]] = count_val(fields[i], cur[i])
+end
+if ARGV[6] ~= '' then
+  local now = tonumber(ARGV[7]) or now_ms()
+  if now >= tonumber(ARGV[6]) then
+    -- The instant it judged by goes back: the rotation is made at it.
+    return {'DUE', 0, '', -1, -1, now}
+  end
+end
+local round = ARGV[11] or ''
+if round ~= '' and redis.call('ZSCORE', KEYS[3], 'stop:' .. round) then
+  return {'BUSY', 0, '', -1}
 end
 
 -- A missing block would answer "absent" for everything it held, and so
@@ -138,13 +156,6 @@ if op ~= 'has' and redis.call('EXISTS', KEYS[2]) == 0 then
   redis.call('SET', KEYS[2], ARGV[2] .. ':' .. ARGV[3] .. ':' .. ARGV[4])
 end
 
--- Check every count this call may add to before any bit is written: a
--- script is not rolled back when it fails halfway.
-if op ~= 'has' then
-  for _, grp in ipairs(groups) do
-    if grp.role == 'd' or grp.role == 'w' then count_of(meta, 'gen.' .. grp.seq .. '.count') end
-  end
-end
 
 -- Unpack pushes every argument on Lua's C stack, which holds 8000 slots.
 local MAXARGS = 7800
@@ -292,7 +303,9 @@ else
   for _, grp in ipairs(groups) do
     if grp.role == 'd' then
       local added = 0
-      if grp.cap == 0 then
+      -- A module's generation caps itself (it refuses the first item past
+      -- its capacity) and counts itself: no count or room is kept here.
+      if grp.cap == 0 or grp.bf then
         local have, stop = apply(grp, cand, true)
         for i, f in pairs(have) do
           if not f then yes[i] = true; added = added + 1 end
@@ -308,7 +321,7 @@ else
         -- full, items it already holds need no room: they are answered,
         -- and the first item that would need room is refused, with every
         -- item after it.
-        local cap, cnt = grp.cap, count_of(meta, 'gen.' .. grp.seq .. '.count')
+        local cap, cnt = grp.cap, counts['gen.' .. grp.seq .. '.count']
         local held = reserved_of(KEYS[3], grp.seq)
         local s, refused = 1, false
         while s <= #cand and not refused do
@@ -318,19 +331,11 @@ else
           local slice = {}
           for t = s, e do slice[#slice + 1] = cand[t] end
           if room > 0 then
-            local have, stop = apply(grp, slice, true)
+            local have = apply(grp, slice, true)
             for i, f in pairs(have) do
               if not f then yes[i] = true; added = added + 1; cnt = cnt + 1 end
             end
             s = e + 1
-            if stop then
-              -- The module refused the rest (its count ran ahead of
-              -- ours): refused from that item, however much room we saw.
-              for t = s - 1, 1, -1 do
-                if cand[t] == stop then s = t end
-              end
-              refused, held = true, 0
-            end
           else
             local have = apply(grp, slice, false)
             for t = s, e do
@@ -345,10 +350,15 @@ else
         end
         fill = cnt
       end
-      if added > 0 then
+      if grp.bf then
+        -- The module's own count, exact and kept with its items (FORMAT.md
+        -- section 6.6).
+        count = redis.call('BF.CARD', KEYS[grp.key0])
+        if grp.cap > 0 then fill = count end
+      elseif added > 0 then
         count = redis.call('HINCRBY', meta, 'gen.' .. grp.seq .. '.count', added)
       else
-        count = count_of(meta, 'gen.' .. grp.seq .. '.count')
+        count = counts['gen.' .. grp.seq .. '.count']
       end
     end
   end
@@ -365,7 +375,7 @@ else
       for i, f in pairs(have) do
         if not f then added = added + 1 end
       end
-      if added > 0 then
+      if added > 0 and not grp.bf then
         redis.call('HINCRBY', meta, 'gen.' .. grp.seq .. '.count', added)
       end
       if stop then
@@ -373,7 +383,7 @@ else
         -- so its module cannot be full before it: this is not a state
         -- rotabloom makes, and an item it did not take would be lost
         -- from the window later. Said, not hidden.
-        return redis.error_reply('CORRUPT gen.' .. grp.seq .. '.count the RedisBloom generation refused items its count says it has room for')
+        return redis.error_reply('CORRUPT gen.' .. grp.seq .. ' the RedisBloom generation refused items while an older one had room for them')
       end
     end
   end

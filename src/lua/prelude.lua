@@ -18,15 +18,19 @@ local function current(meta, uid, epoch, cleared)
   return cur[1] == uid and cur[2] == epoch and (cur[3] or '0') == cleared
 end
 
--- A counter field that the script adds to: absent is 0; anything but a
+-- A counter field's value v (false: absent, which is 0); anything but a
 -- canonical unsigned integer that Lua holds exactly is corrupt.
-local function count_of(meta, f)
-  local v = redis.call('HGET', meta, f)
+local function count_val(f, v)
   if not v then return 0 end
   if #v > 15 or not (v == '0' or string.match(v, '^[1-9]%d*$')) then
     error({err = 'CORRUPT ' .. f .. ' holds a value that is not a count'})
   end
   return tonumber(v)
+end
+
+-- A counter field that the script adds to, read and checked.
+local function count_of(meta, f)
+  return count_val(f, redis.call('HGET', meta, f))
 end
 
 

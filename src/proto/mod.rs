@@ -12,6 +12,7 @@
 
 pub(crate) mod alloc;
 pub(crate) mod convert;
+pub(crate) mod count;
 pub(crate) mod create;
 pub(crate) mod dump;
 pub(crate) mod load;

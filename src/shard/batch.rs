@@ -87,6 +87,37 @@ impl<K: FilterKind> ShardedFilter<K> {
 }
 
 impl ShardedBatch {
+    /// How the batch's answers survive a lost reply, for every shard (see
+    /// [`IdempotentBatch::with_delivery`]).
+    pub fn with_delivery(mut self, delivery: crate::batch::Delivery) -> ShardedBatch {
+        self.batches = self
+            .batches
+            .into_iter()
+            .map(|b| b.map(|b| b.with_delivery(delivery)))
+            .collect();
+        self
+    }
+
+    /// How the batch's answers survive a lost reply.
+    pub fn delivery(&self) -> crate::batch::Delivery {
+        self.batches
+            .iter()
+            .flatten()
+            .map(IdempotentBatch::delivery)
+            .next()
+            .unwrap_or_default()
+    }
+
+    /// At least once: how many items had their answers lost with a reply,
+    /// over every shard (see [`IdempotentBatch::unknown`]).
+    pub fn unknown(&self) -> usize {
+        self.batches
+            .iter()
+            .flatten()
+            .map(IdempotentBatch::unknown)
+            .sum()
+    }
+
     /// How long the server keeps the answers (see
     /// [`IdempotentBatch::with_retry_window`]).
     pub fn with_retry_window(mut self, window: Duration) -> ShardedBatch {

@@ -107,6 +107,8 @@ pub(crate) struct TxCommand {
 pub(crate) struct Held {
     pub set_bits: u64,
     pub memory_bytes: u64,
+    /// The count the store keeps itself, when it does (`own_count`).
+    pub items: Option<u64>,
     /// (block, bytes held) of missing or short blocks.
     pub short: Vec<(u32, u64)>,
 }
@@ -155,6 +157,16 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     /// stop there whatever the handle's `when_full` says.
     fn caps_itself(&self) -> bool {
         false
+    }
+
+    /// The command that reads the generation's count from block `key`,
+    /// for a store that keeps it itself, exactly and in the same atomic
+    /// step as its writes (a module's own count, docs/FORMAT.md §6.6):
+    /// its writers then keep no count in the metadata, reserve no room
+    /// and commit nothing after a transaction. `None`: the count is the
+    /// metadata's `gen.<seq>.count`.
+    fn own_count(&self, _key: &str) -> Option<redis::Cmd> {
+        None
     }
 
     /// Whether a dump can copy its blocks as bytes.

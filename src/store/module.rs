@@ -43,6 +43,11 @@ fn bf_info(v: &Value) -> (u64, u64) {
     (size, items)
 }
 
+/// Whether a module's error says that a non-scaling filter is full.
+fn is_full(message: &str) -> bool {
+    message.contains("non scaling filter is full")
+}
+
 impl Store for RedisBloom {
     fn scheme(&self) -> Scheme {
         Scheme::RedisBloom
@@ -78,6 +83,13 @@ impl Store for RedisBloom {
 
     fn caps_itself(&self) -> bool {
         true
+    }
+
+    // The module counts the items it added (BF.CARD), atomically with
+    // them, and refuses the first one past capacity: the count rotabloom
+    // would keep beside it could only lag behind.
+    fn own_count(&self, key: &str) -> Option<redis::Cmd> {
+        Some(redis::cmd("BF.CARD").arg(key).clone())
     }
 
     fn dumpable(&self) -> bool {
@@ -138,22 +150,29 @@ impl Store for RedisBloom {
         let Value::Array(bits) = reply else {
             return Err(crate::proto::unexpected("BF.INSERT", reply));
         };
-        // A non-scaling module filter at its capacity stops its reply at
-        // the first item it refuses. Transactions reserve their room, so
-        // this means the module's count and rotabloom's disagree: said,
-        // never taken for answers.
         let took = bits
             .iter()
             .take_while(|v| matches!(v, Value::Int(_)))
             .count();
-        if took != items || bits.len() != items {
+        // A non-scaling module filter at its capacity ends its reply with
+        // an error at the first item it refuses, having taken none after
+        // it: the answers stop there (the caller reports the rest
+        // refused). Anything else short is not a reply it gives.
+        let refused = set
+            && took < items
+            && bits.len() == took + 1
+            && matches!(bits.get(took), Some(Value::ServerError(e)) if is_full(e.details().unwrap_or_default()));
+        if (took != items || bits.len() != items) && !refused {
             return Err(Error::UnexpectedReply(format!(
-                "the RedisBloom generation took {took} of {items} items and refused the rest (a non-scaling module filter at its capacity, whose count is ahead of rotabloom's)"
+                "{}: {} replies, {took} of them answers, for {items} items",
+                if set { "BF.INSERT" } else { "BF.MEXISTS" },
+                bits.len()
             )));
         }
         // BF.INSERT: 1 added (not all set before); BF.MEXISTS: 1 present.
         Ok(bits
             .iter()
+            .take(took)
             .map(|v| matches!(v, Value::Int(1)) != set)
             .collect())
     }
@@ -175,6 +194,7 @@ impl Store for RedisBloom {
             Some(Ok(v)) => {
                 let (size, items) = bf_info(&v);
                 out.memory_bytes = out.memory_bytes.saturating_add(size);
+                out.items = Some(out.items.unwrap_or(0).saturating_add(items));
                 // No bitmap to count: estimate the bits set from the items.
                 let m = l.bits as f64;
                 let k = f64::from(l.hashes);

@@ -481,8 +481,13 @@ impl Run {
         if m.spec.shape == Shape::Bloom && calls.iter().any(converts) {
             let kind = self.world.any(f).map(|a| a.kind());
             if matches!(kind, Ok(rotabloom::Kind::Expanding)) {
-                let first = m.gens[0].counted.len() as u64 + changed.len() as u64;
-                if first < m.gens[0].capacity {
+                // Items whose writes nobody heard (a killed process) may
+                // have filled it too: only with all of them it must be full.
+                let g0 = &m.gens[0];
+                let first = g0.counted.len() as u64
+                    + g0.maybe.difference(&g0.counted).count() as u64
+                    + changed.len() as u64;
+                if first < g0.capacity {
                     return fail("converted to expanding before it was full");
                 }
                 m.spec.shape = Shape::Expanding;
@@ -1271,11 +1276,18 @@ fn takes_transaction(m: &MFilter, call: &Call) -> bool {
         // A batch with a record takes the script; a query is no batch.
         Protocol::Idempotent => call.op == Op::Contains,
     };
+    // A module's generation caps itself (docs/FORMAT.md §6.6): a capped
+    // write to it is expressible, unless write-only generations follow the
+    // decision (their writes could not stop where it stops).
+    let module = m.spec.store == Store::Module;
+    let write_only =
+        matches!(m.spec.shape, Shape::Circular { newest: false, .. }) && m.gens.len() > 1;
     let expressible = match call.op {
         Op::Contains => true,
+        Op::Insert if module => !write_only,
         Op::Insert => m.spec.shape != Shape::Expanding,
         Op::CheckAndInsert => {
-            m.spec.shape != Shape::Expanding
+            (m.spec.shape != Shape::Expanding || module)
                 && !matches!(m.spec.shape, Shape::Circular { newest: false, .. })
         }
     };

@@ -188,9 +188,17 @@ impl World {
     /// admin steps, as a user whose connections no fault kills.
     pub fn admin(&self) -> redis::Connection {
         let url = format!("redis://{MODEL}:pw@127.0.0.1:{}", self.server.port());
-        redis::Client::open(url)
-            .and_then(|c| c.get_connection())
-            .unwrap_or_else(|e| panic!("the model's own connection: {e}"))
+        // Until its AUTH is through, a new connection is the default
+        // user's, whose connections a KillConnections fault running
+        // meanwhile closes: such a reset is tried again, for a while.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            match redis::Client::open(url.as_str()).and_then(|c| c.get_connection()) {
+                Ok(c) => return c,
+                Err(e) if e.is_connection_dropped() && std::time::Instant::now() < deadline => {}
+                Err(e) => panic!("the model's own connection: {e}"),
+            }
+        }
     }
 
     /// Forgets every connection (after a restart).

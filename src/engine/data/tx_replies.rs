@@ -51,14 +51,44 @@ impl DataMachine {
                 (Vec::new(), Verdict::Ok)
             }
             TxOutcome::Aborted(v) => (Vec::new(), v),
-            TxOutcome::Applied { answers, added } => {
+            TxOutcome::Applied {
+                answers,
+                added,
+                count,
+            } => {
+                if let Some(n) = count {
+                    // A deciding generation that counts itself.
+                    if self.limit() == crate::proto::script::Limit::Capacity {
+                        self.fill = Some(self.fill.map_or(n, |old| old.max(n)));
+                    }
+                    self.counted(n);
+                }
+                // Answers of a prefix: a generation that caps itself
+                // refused the item after it, and every one after that.
+                let refused = answers.len() < t.round.len();
                 let mut done = t.round.clone();
+                done.truncate(answers.len());
                 for (&i, yes) in t.round.iter().zip(answers) {
                     if let Some(slot) = self.out.get_mut(i) {
                         *slot = yes;
                     }
                 }
                 self.decided(&mut done);
+                if refused {
+                    // Full: grow, convert or refuse, as the script's FULL.
+                    return match txn::commit_request(
+                        &self.core.keys,
+                        &t.view,
+                        reserved.as_ref(),
+                        &added,
+                    ) {
+                        Some(req) => {
+                            self.state = State::Commit(added, Verdict::Full);
+                            Ok(Poll::Send(req))
+                        }
+                        None => self.full(),
+                    };
+                }
                 (added, Verdict::Ok)
             }
         };
