@@ -1,8 +1,9 @@
 //! `rotabloom add`: items from the arguments or standard input.
 
 use crate::connect::Ctx;
+use crate::insert::Inserted;
 use crate::lines::Source;
-use crate::pipeline::{self, Inserted, Run};
+use crate::pipeline::Run;
 use crate::resume::{shell_words, StateFlags};
 use crate::show::count;
 use crate::tally::{is_refusal, Writes};
@@ -31,7 +32,7 @@ pub fn run(
         shell_words(&words)
     })?;
     let mut total = Inserted::default();
-    let result = pipeline::insert_all(
+    let result = crate::insert::insert_all(
         ctx,
         name,
         Source::new(items),
@@ -72,7 +73,7 @@ pub fn run(
     )?;
     match refused {
         Some(e) => Err(e),
-        None if total.unknown > 0 => Ok(pipeline::EXIT_UNKNOWN),
+        None if total.unknown > 0 => Ok(crate::insert::EXIT_UNKNOWN),
         None => Ok(0),
     }
 }

@@ -41,7 +41,7 @@ pub fn run(ctx: &Ctx, name: &str, batch_size: usize, state: &StateFlags) -> anyh
         |lines, new, _| Ok(write_kept(&mut out, lines, new).map(|_| ())?),
     );
     // Said even when the run failed later: those lines were printed.
-    let code = pipeline::said_unknown(unknown.into_inner(), "lines");
+    let code = crate::insert::said_unknown(unknown.into_inner(), "lines");
     result?;
     Ok(code)
 }

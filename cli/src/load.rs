@@ -2,8 +2,9 @@
 
 use crate::connect::Ctx;
 use crate::errors::file_error;
+use crate::insert::Inserted;
 use crate::lines::Batches;
-use crate::pipeline::{self, Inserted, Run};
+use crate::pipeline::Run;
 use crate::resume::{shell_words, StateFlags};
 use crate::show::{count, elapsed, speed};
 use crate::tally::{is_refusal, Writes};
@@ -48,7 +49,7 @@ pub fn run(
     })?;
     let mut progress = Progress::new(size, progress_every, !output.quiet);
     let mut total = Inserted::default();
-    let result = pipeline::insert_all(
+    let result = crate::insert::insert_all(
         ctx,
         name,
         Batches::new(reader),
@@ -99,7 +100,7 @@ pub fn run(
     )?;
     match refused {
         Some(e) => Err(e),
-        None if total.unknown > 0 => Ok(pipeline::EXIT_UNKNOWN),
+        None if total.unknown > 0 => Ok(crate::insert::EXIT_UNKNOWN),
         None => Ok(0),
     }
 }

@@ -18,6 +18,7 @@ mod filter;
 mod generate;
 mod globals;
 mod help;
+mod insert;
 mod interrupt;
 mod lines;
 mod list;
