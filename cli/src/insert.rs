@@ -48,36 +48,6 @@ impl Inserted {
     }
 }
 
-#[cfg(test)]
-mod inserted_tests {
-    use super::Inserted;
-
-    #[test]
-    fn says_new_and_present() {
-        let i = Inserted {
-            items: 3,
-            new: 0,
-            per_period: false,
-            unknown: 0,
-        };
-        assert_eq!(i.says(), "0 new, 3 already present");
-        let i = Inserted {
-            items: 1_234_567,
-            new: 1_000_000,
-            per_period: false,
-            unknown: 0,
-        };
-        assert_eq!(i.says(), "1,000,000 new, 234,567 already present");
-        let i = Inserted {
-            items: 2,
-            new: 1,
-            per_period: true,
-            unknown: 0,
-        };
-        assert_eq!(i.says(), "1 new to the current period, 1 already in it");
-    }
-}
-
 /// Inserts every item of `items` into filter `name` (`add`, `load`), in
 /// idempotent batches; `done` gets what was inserted so far and the bytes
 /// read, batch by batch (a batch refused by a full filter counts the items
@@ -149,4 +119,34 @@ pub fn said_unknown(unknown: u64, unit: &str) -> u8 {
         crate::show::int(unknown)
     ));
     EXIT_UNKNOWN
+}
+
+#[cfg(test)]
+mod inserted_tests {
+    use super::Inserted;
+
+    #[test]
+    fn says_new_and_present() {
+        let i = Inserted {
+            items: 3,
+            new: 0,
+            per_period: false,
+            unknown: 0,
+        };
+        assert_eq!(i.says(), "0 new, 3 already present");
+        let i = Inserted {
+            items: 1_234_567,
+            new: 1_000_000,
+            per_period: false,
+            unknown: 0,
+        };
+        assert_eq!(i.says(), "1,000,000 new, 234,567 already present");
+        let i = Inserted {
+            items: 2,
+            new: 1,
+            per_period: true,
+            unknown: 0,
+        };
+        assert_eq!(i.says(), "1 new to the current period, 1 already in it");
+    }
 }
