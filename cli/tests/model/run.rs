@@ -1152,8 +1152,19 @@ impl Run {
         if !module {
             let tail = binomial_tail(n, now.max(1e-12), x);
             if tail < 1e-6 {
+                let seen: Vec<String> = info
+                    .generations
+                    .iter()
+                    .map(|g| {
+                        format!(
+                            "gen {} {} bits, {} items, rate {:.2e}",
+                            g.seq, g.bits, g.count, g.false_positive_rate
+                        )
+                    })
+                    .collect();
                 return fail(format!(
-                    "{x} of {n} fresh items present where the bits give a rate of {now:.4}: P = {tail:.2e}"
+                    "{x} of {n} fresh items present where the bits give a rate of {now:.4}: P = {tail:.2e} (the model queries {queried:?} of [{}])",
+                    seen.join("; ")
                 ));
             }
         }
