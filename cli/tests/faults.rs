@@ -157,7 +157,9 @@ fn filter_prints_every_new_line_once_across_20_lost_replies() {
             "--redis",
             &proxy.url(),
             "--retries",
-            "8",
+            // More than the proxy ever cuts (20): however the workers
+            // share the cuts, no batch runs out of attempts.
+            "21",
             "filter",
             "cut",
             "--batch",
@@ -556,7 +558,9 @@ fn filter_at_least_once_prints_every_new_line_across_lost_replies_and_counts_the
             "--redis",
             &proxy.url(),
             "--retries",
-            "8",
+            // More than the proxy ever cuts (20): however the workers
+            // share the cuts, no batch runs out of attempts.
+            "21",
             "filter",
             "alo-cut",
             "--batch",
