@@ -80,16 +80,20 @@ impl Backend {
 impl std::str::FromStr for Backend {
     type Err = crate::error::Error;
     fn from_str(s: &str) -> crate::error::Result<Backend> {
-        match s {
-            "bitmap" => Ok(Backend::Bitmap),
-            "redisbloom" | "bf" => Ok(Backend::RedisBloom),
-            _ => Err(crate::error::Error::InvalidParameter {
-                name: "backend",
-                reason: format!(
-                    "{s:?} is not {}",
-                    crate::words::one_of(Backend::ALL.iter().map(|b| b.as_str()))
-                ),
-            }),
+        crate::words::parse(s)
+    }
+}
+
+impl crate::words::Choice for Backend {
+    const SETTING: &'static str = "backend";
+    const ALL: &'static [Backend] = Backend::ALL;
+    fn name(self) -> &'static str {
+        self.as_str()
+    }
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Backend::Bitmap => &[],
+            Backend::RedisBloom => &["bf"],
         }
     }
 }

@@ -202,10 +202,13 @@ impl CircularFilter {
     }
 
     fn manual(&self) -> impl crate::engine::machine::Machine<Output = Rotation> + Send {
-        let epoch_seen = self.core.view().epoch;
+        // One snapshot: the epoch the rotation was asked from is the
+        // epoch of the view it decides on.
+        let view = self.core.view();
+        let epoch_seen = view.epoch;
         probed(
             &self.core,
-            RollMachine::new(self.core.clone(), ManualRotation { epoch_seen }),
+            RollMachine::with_view(self.core.clone(), view, ManualRotation { epoch_seen }, None),
         )
     }
 

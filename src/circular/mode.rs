@@ -35,16 +35,20 @@ impl fmt::Display for Mode {
 impl FromStr for Mode {
     type Err = Error;
     fn from_str(s: &str) -> Result<Mode> {
-        match s {
-            "insert-newest-query-all" | "query-all" => Ok(Mode::InsertNewestQueryAll),
-            "insert-all-query-oldest" | "query-oldest" => Ok(Mode::InsertAllQueryOldest),
-            _ => Err(Error::InvalidParameter {
-                name: "mode",
-                reason: format!(
-                    "{s:?} is not {}",
-                    crate::words::one_of(Mode::ALL.iter().map(|m| m.as_str()))
-                ),
-            }),
+        crate::words::parse(s)
+    }
+}
+
+impl crate::words::Choice for Mode {
+    const SETTING: &'static str = "mode";
+    const ALL: &'static [Mode] = Mode::ALL;
+    fn name(self) -> &'static str {
+        self.as_str()
+    }
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Mode::InsertNewestQueryAll => &["query-all"],
+            Mode::InsertAllQueryOldest => &["query-oldest"],
         }
     }
 }

@@ -53,7 +53,7 @@ impl Kind {
     /// The kinds' names as a phrase for messages: "bloom, expanding or
     /// circular".
     pub fn choices() -> String {
-        crate::words::one_of(Kind::ALL.iter().map(|k| k.as_str()))
+        crate::words::choices::<Kind>()
     }
 
     /// The name stored in the metadata hash.
@@ -90,14 +90,15 @@ impl FromStr for Kind {
     /// assert!("ring".parse::<Kind>().is_err());
     /// ```
     fn from_str(s: &str) -> Result<Kind> {
-        Kind::ALL
-            .iter()
-            .copied()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| Error::InvalidParameter {
-                name: "kind",
-                reason: format!("{s:?} is not {}", Kind::choices()),
-            })
+        crate::words::parse(s)
+    }
+}
+
+impl crate::words::Choice for Kind {
+    const SETTING: &'static str = "kind";
+    const ALL: &'static [Kind] = Kind::ALL;
+    fn name(self) -> &'static str {
+        self.as_str()
     }
 }
 
