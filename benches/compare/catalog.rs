@@ -140,18 +140,6 @@ pub fn all_targets(with_rb: bool) -> Vec<Target> {
     t
 }
 
-/// The targets of quick mode: those the targets of issue 13 compare.
-pub const QUICK: &[&str] = &[
-    "bloom",
-    "raw-bitfield",
-    "circular-12-query-all",
-    "bloom-on-redisbloom",
-    "redisbloom",
-    "expanding-on-redisbloom",
-    "circular-12-query-all-on-redisbloom",
-    "redisbloom-window-12-query-all",
-];
-
 pub fn is_library(spec: &Spec) -> bool {
     matches!(
         spec,

@@ -40,7 +40,7 @@ fn flag(s: &'static Setting) -> Arg {
         .long(s.flag())
         .help(help(s))
         .help_heading("Filter settings");
-    if let Some(values) = crate::complete::setting_values(s.key()) {
+    if let Some(values) = crate::words::setting_values(s.key()) {
         arg = arg.add(values);
     }
     // A flag named otherwise than its key (`--every`) also takes the

@@ -3,7 +3,7 @@
 
 use crate::connect::{self, Ctx, RedisUrlFrom};
 use crate::help;
-use crate::{complete, parse_timeout};
+use crate::{parse_timeout, words};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args};
 use std::path::PathBuf;
@@ -116,7 +116,7 @@ pub struct Globals {
         env = "ROTABLOOM_WHEN_FULL",
         hide_env_values = true,
         help_heading = help::WRITES,
-        add = complete::when_full()
+        add = words::when_full()
     )]
     when_full: Option<rotabloom::WhenFull>,
 
@@ -137,7 +137,7 @@ pub struct Globals {
         env = "ROTABLOOM_DELIVERY",
         hide_env_values = true,
         help_heading = help::WRITES,
-        add = complete::delivery()
+        add = words::delivery()
     )]
     delivery: rotabloom::Delivery,
 

@@ -14,8 +14,7 @@
 //! leaves it readable.
 
 use crate::errors::{file_error, usage};
-use crate::statefile::{replay, Log, State};
-use serde::{Deserialize, Serialize};
+use crate::statefile::{replay, Entry, Log, State};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -84,44 +83,6 @@ impl StateFlags {
 }
 
 const VERSION: u32 = 1;
-
-/// One batch not handed on.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct Entry {
-    /// Lines of the input before it.
-    pub first: u64,
-    pub len: u64,
-    /// MD5 of its lines (each with its length), so that a resumed run
-    /// given other lines refuses rather than take their answers.
-    pub digest: String,
-    /// Set just before a worker sends it: the record its answers are in.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub token: Option<String>,
-    /// When it was (last) sent, in ms since the epoch: its record lives at
-    /// least `window_ms` from then.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sent_ms: Option<u64>,
-    pub window_ms: u64,
-    /// Resumed after its record was gone although it may have been
-    /// applied: the answers of its lines not new now are unknown.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub lost: bool,
-}
-
-impl Entry {
-    /// The 1-based line range, for messages.
-    pub fn range(&self) -> String {
-        range(self.first, self.len)
-    }
-}
-
-/// Lines `first + 1` to `first + len`, as a message says them.
-pub fn range(first: u64, len: u64) -> String {
-    match len {
-        1 => format!("{}", first + 1),
-        _ => format!("{}-{}", first + 1, first + len),
-    }
-}
 
 /// The digest of a batch's lines.
 pub fn digest(lines: &[Vec<u8>]) -> String {

@@ -12,11 +12,48 @@
 //! written; a batch struck out or cut short by a refusal is then listed
 //! whole again, which at worst prints its lines twice, never loses them).
 
-use crate::resume::Entry;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+/// One batch not handed on.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Entry {
+    /// Lines of the input before it.
+    pub first: u64,
+    pub len: u64,
+    /// MD5 of its lines (each with its length), so that a resumed run
+    /// given other lines refuses rather than take their answers.
+    pub digest: String,
+    /// Set just before a worker sends it: the record its answers are in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// When it was (last) sent, in ms since the epoch: its record lives at
+    /// least `window_ms` from then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_ms: Option<u64>,
+    pub window_ms: u64,
+    /// Resumed after its record was gone although it may have been
+    /// applied: the answers of its lines not new now are unknown.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub lost: bool,
+}
+
+impl Entry {
+    /// The 1-based line range, for messages.
+    pub fn range(&self) -> String {
+        range(self.first, self.len)
+    }
+}
+
+/// Lines `first + 1` to `first + len`, as a message says them.
+pub fn range(first: u64, len: u64) -> String {
+    match len {
+        1 => format!("{}", first + 1),
+        _ => format!("{}-{}", first + 1, first + len),
+    }
+}
 
 /// The state: what a resumed run needs.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]

@@ -5,7 +5,8 @@
 
 use crate::errors::{describe, exit_code, Fail};
 use crate::resilient::GaveUp;
-use crate::resume::{range, Journal};
+use crate::resume::Journal;
+use crate::statefile::range;
 use rotabloom::config::Secrets;
 use std::sync::Arc;
 
