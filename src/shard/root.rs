@@ -159,12 +159,10 @@ impl Root {
                     format!("{count:.40?} is not between {MIN_SHARDS} and {MAX_SHARDS}"),
                 )
             })?;
-        let kind = match get("kind")? {
-            "bloom" => Kind::Bloom,
-            "expanding" => Kind::Expanding,
-            "circular" => Kind::Circular,
-            other => return Err(corrupt("kind", format!("{other:.40?} is not a kind"))),
-        };
+        let k = get("kind")?;
+        let kind: Kind = k
+            .parse()
+            .map_err(|_| corrupt("kind", format!("{k:.40?} is not a kind")))?;
         let cap = get("capacity")?;
         let capacity = parse_u64(cap)
             .ok_or_else(|| corrupt("capacity", format!("{cap:.40?} is not an integer")))?;
