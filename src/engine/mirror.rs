@@ -1,39 +1,15 @@
-//! Filling the mirror of frozen generations: one GETRANGE (bitmaps) or
-//! BF.SCANDUMP (RedisBloom) per round trip.
+//! Filling the mirror of frozen generations: one request per round trip,
+//! as each generation's store copies it (`store::mirror`).
 
 use super::Core;
-use crate::cache::Bits;
 use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
 use crate::generation::Generation;
 use crate::proto::request::{Replies, Request};
 use crate::proto::take_one;
-use crate::rbchain::Chain;
+use crate::store::mirror::{CopyStep, MirrorCopy};
 use crate::view::{Role, View};
-use redis::Value;
 use std::sync::Arc;
-
-/// Bytes per GETRANGE when mirroring a block: copies stay short for the
-/// server even for a legacy 256 MiB block. (BF.SCANDUMP's chunks are the
-/// module's choice: at most 10 MiB in RedisBloom 2.x.)
-const CHUNK: u64 = 4 << 20;
-
-/// The copy under way.
-enum Copy {
-    /// A bitmap generation: its finished blocks, the current one's bytes.
-    Bitmap {
-        gen: Generation,
-        done: Vec<Vec<u8>>,
-        bytes: Vec<u8>,
-    },
-    /// A RedisBloom generation: the chain once its header came, and the
-    /// iterator BF.SCANDUMP returned last (0 before the header).
-    Module {
-        gen: Generation,
-        chain: Option<Chain>,
-        iter: i64,
-    },
-}
 
 /// Copies the query-only generations that are not mirrored yet and fit the
 /// budget. Sends nothing when the mirror is complete or disabled. A
@@ -44,7 +20,10 @@ pub(crate) struct FillMachine {
     core: Core,
     view: Arc<View>,
     todo: Vec<Generation>,
-    current: Option<Copy>,
+    /// The copy under way, and its generation's seq.
+    current: Option<(u64, Box<dyn MirrorCopy>)>,
+    /// Whether `current` waits for the reply to its last request.
+    sent: bool,
 }
 
 impl FillMachine {
@@ -72,136 +51,39 @@ impl FillMachine {
             view,
             todo,
             current: None,
-        }
-    }
-
-    fn finish(&self, gen: Generation, bits: Bits) {
-        if let Some(cache) = &self.core.cache {
-            cache.insert(&self.view, gen, bits);
+            sent: false,
         }
     }
 
     fn next_request(&mut self) -> Option<Request> {
         loop {
-            let copy = match self.current.take() {
+            let (seq, mut copy) = match self.current.take() {
                 Some(c) => c,
                 None => {
                     let gen = self.todo.pop()?;
-                    match gen.layout.store().copy() == crate::store::Copy::ScanDump {
-                        true => Copy::Module {
-                            gen,
-                            chain: None,
-                            iter: 0,
-                        },
-                        false => Copy::Bitmap {
-                            gen,
-                            done: Vec::new(),
-                            bytes: Vec::new(),
-                        },
+                    let (keys, uid) = (&self.core.keys, &self.view.uid);
+                    let key = |b: u32| keys.block(uid, gen.seq, b);
+                    match gen.layout.store().mirror(&gen, &key) {
+                        Some(copy) => (gen.seq, copy),
+                        None => continue,
                     }
                 }
             };
-            match copy {
-                Copy::Bitmap { gen, done, bytes } => {
-                    let block = done.len() as u32;
-                    if block >= gen.layout.blocks {
-                        self.finish(gen, Bits::Blocks(done));
-                        continue;
+            match copy.next() {
+                CopyStep::Send(req) => {
+                    self.current = Some((seq, copy));
+                    return Some(req);
+                }
+                CopyStep::Done(bits) => {
+                    if let Some(cache) = &self.core.cache {
+                        cache.insert(&self.view, seq, bits);
                     }
-                    let size = gen.layout.block_bits().div_ceil(8);
-                    let start = bytes.len() as u64;
-                    let key = self.core.keys.block(&self.view.uid, gen.seq, block);
-                    let end = start.saturating_add(CHUNK).min(size).saturating_sub(1);
-                    let req = crate::proto::whole::range(&key, start, end);
-                    self.current = Some(Copy::Bitmap { gen, done, bytes });
-                    return Some(req);
                 }
-                Copy::Module {
-                    gen,
-                    chain: Some(c),
-                    iter: 0,
-                } => {
-                    self.finish(gen, Bits::Module(c));
-                    continue;
-                }
-                Copy::Module { gen, chain, iter } => {
-                    let key = self.core.keys.block(&self.view.uid, gen.seq, 0);
-                    let req = crate::proto::whole::scan_dump(&key, iter);
-                    self.current = Some(Copy::Module { gen, chain, iter });
-                    return Some(req);
-                }
+                // Not mirrored (see the type's docs).
+                CopyStep::Gone => {}
             }
         }
     }
-
-    /// Takes a GETRANGE reply into the block being copied.
-    fn take_range(
-        &mut self,
-        gen: Generation,
-        mut done: Vec<Vec<u8>>,
-        mut bytes: Vec<u8>,
-        chunk: Value,
-    ) -> Result<()> {
-        let chunk = match chunk {
-            Value::BulkString(b) => b,
-            Value::Nil => Vec::new(),
-            v => return Err(crate::proto::unexpected("GETRANGE", &v)),
-        };
-        let size = gen.layout.block_bits().div_ceil(8);
-        let left = size.saturating_sub(bytes.len() as u64);
-        let short = (chunk.len() as u64) < CHUNK.min(left);
-        bytes.extend_from_slice(&chunk);
-        if short && gen.layout.block_check() != crate::generation::BlockCheck::MayBeAbsent {
-            // Every block of such a generation is allocated whole, so a
-            // short read is a block gone: not mirrored.
-            return Ok(());
-        }
-        // A short read of a legacy bitmap is the end of its string: the
-        // rest reads 0, and `Frozen::contains` treats missing bytes as 0.
-        if short || bytes.len() as u64 >= size {
-            done.push(bytes);
-            bytes = Vec::new();
-        }
-        self.current = Some(Copy::Bitmap { gen, done, bytes });
-        Ok(())
-    }
-
-    /// Takes a BF.SCANDUMP reply: `[next iterator, header or chunk]`.
-    fn take_dump(&mut self, gen: Generation, chain: Option<Chain>, reply: Value) -> Result<()> {
-        let bad = |v: &Value| crate::proto::unexpected("BF.SCANDUMP", v);
-        let (next, data) = match &reply {
-            Value::Array(a) if a.len() == 2 => match (&a[0], &a[1]) {
-                (Value::Int(i), Value::BulkString(b)) => (*i, b.as_slice()),
-                (Value::Int(i), Value::Nil) => (*i, &[][..]),
-                _ => return Err(bad(&reply)),
-            },
-            _ => return Err(bad(&reply)),
-        };
-        let chain = match chain {
-            None => Chain::from_header(data)?,
-            Some(mut c) => {
-                c.push_chunk(data)?;
-                c
-            }
-        };
-        if next == 0 && !chain.is_complete() {
-            return Err(Error::UnexpectedReply(format!(
-                "BF.SCANDUMP ended before the filter's {} bytes",
-                chain.bytes()
-            )));
-        }
-        self.current = Some(Copy::Module {
-            gen,
-            chain: Some(chain),
-            iter: next,
-        });
-        Ok(())
-    }
-}
-
-/// Whether BF.SCANDUMP failed because the key is gone.
-fn is_not_found(e: &redis::RedisError) -> bool {
-    e.to_string().to_ascii_lowercase().contains("not found")
 }
 
 impl Machine for FillMachine {
@@ -210,18 +92,14 @@ impl Machine for FillMachine {
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<()>> {
         if replies.is_some() {
             let reply = take_one(replies)?;
-            match (self.current.take(), reply) {
-                (Some(Copy::Bitmap { gen, done, bytes }), Ok(v)) => {
-                    self.take_range(gen, done, bytes, v)?
-                }
-                (Some(Copy::Module { gen, chain, .. }), Ok(v)) => self.take_dump(gen, chain, v)?,
-                // The key is gone: not mirrored (see the type's docs).
-                (Some(Copy::Module { .. }), Err(e)) if is_not_found(&e) => {}
-                (Some(_), Err(e)) => return Err(e.into()),
-                (None, _) => return Err(Error::Internal("a mirror reply without a copy".into())),
+            match &mut self.current {
+                Some((_, copy)) if self.sent => copy.take(reply)?,
+                _ => return Err(Error::Internal("a mirror reply without a copy".into())),
             }
         }
-        Ok(match self.next_request() {
+        let next = self.next_request();
+        self.sent = next.is_some();
+        Ok(match next {
             Some(req) => Poll::Send(req),
             None => Poll::Ready(()),
         })
@@ -233,6 +111,7 @@ mod tests {
     //! The fill driven with canned GETRANGE replies: no server.
     use super::*;
     use crate::cache::FrozenCache;
+    use crate::store::mirror::Memo;
     use crate::testkit::{keys, view_of, ALL};
     use crate::view::Accept;
     use redis::Value;
@@ -278,7 +157,10 @@ mod tests {
         for seq in [0, 1] {
             let frozen = cache.get(&view, seq).expect("mirrored");
             assert!(
-                frozen.contains(Some(&crate::hashing::ItemHash::of("any")), None),
+                frozen.contains(
+                    &mut Memo::default(),
+                    (Some(&crate::hashing::ItemHash::of("any")), None)
+                ),
                 "all bits set"
             );
         }
@@ -381,7 +263,10 @@ mod tests {
             .get(&view, 0)
             .expect("mirrored");
         let h = crate::hashing::ItemHash::of("x");
-        assert!(frozen.contains(Some(&h), Some(b"x")), "all bits set");
+        assert!(
+            frozen.contains(&mut Memo::default(), (Some(&h), Some(b"x"))),
+            "all bits set"
+        );
     }
 
     #[test]

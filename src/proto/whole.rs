@@ -121,18 +121,3 @@ pub(crate) fn recheck(keys: &crate::keys::Keys) -> redis::Cmd {
         .arg(crate::metadata::field::CLEARED)
         .clone()
 }
-
-/// Bytes `start..=end` of a block.
-pub(crate) fn range(key: &str, start: u64, end: u64) -> Request {
-    Request::new()
-        .read_only()
-        .cmd(redis::cmd("GETRANGE").arg(key).arg(start).arg(end).clone())
-}
-
-/// The chunk of a RedisBloom key's dump after iterator `iter` (0: its
-/// header).
-pub(crate) fn scan_dump(key: &str, iter: i64) -> Request {
-    Request::new()
-        .read_only()
-        .cmd(redis::cmd("BF.SCANDUMP").arg(key).arg(iter).clone())
-}

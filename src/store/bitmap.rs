@@ -3,7 +3,7 @@
 //! an item placed by its MD5 with enhanced double hashing.
 
 use super::positional::{self, Place};
-use super::{Alloc, Copy, Held, ScriptShare, Store, TxCommand};
+use super::{Alloc, Held, ScriptShare, Store, TxCommand};
 use crate::error::Result;
 use crate::generation::{BlockCheck, ItemPositions, Layout, Scheme};
 use crate::hashing::ItemHash;
@@ -84,10 +84,6 @@ impl Store for Bitmap {
     ) -> Result<()> {
         // Made at full size before it was listed: shorter is lost data.
         positional::info_block(l, block, replies, out, Some(l.block_bits().div_ceil(8)))
-    }
-
-    fn copy(&self) -> Copy {
-        Copy::Slices
     }
 
     fn locate(&self, l: &Layout, h: &ItemHash, _: Option<&[u8]>) -> Option<Place> {

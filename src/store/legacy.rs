@@ -4,7 +4,7 @@
 //! never wrote are absent and read as zeros.
 
 use super::positional::{self, Place};
-use super::{Alloc, Copy, Held, ScriptShare, Store, TxCommand};
+use super::{Alloc, Held, ScriptShare, Store, TxCommand};
 use crate::error::Result;
 use crate::generation::{BlockCheck, ItemPositions, Layout, Scheme};
 use crate::hashing::{hex, legacy_poly, ItemHash};
@@ -92,10 +92,6 @@ macro_rules! frozen_bitmap {
         ) -> Result<()> {
             // Grown as bits were set: any length is what it is.
             positional::info_block(l, block, replies, out, None)
-        }
-
-        fn copy(&self) -> Copy {
-            Copy::Slices
         }
 
         // Legacy bitmaps are adopted as their crawler wrote them, never

@@ -2,7 +2,7 @@
 //! live here, not in `generation`, so that the types stay plain data and
 //! the stores may use them without an import cycle.
 
-use super::{Copy, Store};
+use super::Store;
 use crate::generation::{Backend, ItemPositions, Layout, Scheme};
 use crate::hashing::ItemHash;
 use crate::params::BloomParams;
@@ -15,7 +15,8 @@ impl Scheme {
 
     /// Whether the generation is a module's key rather than a bitmap.
     pub fn is_module(self) -> bool {
-        super::of(self).copy() == Copy::ScanDump
+        // A bitmap's blocks are bytes a dump copies; a module's key is not.
+        !super::of(self).dumpable()
     }
 }
 

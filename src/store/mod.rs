@@ -9,6 +9,7 @@
 mod bitmap;
 mod legacy;
 mod methods;
+pub(crate) mod mirror;
 mod module;
 mod positional;
 
@@ -113,15 +114,6 @@ pub(crate) struct Held {
     pub short: Vec<(u32, u64)>,
 }
 
-/// How a frozen generation is copied into memory (the mirror).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Copy {
-    /// Its blocks' bytes, `GETRANGE` by `GETRANGE`.
-    Slices,
-    /// The module's own dump (`BF.SCANDUMP`).
-    ScanDump,
-}
-
 /// A backend's policy for one generation.
 pub(crate) trait Store: Send + Sync + fmt::Debug {
     /// The scheme it stores, as the metadata names it.
@@ -214,8 +206,21 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
         out: &mut Held,
     ) -> Result<()>;
 
-    /// How the mirror copies it.
-    fn copy(&self) -> Copy;
+    /// The copy into memory (the mirror) of frozen generation `gen`, whose
+    /// block `b` is `key(b)`; `None`: never mirrored. By default its
+    /// blocks are bitmaps, copied `GETRANGE` by `GETRANGE`; a short block
+    /// is gone if `block_check` wants it whole, and otherwise ends there
+    /// (grown as bits were set: the rest reads 0).
+    fn mirror(
+        &self,
+        gen: &crate::generation::Generation,
+        key: &dyn Fn(u32) -> String,
+    ) -> Option<Box<dyn mirror::MirrorCopy>> {
+        let whole = self.block_check(&gen.layout) != BlockCheck::MayBeAbsent;
+        Some(Box::new(mirror::blocks::SliceCopy::new(
+            gen.layout, key, whole,
+        )))
+    }
 
     /// Where an item's bits are in a block: its block and positions, for
     /// stores that place bits themselves (`None`: the store places items).

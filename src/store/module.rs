@@ -3,7 +3,7 @@
 //! its capacity. Needs the RedisBloom module (or a compatible one with
 //! `BF.RESERVE`, `BF.INSERT`, `BF.MEXISTS`, `BF.INFO`, `BF.SCANDUMP`).
 
-use super::{Alloc, Copy, Held, ScriptShare, Store, TxCommand};
+use super::{Alloc, Held, ScriptShare, Store, TxCommand};
 use crate::error::{Error, Result};
 use crate::generation::{BlockCheck, Layout, Scheme};
 use crate::hashing::ItemHash;
@@ -208,8 +208,12 @@ impl Store for RedisBloom {
         Ok(())
     }
 
-    fn copy(&self) -> Copy {
-        Copy::ScanDump
+    fn mirror(
+        &self,
+        _: &crate::generation::Generation,
+        key: &dyn Fn(u32) -> String,
+    ) -> Option<Box<dyn super::mirror::MirrorCopy>> {
+        Some(Box::new(super::mirror::chain::DumpCopy::new(key(0))))
     }
 
     fn locate(
