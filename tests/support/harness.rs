@@ -722,20 +722,31 @@ impl RedisCluster {
             .iter()
             .find(|n| n.pid().is_some())
             .expect("a running node");
-        let output = Command::new(redis_cli_bin())
-            .args(["--cluster", "add-node"])
-            .arg(format!("127.0.0.1:{}", node.port()))
-            .arg(format!("127.0.0.1:{}", existing.port()))
-            .args(["--cluster-slave", "--cluster-master-id", master_id])
-            .stdin(Stdio::null())
-            .output()
-            .expect("run redis-cli --cluster add-node");
-        assert!(
-            output.status.success(),
-            "redis-cli --cluster add-node failed:\n{}\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
+        // By hand, not `redis-cli --cluster add-node`, which refuses while
+        // the nodes still disagree after a failover (and a node is dead).
+        let mut conn = node.connection();
+        let _: () = redis::cmd("CLUSTER")
+            .arg("MEET")
+            .arg("127.0.0.1")
+            .arg(existing.port())
+            .query(&mut conn)
+            .expect("CLUSTER MEET");
+        // REPLICATE needs the master known to the new node: retried until
+        // the handshake has told it.
+        let deadline = Instant::now() + CLUSTER_TIMEOUT;
+        loop {
+            let r: redis::RedisResult<()> = redis::cmd("CLUSTER")
+                .arg("REPLICATE")
+                .arg(master_id)
+                .query(&mut conn);
+            match r {
+                Ok(()) => break,
+                Err(e) if Instant::now() >= deadline => {
+                    panic!("CLUSTER REPLICATE {master_id}: {e}")
+                }
+                Err(_) => thread::sleep(POLL),
+            }
+        }
         let deadline = Instant::now() + CLUSTER_TIMEOUT;
         loop {
             let info: redis::RedisResult<String> = node
