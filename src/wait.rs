@@ -21,6 +21,12 @@ use std::time::Duration;
 /// keeps them. Redis 7.2 adds `WAITAOF` for fsync on the primary and
 /// replicas; this library uses `WAIT`, which every supported server has.
 ///
+/// On a Redis Cluster the redis crate sends `WAIT` to every master and
+/// keeps the smallest count: a write waits for a replica of every master,
+/// not only of its own, so while a master has fewer replicas (after a
+/// failover, until a new replica is in sync) every write is
+/// `ReplicasTimeout`, whatever its shard.
+///
 /// ```
 /// use rotabloom::WaitReplicas;
 /// use std::time::Duration;

@@ -171,6 +171,10 @@ impl Error {
                     || e.is_timeout()
                     || e.is_connection_dropped()
                     || e.is_connection_refusal()
+                    // A cluster connection with no live connection to the
+                    // slot's node: what it says while a master is down
+                    // and before its replica takes over.
+                    || e.kind() == redis::ErrorKind::ClusterConnectionNotFound
                     || matches!(
                         e.code(),
                         Some(
@@ -238,6 +242,36 @@ mod tests {
         assert_eq!(said(timeout), "timed out waiting for the server's reply");
         // Anything else keeps the redis crate's words, after `redis: `.
         assert!(said(server("BUSY", "a script is running")).starts_with("redis: "));
+    }
+
+    #[test]
+    fn cluster_reconfiguration_is_retryable() {
+        // The server's replies while a slot moves or a master fails over,
+        // decoded as the redis crate decodes them off the wire.
+        let reply = |wire: &str| -> Error {
+            match redis::parse_redis_value(wire.as_bytes()) {
+                Ok(redis::Value::ServerError(e)) => Error::from(redis::RedisError::from(e)),
+                other => panic!("{wire:?} decoded as {other:?}"),
+            }
+        };
+        for wire in [
+            "-TRYAGAIN Multiple keys request during rehashing of slot\r\n",
+            "-ASK 3999 127.0.0.1:6381\r\n",
+            "-MOVED 3999 127.0.0.1:6381\r\n",
+            "-CLUSTERDOWN The cluster is down\r\n",
+            "-MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.\r\n",
+            "-READONLY You can't write against a read only replica.\r\n",
+        ] {
+            let e = reply(wire);
+            assert!(e.is_retryable(), "{wire:?}: {e:?}");
+        }
+        assert!(
+            !reply("-CROSSSLOT Keys in request don't hash to the same slot\r\n").is_retryable()
+        );
+        // The redis crate's cluster connection while a master is down.
+        let lost =
+            redis::RedisError::from((ErrorKind::ClusterConnectionNotFound, "No connections found"));
+        assert!(Error::from(lost).is_retryable());
     }
 
     #[test]

@@ -207,9 +207,12 @@ impl RedisServer {
         )
     }
 
-    /// A cluster-enabled node (used by [`RedisCluster`]).
-    fn start_cluster_node() -> RedisServer {
-        Self::start_impl(Vec::new(), Role::ClusterNode)
+    /// A cluster-enabled node (used by [`RedisCluster`]) that declares a
+    /// silent peer failed after `node_timeout_ms`.
+    fn start_cluster_node(node_timeout_ms: u32) -> RedisServer {
+        // Given after the role's own arguments, so it is the one in force.
+        let timeout = vec!["--cluster-node-timeout".into(), node_timeout_ms.to_string()];
+        Self::start_impl(timeout, Role::ClusterNode)
     }
 
     /// A server listening with TLS only, with the certificates of `files`;
@@ -615,15 +618,29 @@ pub fn external_or_private() -> Redis {
     }
 }
 
-/// A private 3-master, 0-replica Redis Cluster on loopback.
+/// A private Redis Cluster on loopback: 3 masters and no replica, or
+/// [`RedisCluster::start_with`] masters and replicas.
 pub struct RedisCluster {
     nodes: Vec<RedisServer>,
+    node_timeout_ms: u32,
 }
 
 impl RedisCluster {
     pub fn start() -> RedisCluster {
-        let nodes: Vec<RedisServer> = (0..3).map(|_| RedisServer::start_cluster_node()).collect();
-        let cluster = RedisCluster { nodes };
+        Self::start_with(3, 0, 5000)
+    }
+
+    /// `masters` masters with `replicas` replicas each, every node
+    /// declaring a silent peer failed after `node_timeout_ms`; returns once
+    /// every node says `cluster_state:ok` and every replica is in sync.
+    pub fn start_with(masters: usize, replicas: usize, node_timeout_ms: u32) -> RedisCluster {
+        let nodes: Vec<RedisServer> = (0..masters * (1 + replicas))
+            .map(|_| RedisServer::start_cluster_node(node_timeout_ms))
+            .collect();
+        let cluster = RedisCluster {
+            nodes,
+            node_timeout_ms,
+        };
         let addrs: Vec<String> = cluster
             .nodes
             .iter()
@@ -635,7 +652,7 @@ impl RedisCluster {
             .arg("--cluster")
             .arg("create")
             .args(&addrs)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|e| {
@@ -655,7 +672,99 @@ impl RedisCluster {
         }
 
         cluster.wait_until_ok();
+        if replicas > 0 {
+            cluster.wait_for_replicas(replicas);
+        }
         cluster
+    }
+
+    /// Polls every master until it has `replicas` replicas online.
+    fn wait_for_replicas(&self, replicas: usize) {
+        let deadline = Instant::now() + CLUSTER_TIMEOUT;
+        let want = replicas.to_string();
+        loop {
+            let synced = self.nodes.iter().all(|node| {
+                let info: redis::RedisResult<String> = node
+                    .client()
+                    .get_connection_with_timeout(Duration::from_secs(1))
+                    .and_then(|mut c| redis::cmd("INFO").arg("replication").query(&mut c));
+                match info {
+                    Ok(info) => {
+                        info_field(&info, "role") != Some("master")
+                            || (info_field(&info, "connected_slaves") == Some(want.as_str())
+                                && info.matches("state=online").count() == replicas)
+                    }
+                    Err(_) => false,
+                }
+            });
+            if synced {
+                return;
+            }
+            if Instant::now() >= deadline {
+                panic!("replicas not in sync within {CLUSTER_TIMEOUT:?}");
+            }
+            thread::sleep(POLL);
+        }
+    }
+
+    /// `kill -9` of node `i` (by its process id): it dies at once.
+    pub fn kill9(&mut self, i: usize) {
+        self.nodes[i].kill9();
+    }
+
+    /// Starts a new node and adds it to the cluster as a replica of the
+    /// master whose node id is `master_id`; returns its index in
+    /// [`nodes`](Self::nodes). Returns once it is in sync with its master.
+    pub fn add_replica(&mut self, master_id: &str) -> usize {
+        let node = RedisServer::start_cluster_node(self.node_timeout_ms);
+        let existing = self
+            .nodes
+            .iter()
+            .find(|n| n.pid().is_some())
+            .expect("a running node");
+        // By hand, not `redis-cli --cluster add-node`, which refuses while
+        // the nodes still disagree after a failover (and a node is dead).
+        let mut conn = node.connection();
+        let _: () = redis::cmd("CLUSTER")
+            .arg("MEET")
+            .arg("127.0.0.1")
+            .arg(existing.port())
+            .query(&mut conn)
+            .expect("CLUSTER MEET");
+        // REPLICATE needs the master known to the new node: retried until
+        // the handshake has told it.
+        let deadline = Instant::now() + CLUSTER_TIMEOUT;
+        loop {
+            let r: redis::RedisResult<()> = redis::cmd("CLUSTER")
+                .arg("REPLICATE")
+                .arg(master_id)
+                .query(&mut conn);
+            match r {
+                Ok(()) => break,
+                Err(e) if Instant::now() >= deadline => {
+                    panic!("CLUSTER REPLICATE {master_id}: {e}")
+                }
+                Err(_) => thread::sleep(POLL),
+            }
+        }
+        let deadline = Instant::now() + CLUSTER_TIMEOUT;
+        loop {
+            let info: redis::RedisResult<String> = node
+                .client()
+                .get_connection_with_timeout(Duration::from_secs(1))
+                .and_then(|mut c| redis::cmd("INFO").arg("replication").query(&mut c));
+            if let Ok(info) = info {
+                if info_field(&info, "master_link_status") == Some("up") {
+                    break;
+                }
+            }
+            if Instant::now() >= deadline {
+                panic!("the new replica did not sync within {CLUSTER_TIMEOUT:?}");
+            }
+            thread::sleep(POLL);
+        }
+        self.nodes.push(node);
+        self.nodes.len() - 1
     }
 
     /// Poll `CLUSTER INFO` on every node until all report `cluster_state:ok`,

@@ -177,11 +177,16 @@ pub fn create(url: &str, name: &str, settings: &[&str]) {
 /// Creates base filter `name` for a million items at 1e-6 behind `url`:
 /// room enough that a test's lines are never taken for one another.
 pub fn create_roomy(url: &str, name: &str) {
+    create_roomy_with(url, name, &[]);
+}
+
+/// [`create_roomy`] with `more` settings (`--shards 6`...).
+pub fn create_roomy_with(url: &str, name: &str, more: &[&str]) {
     let settings = ["--kind", "bloom", "--capacity", "1M"];
     create(
         url,
         name,
-        &[&settings[..], &["--error-rate", "0.000001"]].concat(),
+        &[&settings[..], &["--error-rate", "0.000001"], more].concat(),
     );
 }
 
