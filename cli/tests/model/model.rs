@@ -207,6 +207,24 @@ impl MFilter {
         }
     }
 
+    /// Records `item` of an at-least-once write that was sent again after
+    /// a lost reply and whose answer therefore says nothing (or, for an
+    /// insert answered "unchanged", nothing of the lost run): the last run
+    /// wrote it, so it reads present from now on, but whether a run
+    /// counted it (found its bits unset) nobody knows. The bits are the
+    /// dedupe: of all the runs, at most one counts it in a generation.
+    pub fn resent(&mut self, item: u32) {
+        self.total_maybe += 1;
+        for g in self.written() {
+            let gen = &mut self.gens[g];
+            // An earlier write of unknown outcome stays possibly counted.
+            if gen.maybe.remove(&item) || !gen.present.contains(&item) {
+                gen.slack.insert(item);
+            }
+            gen.present.insert(item);
+        }
+    }
+
     /// Takes each generation's count from the filter, after a step whose
     /// split of items between generations nobody can know.
     pub fn resync_counts(&mut self, real: &[u64]) {
