@@ -216,7 +216,10 @@ impl IdempotentBatch {
     /// At least once: how many items of the last successful run had their
     /// answers lost with an earlier run's reply (all of the batch's items
     /// when a run failed with a retryable error before it: which of them
-    /// that run applied is not known). Always 0 exactly once.
+    /// that run applied is not known). A run refused by a full filter
+    /// after such a loss ([`Error::Full`]) answers the items before the
+    /// refused one as a success would (new, for a check-and-insert) and
+    /// counts them here. Always 0 exactly once.
     pub fn unknown(&self) -> usize {
         self.unknown
     }
@@ -288,6 +291,27 @@ impl IdempotentBatch {
             return result;
         }
         match result {
+            // A refusal's answers (those before the refused item) after a
+            // lost run are no more known than a success's: that run may
+            // have applied them, so they would read "seen" and a new item
+            // would be dropped. The run stays lost for a call again.
+            Err(Error::Full {
+                name,
+                capacity,
+                count,
+                mut answered,
+            }) if self.lost => {
+                self.unknown = answered.len();
+                if op == DataOp::CheckAdd {
+                    answered.iter_mut().for_each(|a| *a = true);
+                }
+                Err(Error::Full {
+                    name,
+                    capacity,
+                    count,
+                    answered,
+                })
+            }
             Err(e) => {
                 self.lost |= e.is_retryable();
                 Err(e)

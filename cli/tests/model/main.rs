@@ -83,6 +83,8 @@ fn check_seed(seed: u64, total: &mut Stats) {
     total.steps += stats.steps;
     total.calls += stats.calls;
     total.items += stats.items;
+    total.least += stats.least;
+    total.lost += stats.lost;
     let Err(failure) = out else {
         return;
     };
@@ -162,9 +164,11 @@ fn sequences_hold_every_property() {
         }
     }
     eprintln!(
-        "model: {sequences} sequences, {} steps, {} calls, {} items, 0 failures in {:.1} s",
+        "model: {sequences} sequences, {} steps, {} calls ({} at least once, {} of them lost answers), {} items, 0 failures in {:.1} s",
         total.steps,
         total.calls,
+        total.least,
+        total.lost,
         total.items,
         start.elapsed().as_secs_f64()
     );

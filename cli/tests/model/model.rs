@@ -190,10 +190,21 @@ impl MFilter {
 
     /// Records a write of `item` answered "unchanged": present already, or
     /// a false positive now permanent. It reads present in the deciding
-    /// generation from now on; an insert (`cai` false) also wrote the
-    /// others.
+    /// generation from now on (but see the query-all window below); an
+    /// insert (`cai` false) also wrote the others.
     pub fn unchanged(&mut self, item: u32, cai: bool) {
         let d = self.decider();
+        // A check-and-insert of a query-all window that finds the item in
+        // an older generation writes nothing (docs/FORMAT.md §8.1): it
+        // reads present as long as the generation that holds it, which
+        // the oldest one bounds when the model cannot tell which (a false
+        // positive).
+        if cai && matches!(self.spec.shape, Shape::Circular { newest: true, .. }) {
+            if !self.present(item) {
+                self.gens[0].present.insert(item);
+            }
+            return;
+        }
         let gens = match cai {
             true => vec![d],
             false => self.written(),
@@ -201,6 +212,24 @@ impl MFilter {
         for g in gens {
             let gen = &mut self.gens[g];
             if g != d && !gen.present.contains(&item) {
+                gen.slack.insert(item);
+            }
+            gen.present.insert(item);
+        }
+    }
+
+    /// Records `item` of an at-least-once write that was sent again after
+    /// a lost reply and whose answer therefore says nothing (or, for an
+    /// insert answered "unchanged", nothing of the lost run): the last run
+    /// wrote it, so it reads present from now on, but whether a run
+    /// counted it (found its bits unset) nobody knows. The bits are the
+    /// dedupe: of all the runs, at most one counts it in a generation.
+    pub fn resent(&mut self, item: u32) {
+        self.total_maybe += 1;
+        for g in self.written() {
+            let gen = &mut self.gens[g];
+            // An earlier write of unknown outcome stays possibly counted.
+            if gen.maybe.remove(&item) || !gen.present.contains(&item) {
                 gen.slack.insert(item);
             }
             gen.present.insert(item);

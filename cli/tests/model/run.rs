@@ -3,8 +3,13 @@
 //!
 //! * no false negative: an item the model has in the window answers
 //!   present (a query) and is never answered new (a check-and-insert);
-//! * "new" at most once per item per window across all clients;
-//! * counts equal the model's (within the writes of unknown outcome);
+//! * "new" at most once per item per window across all clients, but
+//!   for the calls delivered at least once that lost a reply: every
+//!   answer of theirs new, `unknown()` the whole batch (the lines the
+//!   command line says, exit 6, no more lines printed again than that),
+//!   and 0 for every call that lost nothing or is exactly once;
+//! * counts equal the model's (within the writes of unknown outcome; an
+//!   item sent again is counted at most once, by the bits);
 //! * a capped generation never holds more than its capacity, and a
 //!   refused item is an error, never "present";
 //! * the false-positive rate within its bound (a binomial test);
@@ -18,7 +23,7 @@ use crate::model::{MFilter, Model};
 use crate::steps::{
     Call, Fault, Full, Midway, Op, Protocol, Runner, Shape, Spec, Step, Store, FILTERS,
 };
-use crate::world::{item, name, Outcome, World};
+use crate::world::{item, name, Outcome, Resent, World};
 use rotabloom::{Error, ExpandingFilter, Legacy};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -35,6 +40,10 @@ pub struct Stats {
     pub steps: u64,
     pub calls: u64,
     pub items: u64,
+    /// Writes delivered at least once, and of them those that lost
+    /// answers with a reply (sent again, counted unknown).
+    pub least: u64,
+    pub lost: u64,
 }
 
 /// What may go wrong during a step, besides the model's own answers.
@@ -302,21 +311,28 @@ impl Run {
             && calls.iter().any(converts);
         self.stats.calls += calls.len() as u64;
         self.stats.items += calls.iter().map(|c| c.items.len() as u64).sum::<u64>();
-        let outcomes = self.world.run_calls(f, calls);
+        let (outcomes, resent): (Vec<Outcome>, Vec<Resent>) =
+            self.world.run_calls(f, calls).into_iter().unzip();
         if std::env::var("ROTABLOOM_MODEL_TRACE").is_ok() {
-            for (c, o) in calls.iter().zip(&outcomes) {
+            for ((c, o), r) in calls.iter().zip(&outcomes).zip(&resent) {
                 eprintln!(
-                    "trace: {:?} {:?} {:?}\n  -> {o:?}",
+                    "trace: {:?} {:?} {:?}\n  -> {o:?} {r:?}",
                     c.op, c.protocol, c.items
                 );
             }
         }
         let Some(pre) = self.model(f).cloned() else {
-            for o in &outcomes {
+            for (call, o) in calls.iter().zip(&outcomes) {
                 match o {
                     Outcome::Answers(_) => {
                         return fail("answers from a filter that does not exist")
                     }
+                    // A handle kept from a filter of this name plans by
+                    // that one, and may ask for the transaction first.
+                    Outcome::Failed {
+                        error: Error::PermissionDenied { .. },
+                        ..
+                    } if call.no_watch && self.reborn[f as usize] => {}
                     Outcome::Failed { error, .. } => self.excused(f, error)?,
                     Outcome::Printed { code, stderr, .. } => {
                         if *code != 2 && !(self.hazards.lossy && *code == 3) {
@@ -342,7 +358,10 @@ impl Run {
                         return fail("a guarded transaction ran for a user refused WATCH");
                     }
                 }
-                (false, true) => {
+                // Unless a handle kept from another filter of this name
+                // planned by that one (whose writes the transaction
+                // could express): refused before it could see the change.
+                (false, true) if !self.reborn[f as usize] => {
                     return fail("a call that takes the script was refused for WATCH");
                 }
                 _ => {}
@@ -352,7 +371,16 @@ impl Run {
         // step (the calls ran at once: only what held before is certain).
         let mut new_by_item: BTreeMap<u32, u32> = BTreeMap::new();
         let mut warned = false;
-        for (call, o) in calls.iter().zip(&outcomes) {
+        // Per call: its answers are those of a run sent again after a lost
+        // reply (at least once), which say nothing of what it changed.
+        let mut lost = Vec::with_capacity(calls.len());
+        for ((call, o), &r) in calls.iter().zip(&outcomes).zip(&resent) {
+            lost.push(self.delivered(call, o, r)?);
+            let lost = lost[lost.len() - 1];
+            if call.protocol == Protocol::AtLeastOnce {
+                self.stats.least += 1;
+                self.stats.lost += u64::from(lost);
+            }
             warned |= call.full == Full::WarnOn && call.op != Op::Contains && !pre.capped(true);
             let (answers, refused) = match o {
                 Outcome::Answers(a) => {
@@ -385,7 +413,15 @@ impl Run {
                     code,
                     stderr,
                 } => {
-                    self.check_cli(&pre, call, items, *code, stderr)?;
+                    // Every line `filter` printed is a "new" answer, but
+                    // those of a run that lost some may repeat anyone's.
+                    let lost = self.check_cli(&pre, call, items, *code, stderr)?;
+                    self.stats.lost += u64::from(lost);
+                    if call.op != Op::Contains && !lost {
+                        for &it in items {
+                            *new_by_item.entry(it).or_default() += 1;
+                        }
+                    }
                     continue;
                 }
             };
@@ -408,6 +444,8 @@ impl Run {
                     Op::Contains if known && !a => {
                         return fail(format!("false negative: item {it} is in the window"));
                     }
+                    // All new (`delivered` checked it), maybe again.
+                    Op::CheckAndInsert if lost => {}
                     Op::CheckAndInsert if known && a => {
                         return fail(format!("item {it} answered new, but it is in the window"));
                     }
@@ -428,7 +466,9 @@ impl Run {
             }
         }
         if let Some((it, n)) = new_by_item.iter().find(|(_, &n)| n > 1) {
-            return fail(format!("item {it} answered new {n} times in one step"));
+            return fail(format!(
+                "item {it} answered new {n} times in one step by calls that lost no reply"
+            ));
         }
         // Pass 2: the model takes the answers: every "changed" first (each
         // counted once), then the rest (present, not counted).
@@ -436,16 +476,25 @@ impl Run {
         m.over |= warned;
         let mut changed = Vec::new();
         let mut unchanged = Vec::new();
-        for (call, o) in calls.iter().zip(&outcomes) {
+        let mut again = Vec::new();
+        for (((call, o), r), &lost) in calls.iter().zip(&outcomes).zip(&resent).zip(&lost) {
             if call.op == Op::Contains {
                 continue;
             }
             let cai = call.op == Op::CheckAndInsert;
+            if lost && !cai {
+                // Each lost run may have counted each item once: in a
+                // generation that grew since, the next run counts it again.
+                m.total_maybe += u64::from(r.tries) * call.items.len() as u64;
+            }
             let mut take = |answers: &mut dyn Iterator<Item = (u32, bool)>| {
                 for (it, yes) in answers {
-                    match yes {
-                        true => changed.push(it),
-                        false => unchanged.push((it, cai)),
+                    match (yes, lost) {
+                        // An insert's "changed" is this run's own: exact.
+                        (true, false) => changed.push(it),
+                        (true, true) if !cai => changed.push(it),
+                        (_, true) => again.push(it),
+                        (false, false) => unchanged.push((it, cai)),
                     }
                 }
             };
@@ -453,21 +502,31 @@ impl Run {
                 Outcome::Answers(a) => take(&mut call.items.iter().copied().zip(a.iter().copied())),
                 Outcome::Failed { error, answered } => {
                     take(&mut call.items.iter().copied().zip(answered.iter().copied()));
-                    // A refusal wrote nothing after the prefix; anything
-                    // else may have written anything.
-                    if !matches!(error, Error::Full { .. }) {
+                    // A refusal wrote nothing after the prefix (but a lost
+                    // run before it may have); anything else may have
+                    // written anything.
+                    if !matches!(error, Error::Full { .. }) || lost {
                         for &it in &call.items[answered.len().min(call.items.len())..] {
                             m.unknown(it);
                         }
                     }
                 }
-                Outcome::Printed { items, code, .. } => {
+                Outcome::Printed {
+                    items,
+                    code,
+                    stderr,
+                } => {
+                    let lost = crate::bin::lost_answers(stderr).is_some();
                     let mut printed: BTreeSet<u32> = items.iter().copied().collect();
                     for &it in &call.items {
-                        // A line is printed once, for its first occurrence.
+                        // A line is printed once, for its first occurrence
+                        // (of a batch whose answers were lost, each).
                         if printed.remove(&it) {
-                            changed.push(it);
-                        } else if *code == 0 {
+                            match lost {
+                                true => again.push(it),
+                                false => changed.push(it),
+                            }
+                        } else if *code == 0 || *code == 6 {
                             unchanged.push((it, true));
                         } else {
                             m.unknown(it);
@@ -486,7 +545,8 @@ impl Run {
                 let g0 = &m.gens[0];
                 let first = g0.counted.len() as u64
                     + g0.maybe.difference(&g0.counted).count() as u64
-                    + changed.len() as u64;
+                    + changed.len() as u64
+                    + again.len() as u64;
                 if first < g0.capacity {
                     return fail("converted to expanding before it was full");
                 }
@@ -499,6 +559,9 @@ impl Run {
         for it in changed {
             m.changed(it);
         }
+        for it in again {
+            m.resent(it);
+        }
         for (it, cai) in unchanged {
             m.unchanged(it, cai);
         }
@@ -506,7 +569,58 @@ impl Run {
         self.counts(f)
     }
 
-    /// A command-line call's output against the filter before the step.
+    /// What an idempotent batch of `call` said of its runs (`r`) against
+    /// what its delivery promises; whether its answers are those of a run
+    /// sent again after a lost reply (at least once).
+    fn delivered(&self, call: &Call, o: &Outcome, r: Resent) -> Result<bool, String> {
+        let batch = matches!(call.protocol, Protocol::Idempotent | Protocol::AtLeastOnce)
+            && call.op != Op::Contains
+            && call.runner != Runner::Cli;
+        if !batch {
+            return Ok(false);
+        }
+        if r.tries > 0 && !self.hazards.lossy {
+            return fail(format!(
+                "a batch was sent {} times with no fault to lose a reply",
+                r.tries + 1
+            ));
+        }
+        let lost = call.protocol == Protocol::AtLeastOnce && r.tries > 0;
+        // Exactly once, nothing is unknown; at least once, every answer of
+        // the run after a lost reply (a refusal's too), and none else.
+        let answers = match o {
+            Outcome::Answers(a) => a.as_slice(),
+            Outcome::Failed {
+                error: Error::Full { .. },
+                answered,
+            } => answered.as_slice(),
+            _ => &[],
+        };
+        let unknown = if lost { answers.len() } else { 0 };
+        if r.unknown != unknown {
+            return fail(format!(
+                "a {:?} batch of {} items, sent {} times, {o:?}: unknown() {}, owed {unknown}",
+                call.protocol,
+                call.items.len(),
+                r.tries + 1,
+                r.unknown
+            ));
+        }
+        if lost && call.op == Op::CheckAndInsert {
+            if let Some(i) = answers.iter().position(|&a| !a) {
+                return fail(format!(
+                    "at least once, after {} lost replies, item {} answered seen: which of its writes the lost run applied nobody knows, and a new item must never be dropped",
+                    r.tries,
+                    call.items[i]
+                ));
+            }
+        }
+        Ok(lost)
+    }
+
+    /// A command-line call's output against the filter before the step;
+    /// whether the run said it lost answers (at least once), whose lines'
+    /// answers are then all "new".
     fn check_cli(
         &self,
         pre: &MFilter,
@@ -514,10 +628,34 @@ impl Run {
         printed: &[u32],
         code: i32,
         stderr: &str,
-    ) -> Result<(), String> {
+    ) -> Result<bool, String> {
         let set: BTreeSet<u32> = printed.iter().copied().collect();
+        let least = call.protocol == Protocol::AtLeastOnce && call.op != Op::Contains;
+        let lost = crate::bin::lost_answers(stderr);
+        match lost {
+            Some(_) if !least => {
+                return fail(format!("an exactly-once run lost answers: {stderr}"));
+            }
+            Some(_) if !self.hazards.lossy => {
+                return fail(format!("answers lost with no fault to lose them: {stderr}"));
+            }
+            Some(n) if n == 0 || n > call.items.len() as u64 => {
+                return fail(format!(
+                    "the answers of {n} of {} lines lost: {stderr}",
+                    call.items.len()
+                ));
+            }
+            Some(_) if code == 0 => {
+                return fail(format!("exit 0 though answers were lost: {stderr}"));
+            }
+            None if code == 6 => {
+                return fail(format!("exit 6 but no count of lost answers: {stderr}"));
+            }
+            _ => {}
+        }
         let allowed_code = match (call.op, code) {
             (_, 0) => true,
+            (Op::CheckAndInsert, 6) => least,
             (Op::Contains, 1) => set.is_empty(),
             (_, 3) => {
                 self.hazards.lossy
@@ -533,8 +671,24 @@ impl Run {
         if stderr.contains("Incompatible type") || stderr.contains("Parse error") {
             return fail(format!("raw library text on standard error: {stderr}"));
         }
-        if code != 0 && code != 1 {
-            return Ok(());
+        if code != 0 && code != 1 && code != 6 {
+            return Ok(lost.is_some());
+        }
+        // Lines printed that a run with exact answers would not print: a
+        // line in the window, a line printed again. Each is a line of a
+        // batch whose answers were lost, of which there were `lost`.
+        let extra = printed.len() - set.len()
+            + set
+                .iter()
+                .filter(|&&it| pre.present(it) && !pre.maybe(it))
+                .count();
+        if let Some(n) = lost {
+            if extra as u64 > n {
+                return fail(format!(
+                    "`filter` printed {extra} lines it had seen or printed before, but said the answers of only {n} were lost"
+                ));
+            }
+            return Ok(true);
         }
         for &it in &call.items {
             let known = pre.present(it) && !pre.maybe(it);
@@ -555,7 +709,7 @@ impl Run {
         if call.op != Op::Contains && printed.len() != set.len() {
             return fail("`filter` printed a line twice");
         }
-        Ok(())
+        Ok(false)
     }
 
     fn reborn_any(&self) -> bool {
@@ -1295,6 +1449,8 @@ fn takes_transaction(m: &MFilter, call: &Call) -> bool {
         Protocol::Transaction => true,
         // A batch with a record takes the script; a query is no batch.
         Protocol::Idempotent => call.op == Op::Contains,
+        // Without one it goes as the handle's transactions.
+        Protocol::AtLeastOnce => true,
     };
     // A module's generation caps itself (docs/FORMAT.md §6.6): a capped
     // write to it is expressible, unless write-only generations follow the

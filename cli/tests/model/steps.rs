@@ -52,6 +52,10 @@ pub enum Protocol {
     /// An idempotent batch (the script, with a record), retried on a new
     /// connection after a retryable error.
     Idempotent,
+    /// An idempotent batch delivered at least once (no record: guarded
+    /// transactions), retried the same way; for the command line,
+    /// `filter --delivery at-least-once`.
+    AtLeastOnce,
 }
 
 /// Who runs an operation.
@@ -198,6 +202,13 @@ pub const FILTERS: u8 = 3;
 /// A generator of sequences from one seed.
 pub struct Generator {
     rng: Rng,
+    /// Draws whether a write goes at least once: a stream of its own, so
+    /// that every other draw (and the sequences the fixed seeds have
+    /// always made) stays as it was.
+    delivery: Rng,
+    /// The step being made follows a fault that loses replies: where at
+    /// least once has something to show, so it comes more often.
+    lossy: bool,
     /// Per filter: whether the generator believes it exists, and its spec.
     filters: Vec<Option<Spec>>,
     hour: i64,
@@ -209,6 +220,8 @@ impl Generator {
     pub fn new(seed: u64, module: bool) -> Generator {
         Generator {
             rng: Rng::new(seed),
+            delivery: Rng::new(seed ^ 0xa1_0a1_0a1),
+            lossy: false,
             filters: vec![None; FILTERS as usize],
             hour: 500_000,
             next_item: 0,
@@ -291,6 +304,22 @@ impl Generator {
             1 => Protocol::Transaction,
             _ => Protocol::Idempotent,
         };
+        // At least once: a third of the library's idempotent writes, and
+        // 40% of the command line's `filter` runs (which ignore the rest);
+        // where replies are lost, half of those and a third of the plain
+        // transactions' (the other half stays exactly once there).
+        let least = match (runner, protocol, self.lossy) {
+            (Runner::Cli, _, false) => self.delivery.chance(0.4),
+            (Runner::Cli, _, true) => self.delivery.chance(0.5),
+            (_, Protocol::Idempotent, false) => self.delivery.chance(1.0 / 3.0),
+            (_, Protocol::Idempotent, true) => self.delivery.chance(0.5),
+            (_, Protocol::Transaction, true) => self.delivery.chance(1.0 / 3.0),
+            _ => false,
+        };
+        let protocol = match least && op != Op::Contains {
+            true => Protocol::AtLeastOnce,
+            false => protocol,
+        };
         let full = match self.rng.below(10) {
             0 => Full::WarnOn,
             1 => Full::Grow,
@@ -331,6 +360,10 @@ impl Generator {
         loop {
             let roll = self.rng.below(100);
             if let Some(s) = self.try_step(roll, faults) {
+                self.lossy = matches!(
+                    s,
+                    Step::Fault(Fault::LoseReplies { .. } | Fault::KillConnections)
+                );
                 return s;
             }
         }

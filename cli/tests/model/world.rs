@@ -8,7 +8,8 @@ use crate::harness::RedisServer;
 use crate::proxy::Proxy;
 use crate::steps::{Call, Full, Op, Protocol, Runner, Shape, Spec, Store};
 use rotabloom::{
-    AnyFilter, Backend, BloomFilter, CircularFilter, Error, ExpandingFilter, Mode, WhenFull,
+    AnyFilter, Backend, BloomFilter, CircularFilter, Delivery, Error, ExpandingFilter, Mode,
+    WhenFull,
 };
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
@@ -101,6 +102,15 @@ pub enum Outcome {
         code: i32,
         stderr: String,
     },
+}
+
+/// What an idempotent batch said of its runs: how many failed with a
+/// retryable error before its last (each may have been applied, its reply
+/// lost), and its `unknown()` after the last.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Resent {
+    pub tries: u32,
+    pub unknown: usize,
 }
 
 /// One client: its own connections (as the default user, and as the user
@@ -264,8 +274,9 @@ impl World {
     }
 
     /// Runs the calls of one step at once, each on its own thread; the
-    /// outcomes come back in call order.
-    pub fn run_calls(&mut self, f: u8, calls: &[Call]) -> Vec<Outcome> {
+    /// outcomes (and what each batch said of its retries) come back in
+    /// call order.
+    pub fn run_calls(&mut self, f: u8, calls: &[Call]) -> Vec<(Outcome, Resent)> {
         // Each client's state goes to its thread and comes back.
         let mut taken: Vec<(usize, Client)> = calls
             .iter()
@@ -275,7 +286,7 @@ impl World {
             })
             .collect();
         let this = &*self;
-        let outcomes: Vec<(Outcome, Client)> = std::thread::scope(|s| {
+        let outcomes: Vec<((Outcome, Resent), Client)> = std::thread::scope(|s| {
             let threads: Vec<_> = calls
                 .iter()
                 .zip(taken.drain(..))
@@ -301,10 +312,11 @@ impl World {
         out
     }
 
-    fn run_call(&self, client: &mut Client, f: u8, call: &Call) -> Outcome {
-        match call.runner {
+    fn run_call(&self, client: &mut Client, f: u8, call: &Call) -> (Outcome, Resent) {
+        let mut resent = Resent::default();
+        let out = match call.runner {
             Runner::Cli => self.run_cli(f, call),
-            Runner::Sync | Runner::Async => match self.run_lib(client, f, call) {
+            Runner::Sync | Runner::Async => match self.run_lib(client, f, call, &mut resent) {
                 Ok(a) => Outcome::Answers(a),
                 Err(error) => Outcome::Failed {
                     answered: match &error {
@@ -314,7 +326,8 @@ impl World {
                     error,
                 },
             },
-        }
+        };
+        (out, resent)
     }
 
     fn handle(
@@ -334,7 +347,13 @@ impl World {
         Ok(h)
     }
 
-    fn run_lib(&self, client: &mut Client, f: u8, call: &Call) -> rotabloom::Result<Vec<bool>> {
+    fn run_lib(
+        &self,
+        client: &mut Client,
+        f: u8,
+        call: &Call,
+        resent: &mut Resent,
+    ) -> rotabloom::Result<Vec<bool>> {
         let slot = match call.no_watch {
             true => &mut client.no_watch,
             false => &mut client.conn,
@@ -350,7 +369,7 @@ impl World {
                 let mut a = redis::Client::open(self.url_of(call.no_watch))?
                     .get_multiplexed_async_connection()
                     .await?;
-                data_async(&h, &mut a, call, &items, || {
+                data_async(&h, &mut a, call, &items, resent, || {
                     let url = self.url_of(call.no_watch);
                     async move {
                         redis::Client::open(url)?
@@ -360,7 +379,7 @@ impl World {
                 })
                 .await
             }),
-            _ => data_sync(&h, &mut conn, call, &items, || {
+            _ => data_sync(&h, &mut conn, call, &items, resent, || {
                 self.connect_as(call.no_watch)
             }),
         };
@@ -402,8 +421,16 @@ impl World {
         if call.op != Op::Contains {
             args.extend(["--batch", "100"]);
         }
+        // At least once, by its flag or (odd batches) its variable.
+        let mut env = vec![];
+        if call.protocol == Protocol::AtLeastOnce && call.op != Op::Contains {
+            match call.items.len() % 2 {
+                0 => args.extend(["--delivery", "at-least-once"]),
+                _ => env.push(("ROTABLOOM_DELIVERY", "at-least-once")),
+            }
+        }
         let input: String = call.items.iter().map(|&i| item(i) + "\n").collect();
-        let run = crate::bin::rotabloom(&args, &[], input.as_bytes());
+        let run = crate::bin::rotabloom(&args, &env, input.as_bytes());
         Outcome::Printed {
             items: run
                 .stdout
@@ -568,6 +595,14 @@ impl World {
     }
 }
 
+/// How an idempotent batch of `call` is delivered.
+fn delivery(call: &Call) -> Delivery {
+    match call.protocol {
+        Protocol::AtLeastOnce => Delivery::AtLeastOnce,
+        _ => Delivery::ExactlyOnce,
+    }
+}
+
 /// One call's data operation on a blocking connection; an idempotent
 /// batch is run again on a new connection after a retryable error.
 fn data_sync(
@@ -575,24 +610,25 @@ fn data_sync(
     conn: &mut redis::Connection,
     call: &Call,
     items: &[String],
+    resent: &mut Resent,
     reconnect: impl Fn() -> redis::RedisResult<redis::Connection>,
 ) -> rotabloom::Result<Vec<bool>> {
     let single = items.len() == 1;
     match (call.op, call.protocol) {
         (Op::Contains, _) if single => each!(h, f => f.contains(conn, &items[0]).map(|x| vec![x])),
         (Op::Contains, _) => each!(h, f => f.contains_many(conn, items)),
-        (op, Protocol::Idempotent) => {
-            let mut batch = each!(h, f => f.idempotent_batch(items));
-            let mut tries = 0;
+        (op, Protocol::Idempotent | Protocol::AtLeastOnce) => {
+            let mut batch = each!(h, f => f.idempotent_batch(items)).with_delivery(delivery(call));
             loop {
                 let r = match op {
                     Op::Insert => batch.insert(conn),
                     _ => batch.check_and_insert(conn),
                 };
+                resent.unknown = batch.unknown();
                 match r {
                     // Run again on a new connection, which the client keeps.
-                    Err(e) if e.is_retryable() && tries < 20 => {
-                        tries += 1;
+                    Err(e) if e.is_retryable() && resent.tries < 20 => {
+                        resent.tries += 1;
                         if let Ok(c) = reconnect() {
                             *conn = c;
                         }
@@ -614,6 +650,7 @@ async fn data_async<F, Fut>(
     conn: &mut redis::aio::MultiplexedConnection,
     call: &Call,
     items: &[String],
+    resent: &mut Resent,
     reconnect: F,
 ) -> rotabloom::Result<Vec<bool>>
 where
@@ -626,9 +663,8 @@ where
             each!(h, f => f.contains_async(conn, &items[0]).await.map(|x| vec![x]))
         }
         (Op::Contains, _) => each!(h, f => f.contains_many_async(conn, items).await),
-        (op, Protocol::Idempotent) => {
-            let mut batch = each!(h, f => f.idempotent_batch(items));
-            let mut tries = 0;
+        (op, Protocol::Idempotent | Protocol::AtLeastOnce) => {
+            let mut batch = each!(h, f => f.idempotent_batch(items)).with_delivery(delivery(call));
             let mut c = None;
             loop {
                 let conn: &mut redis::aio::MultiplexedConnection = match c.as_mut() {
@@ -639,9 +675,10 @@ where
                     Op::Insert => batch.insert_async(conn).await,
                     _ => batch.check_and_insert_async(conn).await,
                 };
+                resent.unknown = batch.unknown();
                 match r {
-                    Err(e) if e.is_retryable() && tries < 20 => {
-                        tries += 1;
+                    Err(e) if e.is_retryable() && resent.tries < 20 => {
+                        resent.tries += 1;
                         c = reconnect().await.ok();
                     }
                     other => return other,

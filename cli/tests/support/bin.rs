@@ -74,6 +74,18 @@ pub fn rotabloom(args: &[&str], env: &[(&str, &str)], stdin: &[u8]) -> Run {
     }
 }
 
+/// The number N in an at-least-once run's warning "the answers of N
+/// lines (items) were lost with a reply", if it gave one.
+pub fn lost_answers(stderr: &str) -> Option<u64> {
+    let at = stderr.find("the answers of ")?;
+    stderr[at + "the answers of ".len()..]
+        .split(' ')
+        .next()?
+        .replace(',', "")
+        .parse()
+        .ok()
+}
+
 /// A running `rotabloom --redis URL EXTRA... filter NAME --batch 250`, its
 /// three streams piped, for tests that feed it and read it as it goes.
 pub fn spawn_filter(url: &str, extra: &[&str], name: &str) -> std::process::Child {
