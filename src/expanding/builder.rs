@@ -285,7 +285,7 @@ impl ExpandingBuilder {
         // No handle yet whose retry limit would apply: the library's.
         let max_retries = crate::engine::DEFAULT_MAX_RETRIES;
         Ok(
-            ConvertMachine::new(keys, CONVERTIBLE, plan, max_retries).map(move |view| {
+            convert(keys, CONVERTIBLE, plan, max_retries).map(move |view| {
                 let mut core = Core::new(k, view, Accept::One(CODEC), Vec::new());
                 core.wait = wait;
                 Ok(ExpandingFilter::from_core(core))
