@@ -3,6 +3,7 @@
 //! decode replies against the view they started from; `exec` runs them.
 //! Nothing here names a kind of filter: each kind's policy answers.
 
+pub(crate) mod adopt;
 pub(crate) mod alloc;
 pub(crate) mod chain;
 pub(crate) mod convert;

@@ -240,8 +240,13 @@ impl ExpandingBuilder {
         let k = keys.clone();
         let mut bp = spec.blueprint();
         bp.params.push((field::LEGACY_GENS, "1".into()));
-        let adopt =
-            crate::legacy::adopt(keys, Accept::One(CODEC), bp, legacy.into(), self.error_rate)?;
+        let adopt = crate::engine::adopt::adopt(
+            keys,
+            Accept::One(CODEC),
+            bp,
+            legacy.into(),
+            self.error_rate,
+        )?;
         let wait = self.wait;
         Ok(adopt.map(move |(view, _)| {
             let mut core = Core::new(k, view, Accept::One(CODEC), Vec::new());
