@@ -9,6 +9,7 @@ pub(crate) mod chain;
 pub(crate) mod convert;
 pub(crate) mod create;
 pub(crate) mod data;
+pub(crate) mod dump;
 pub(crate) mod info;
 pub(crate) mod load;
 pub(crate) mod machine;
