@@ -62,7 +62,6 @@ pub(crate) static CLEAR: LuaScript = LuaScript::new(with_prelude!("lua/clear.lua
 pub(crate) static ZERO: LuaScript = LuaScript::new(with_prelude!("lua/zero.lua"));
 pub(crate) static DROP: LuaScript = LuaScript::new(with_prelude!("lua/drop.lua"));
 pub(crate) static ROLL: LuaScript = LuaScript::new(with_prelude!("lua/roll.lua"));
-pub(crate) static CONVERT: LuaScript = LuaScript::new(with_prelude!("lua/convert.lua"));
 pub(crate) static GUARD: LuaScript = LuaScript::new(with_prelude!("lua/guard.lua"));
 pub(crate) static COMMIT: LuaScript = LuaScript::new(with_prelude!("lua/commit.lua"));
 pub(crate) static PREALLOC: LuaScript = LuaScript::new(include_str!("lua/prealloc.lua"));
@@ -75,7 +74,7 @@ pub(crate) static SWEEP: LuaScript = LuaScript::new(include_str!("lua/sweep.lua"
 
 /// Every script: tests go over all of them, and an error names the
 /// command of the line it points to ([`command_at`]).
-pub(crate) static ALL: [&LuaScript; 16] = [
+pub(crate) static ALL: [&LuaScript; 15] = [
     &LOAD,
     &DATA,
     &CREATE,
@@ -83,7 +82,6 @@ pub(crate) static ALL: [&LuaScript; 16] = [
     &ZERO,
     &DROP,
     &ROLL,
-    &CONVERT,
     &GUARD,
     &COMMIT,
     &PREALLOC,

@@ -540,3 +540,67 @@ fn when_full_expand_converts_a_full_base_filter_once_under_concurrent_writers() 
         Kind::Bloom
     );
 }
+
+/// A conversion writes `kind`, `epoch` (the old one + 1) and the expanding
+/// parameters, and leaves every other field as it was: `gens`,
+/// `next_seq`, generation 0's fields, the base filter's leftovers
+/// (FORMAT.md §8.10). The fence follows the new epoch, and a handle of the
+/// base filter refuses it afterwards.
+#[test]
+fn a_conversion_changes_only_the_kind_the_epoch_and_the_expanding_parameters() {
+    use std::collections::HashMap;
+    let server = RedisServer::start();
+    let mut conn = server.connection();
+    let b = BloomFilter::builder("cv")
+        .capacity(1000)
+        .error_rate(0.01)
+        .create_or_open(&mut conn)
+        .unwrap();
+    b.insert_many(&mut conn, &["a", "b", "c"]).unwrap();
+    let hash = |conn: &mut redis::Connection| -> HashMap<String, String> {
+        redis::cmd("HGETALL")
+            .arg("rotabloom:{cv}:meta")
+            .query(conn)
+            .unwrap()
+    };
+    let before = hash(&mut conn);
+    let f = ExpandingFilter::builder("cv")
+        .max_generations(8)
+        .convert_bloom(&mut conn)
+        .unwrap();
+    let after = hash(&mut conn);
+    let epoch: u64 = before["epoch"].parse().unwrap();
+    assert_eq!(after["epoch"], (epoch + 1).to_string());
+    assert_eq!(after["kind"], "expanding");
+    assert_eq!(after["max_generations"], "8");
+    let params = [
+        "capacity",
+        "error_rate",
+        "growth",
+        "tightening",
+        "max_generations",
+        "max_bytes",
+        "max_bits",
+        "max_block_bits",
+        "backend",
+    ];
+    let written = |k: &str| k == "epoch" || k == "kind" || params.contains(&k);
+    for (k, v) in &before {
+        if !written(k) {
+            assert_eq!(after.get(k), Some(v), "{k} changed");
+        }
+    }
+    for k in after.keys() {
+        assert!(before.contains_key(k) || written(k), "{k} is new");
+    }
+    let fence: String = redis::cmd("GET")
+        .arg("rotabloom:{cv}:fence")
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(fence, format!("{}:{}:0", after["uid"], epoch + 1));
+    assert!(f.contains(&mut conn, "a").unwrap());
+    assert!(matches!(
+        b.insert(&mut conn, "d"),
+        Err(Error::KindMismatch { .. })
+    ));
+}

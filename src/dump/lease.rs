@@ -21,19 +21,19 @@ use std::time::{Duration, Instant};
 /// a filter with holes.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(15 * 60);
 
-/// The shortest lease [`RestoreOptions::lease`](super::RestoreOptions::lease) takes.
+/// The shortest lease [`RestoreOptions::lease`](super::options::RestoreOptions::lease) takes.
 pub const MIN_LEASE: Duration = Duration::from_secs(1);
 
 /// A restore's lease: its length, and when it was last renewed (or the
 /// restore began).
-pub(super) struct Lease {
-    pub(super) length: Duration,
+pub(crate) struct Lease {
+    pub(crate) length: Duration,
     renewed: Instant,
 }
 
 impl Lease {
     /// Refuses a lease shorter than [`MIN_LEASE`].
-    pub(super) fn check(length: Duration) -> Result<()> {
+    pub(crate) fn check(length: Duration) -> Result<()> {
         if length < MIN_LEASE {
             return Err(Error::InvalidParameter {
                 name: "lease",
@@ -48,7 +48,7 @@ impl Lease {
     }
 
     /// A lease of `length` that begins now.
-    pub(super) fn start(length: Duration) -> Lease {
+    pub(crate) fn start(length: Duration) -> Lease {
         Lease {
             length,
             renewed: Instant::now(),
@@ -56,19 +56,19 @@ impl Lease {
     }
 
     /// Its length in milliseconds, as `PEXPIRE` and the write script take it.
-    pub(super) fn ms(&self) -> u64 {
+    pub(crate) fn ms(&self) -> u64 {
         u64::try_from(self.length.as_millis()).unwrap_or(u64::MAX)
     }
 
     /// Its length in seconds, for messages.
-    pub(super) fn secs(&self) -> u64 {
+    pub(crate) fn secs(&self) -> u64 {
         self.length.as_secs()
     }
 
     /// Whether a third of the lease has passed since it was last renewed
     /// (see [`DEFAULT_LEASE`] for why a third); if so, the renewal is
     /// counted as done now.
-    pub(super) fn renewal_due(&mut self) -> bool {
+    pub(crate) fn renewal_due(&mut self) -> bool {
         if self.renewed.elapsed() >= self.length / 3 {
             self.renewed = Instant::now();
             return true;

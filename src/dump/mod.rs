@@ -13,67 +13,24 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod copy;
-mod lease;
-mod options;
-mod restorer;
-mod slices;
-mod writer;
+// The pure parts are here; the machines that move the bytes are
+// `engine::dump`'s.
+pub(crate) mod lease;
+pub(crate) mod options;
+pub(crate) mod slices;
+pub(crate) mod summary;
 
+use crate::engine::dump::copy::CopyMachine;
+use crate::engine::dump::restore::RestoreMachine;
+use crate::engine::dump::write::DumpMachine;
 use crate::error::Result;
 use crate::exec;
-use crate::metadata::Kind;
-use crate::proto::request::Replies;
-use crate::proto::take_one;
-use crate::view::View;
-use redis::Value;
 use std::io::{Read, Write};
 
 pub use crate::proto::dump::{DUMP_VERSION, MAGIC};
 pub use lease::{DEFAULT_LEASE, MIN_LEASE};
 pub use options::RestoreOptions;
-
-use copy::CopyMachine;
-use restorer::RestoreMachine;
-use writer::DumpMachine;
-
-/// What a dump or a restore moved.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Summary {
-    /// The filter's name (for a restore, the name it was restored as).
-    pub name: String,
-    /// Its kind.
-    pub kind: Kind,
-    /// Its generations.
-    pub generations: usize,
-    /// Its block keys.
-    pub blocks: u64,
-    /// Bytes of the blocks (all-zero stretches are not in the file).
-    pub bytes: u64,
-    /// Distinct items, as the metadata counts them.
-    pub items: u64,
-}
-
-impl Summary {
-    fn of(name: &str, view: &View) -> Summary {
-        Summary {
-            name: name.to_string(),
-            kind: view.kind,
-            generations: view.gens.len(),
-            blocks: view.gens.iter().map(|g| u64::from(g.layout.blocks)).sum(),
-            bytes: 0,
-            items: view.count(),
-        }
-    }
-}
-
-fn int(reply: Option<Replies>, what: &str) -> Result<u64> {
-    match take_one(reply)?? {
-        Value::Int(n) => Ok(u64::try_from(n).unwrap_or(0)),
-        v => Err(crate::proto::unexpected(what, &v)),
-    }
-}
+pub use summary::Summary;
 
 /// Writes filter `name` to `out`: its metadata, then each block of each
 /// generation in slices of 1 MiB, one `GETRANGE` per round trip

@@ -4,7 +4,7 @@ use super::lease::DEFAULT_LEASE;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-/// Options of [`restore_with`](super::restore_with).
+/// Options of [`restore_with`](crate::dump::restore_with).
 ///
 /// ```
 /// use rotabloom::dump::RestoreOptions;
@@ -12,9 +12,9 @@ use std::time::Duration;
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct RestoreOptions<'a> {
-    pub(super) name: Option<&'a str>,
-    pub(super) cancel: Option<&'a AtomicBool>,
-    pub(super) lease: Duration,
+    pub(crate) name: Option<&'a str>,
+    pub(crate) cancel: Option<&'a AtomicBool>,
+    pub(crate) lease: Duration,
 }
 
 impl Default for RestoreOptions<'_> {
@@ -51,7 +51,7 @@ impl<'a> RestoreOptions<'a> {
     }
 
     /// The time to live of the blocks until the restore publishes them
-    /// (at least [`MIN_LEASE`](super::MIN_LEASE); default [`DEFAULT_LEASE`]).
+    /// (at least [`MIN_LEASE`](super::lease::MIN_LEASE); default [`DEFAULT_LEASE`]).
     pub fn lease(mut self, lease: Duration) -> RestoreOptions<'a> {
         self.lease = lease;
         self

@@ -9,14 +9,14 @@ use crate::proto::take_one;
 
 /// Walks a string key in slices of at most [`CHUNK`] bytes: the next
 /// `GETRANGE`, and the slice its reply holds.
-pub(super) struct Slices {
+pub(crate) struct Slices {
     key: String,
-    pub(super) len: u64,
-    pub(super) offset: u64,
+    pub(crate) len: u64,
+    pub(crate) offset: u64,
 }
 
 impl Slices {
-    pub(super) fn new(key: String, len: u64) -> Slices {
+    pub(crate) fn new(key: String, len: u64) -> Slices {
         Slices {
             key,
             len,
@@ -29,13 +29,13 @@ impl Slices {
     }
 
     /// The read of the next slice, or `None` at the end.
-    pub(super) fn next(&self) -> Option<Request> {
+    pub(crate) fn next(&self) -> Option<Request> {
         (self.offset < self.len).then(|| format::read_request(&self.key, self.offset, self.want()))
     }
 
     /// The slice the reply holds, with its offset; `None` when the key
     /// turned out shorter than `len`. Moves past it.
-    pub(super) fn take(&mut self, replies: Option<Replies>) -> Result<Option<(u64, Vec<u8>)>> {
+    pub(crate) fn take(&mut self, replies: Option<Replies>) -> Result<Option<(u64, Vec<u8>)>> {
         let want = self.want();
         let bytes = format::decode_bytes(take_one(replies)??)?;
         if bytes.len() as u64 != want {
@@ -47,6 +47,6 @@ impl Slices {
     }
 }
 
-pub(super) fn all_zero(bytes: &[u8]) -> bool {
+pub(crate) fn all_zero(bytes: &[u8]) -> bool {
     bytes.iter().all(|&b| b == 0)
 }

@@ -3,11 +3,13 @@
 //! decode replies against the view they started from; `exec` runs them.
 //! Nothing here names a kind of filter: each kind's policy answers.
 
+pub(crate) mod adopt;
 pub(crate) mod alloc;
 pub(crate) mod chain;
 pub(crate) mod convert;
 pub(crate) mod create;
 pub(crate) mod data;
+pub(crate) mod dump;
 pub(crate) mod info;
 pub(crate) mod load;
 pub(crate) mod machine;

@@ -1,7 +1,8 @@
 //! Every structural change is one machine: decide from a view (and, for a
 //! schedule, `now`), allocate the new generations, run the roll script,
 //! reload, settle. Expansion, manual rotation, scheduled rotation and lazy
-//! rotation differ only in their [`Decide`].
+//! rotation differ only in their [`Decide`]; so does conversion
+//! (`convert`), a roll that adds nothing.
 
 use super::alloc::PreallocMachine;
 use super::trash::TrashMachine;

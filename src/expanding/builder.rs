@@ -240,8 +240,13 @@ impl ExpandingBuilder {
         let k = keys.clone();
         let mut bp = spec.blueprint();
         bp.params.push((field::LEGACY_GENS, "1".into()));
-        let adopt =
-            crate::legacy::adopt(keys, Accept::One(CODEC), bp, legacy.into(), self.error_rate)?;
+        let adopt = crate::engine::adopt::adopt(
+            keys,
+            Accept::One(CODEC),
+            bp,
+            legacy.into(),
+            self.error_rate,
+        )?;
         let wait = self.wait;
         Ok(adopt.map(move |(view, _)| {
             let mut core = Core::new(k, view, Accept::One(CODEC), Vec::new());
@@ -285,7 +290,7 @@ impl ExpandingBuilder {
         // No handle yet whose retry limit would apply: the library's.
         let max_retries = crate::engine::DEFAULT_MAX_RETRIES;
         Ok(
-            ConvertMachine::new(keys, CONVERTIBLE, plan, max_retries).map(move |view| {
+            convert(keys, CONVERTIBLE, plan, max_retries).map(move |view| {
                 let mut core = Core::new(k, view, Accept::One(CODEC), Vec::new());
                 core.wait = wait;
                 Ok(ExpandingFilter::from_core(core))

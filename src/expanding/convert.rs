@@ -9,12 +9,7 @@ pub(super) fn absorb_full(keys: &Keys, max_retries: u32) -> Box<dyn Machine<Outp
         builder: ExpandingFilter::builder(keys.name().as_str()),
         take_any: true,
     };
-    Box::new(ConvertMachine::new(
-        keys.clone(),
-        CONVERTIBLE,
-        plan,
-        max_retries,
-    ))
+    Box::new(convert(keys.clone(), CONVERTIBLE, plan, max_retries))
 }
 
 /// The policy of converting a base filter in place into generation 0 of an

@@ -10,7 +10,7 @@
 //! `p / 2^(i+1)`.
 
 use crate::engine::chain::MachineExt;
-use crate::engine::convert::{Conversion, ConvertMachine, Plan};
+use crate::engine::convert::{convert, Conversion, Plan};
 use crate::engine::machine::Machine;
 use crate::engine::probe::probed;
 use crate::engine::roll::{Grow, RollMachine};

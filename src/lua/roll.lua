@@ -2,12 +2,14 @@
 -- generations, appends a new ones, sets the epoch, rewrites the fence, if
 -- the caller's view is current (compare-and-set on uid, epoch and clear
 -- count, and on the expected fields). Expansion is d = 0, a = 1; a rotation
--- of k is d = a = k, with the schedule's state in the fields set.
+-- of k is d = a = k, with the schedule's state in the fields set; a
+-- conversion is d = a = 0, expecting the old kind and setting the new one.
 -- KEYS[1]: metadata hash; KEYS[2]: fence; KEYS[3]: trash list; KEYS[4..]:
 -- every block key of the dropped generations, which go to the trash list
 -- (the client deletes them afterwards, one per command: freeing a big
 -- generation here would hold the server for long).
--- ARGV: uid, epoch, cleared, new epoch, new gens list, new next_seq,
+-- ARGV: uid, epoch, cleared, new epoch (epoch + max(a, 1)), new gens list,
+--   new next_seq,
 --   e, then e pairs (field, expected value),
 --   d, then d seqs to drop,
 --   a, then a specs (seq, bits, hashes, blocks, capacity, scheme),

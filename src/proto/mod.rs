@@ -11,7 +11,6 @@
 //! CLUSTER NODES and SCAN, which are about the connection, not a filter.
 
 pub(crate) mod alloc;
-pub(crate) mod convert;
 pub(crate) mod count;
 pub(crate) mod create;
 pub(crate) mod dump;

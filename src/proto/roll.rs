@@ -1,5 +1,5 @@
-//! The roll (`lua/roll.lua`): expansion, rotation and lazy rotation are all
-//! this one compare-and-set.
+//! The roll (`lua/roll.lua`): expansion, rotation, lazy rotation and
+//! conversion are all this one compare-and-set.
 
 use crate::error::{Error, Result};
 use crate::keys::Keys;
@@ -17,7 +17,9 @@ pub(crate) fn request(keys: &Keys, view: &View, roll: &Roll) -> Result<Request> 
             view.gens.len()
         )));
     }
-    let step = u64::try_from(roll.add.len()).unwrap_or(u64::MAX);
+    // Every roll moves the epoch, one that adds nothing (a conversion) too:
+    // handles of the filter as it was must find their view stale.
+    let step = u64::try_from(roll.add.len().max(1)).unwrap_or(u64::MAX);
     let epoch = view
         .epoch
         .checked_add(step)
@@ -168,6 +170,25 @@ mod tests {
         assert_eq!(
             &args[args.len() - 5..],
             ["2", "period", "9", "due_at", "100"]
+        );
+    }
+
+    #[test]
+    fn a_roll_that_adds_nothing_still_moves_the_epoch_by_one() {
+        let view = view_of("bloom", 1);
+        let roll = Roll {
+            drop: 0,
+            add: vec![],
+            expect: vec![("kind", "bloom".into())],
+            set: vec![("kind", "expanding".into())],
+            allocate: 0,
+        };
+        let args = request(&keys("t"), &view, &roll).unwrap().args(0);
+        // The new epoch is 1; gens and next_seq are written as they were.
+        assert_eq!(&args[6..12], ["0123456789abcdef", "0", "0", "1", "0", "1"]);
+        assert_eq!(
+            &args[12..],
+            ["1", "kind", "bloom", "0", "0", "1", "kind", "expanding"]
         );
     }
 

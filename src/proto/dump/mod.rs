@@ -7,8 +7,9 @@ mod reader;
 mod record;
 mod restore;
 
-use crate::error::Error;
-use crate::proto::request::Request;
+use crate::error::{Error, Result};
+use crate::proto::request::{Replies, Request};
+use redis::Value;
 
 pub(crate) use range::{decode_bytes, read_request, write_request};
 pub use reader::Reader;
@@ -52,4 +53,12 @@ pub(crate) fn length(key: &str) -> Request {
 /// Deletes `key`.
 pub(crate) fn unlink(key: &str) -> Request {
     Request::new().cmd(redis::cmd("UNLINK").arg(key).clone())
+}
+
+/// The integer reply of `EXISTS` or `STRLEN`.
+pub(crate) fn decode_int(reply: Option<Replies>, what: &str) -> Result<u64> {
+    match super::take_one(reply)?? {
+        Value::Int(n) => Ok(u64::try_from(n).unwrap_or(0)),
+        v => Err(super::unexpected(what, &v)),
+    }
 }

@@ -2,13 +2,13 @@
 //! and written out as records, then the metadata read again to see that
 //! the bits belong to it.
 
-use super::slices::{all_zero, Slices};
-use super::{int, Summary};
+use crate::dump::slices::{all_zero, Slices};
+use crate::dump::summary::Summary;
 use crate::engine::load::LoadMachine;
 use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
 use crate::keys::{FilterName, Keys};
-use crate::proto::dump::{Record, DUMP_VERSION, MAGIC};
+use crate::proto::dump::{decode_int as int, Record, DUMP_VERSION, MAGIC};
 use crate::proto::request::Replies;
 use crate::view::View;
 use std::io::Write;
@@ -37,7 +37,7 @@ enum DumpState {
     Check(LoadMachine),
 }
 
-pub(super) struct DumpMachine<'a, W> {
+pub(crate) struct DumpMachine<'a, W> {
     name: String,
     keys: Keys,
     out: &'a mut W,
@@ -53,7 +53,7 @@ pub(super) struct DumpMachine<'a, W> {
 }
 
 impl<'a, W: Write> DumpMachine<'a, W> {
-    pub(super) fn new(name: &str, out: &'a mut W) -> Result<DumpMachine<'a, W>> {
+    pub(crate) fn new(name: &str, out: &'a mut W) -> Result<DumpMachine<'a, W>> {
         let keys = Keys::new(FilterName::new(name)?);
         Ok(DumpMachine {
             name: name.to_string(),

@@ -1,18 +1,17 @@
-//! The machine behind [`copy_string`](super::copy_string): a string key
-//! copied slice by slice, across cluster slots too.
+//! The machine behind [`copy_string`](crate::dump::copy_string): a string
+//! key copied slice by slice, across cluster slots too.
 
-use super::int;
-use super::slices::{all_zero, Slices};
+use crate::dump::slices::{all_zero, Slices};
 use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
-use crate::proto::dump as format;
+use crate::proto::dump::{self as format, decode_int as int};
 use crate::proto::request::Replies;
 use crate::proto::take_one;
 
-/// [`copy_string`](super::copy_string): the target must not exist; the
+/// [`copy_string`](crate::dump::copy_string): the target must not exist; the
 /// source's length, the target allocated whole, then the slices that are
 /// not all zeros.
-pub(super) struct CopyMachine {
+pub(crate) struct CopyMachine {
     from: String,
     to: String,
     state: CopyState,
@@ -28,7 +27,7 @@ enum CopyState {
 }
 
 impl CopyMachine {
-    pub(super) fn new(from: &str, to: &str) -> CopyMachine {
+    pub(crate) fn new(from: &str, to: &str) -> CopyMachine {
         CopyMachine {
             from: from.to_string(),
             to: to.to_string(),
