@@ -38,6 +38,7 @@ mod term;
 mod version;
 mod warnings;
 mod window;
+mod writer;
 
 use chrono::{DateTime, Utc};
 use clap::{Args, FromArgMatches, Parser, Subcommand};
