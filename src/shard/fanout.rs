@@ -108,6 +108,10 @@ impl NodeMap {
     }
 }
 
+/// What one connection's shards gave: their answers, and the error that
+/// stopped it.
+pub(super) type Served<T> = (Vec<(usize, T)>, Option<Error>);
+
 /// Runs `work` for every shard of `todo` (shard indices), a master's group
 /// of shards on one connection, back to back: group `g` on
 /// `conns[g % conns.len()]`, each connection in use in its own thread
@@ -118,7 +122,7 @@ pub(super) fn by_master<C, T>(
     todo: &[bool],
     conns: &mut [C],
     work: impl Fn(usize, &mut C) -> Result<T> + Sync,
-) -> (Vec<(usize, T)>, Option<Error>)
+) -> Served<T>
 where
     C: redis::ConnectionLike + Send,
     T: Send,
@@ -142,7 +146,7 @@ where
     let Some((own_conn, own_list)) = busy.next() else {
         return (Vec::new(), None);
     };
-    let results: Vec<(Vec<(usize, T)>, Option<Error>)> = std::thread::scope(|scope| {
+    let results: Vec<Served<T>> = std::thread::scope(|scope| {
         let serve = &serve;
         let handles: Vec<_> = busy
             .map(|(conn, list)| scope.spawn(move || serve(list, conn)))
