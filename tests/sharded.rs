@@ -128,6 +128,98 @@ fn sharded_filters_on_a_cluster() {
     bigger_than_any_master(&cluster);
     async_batches(&cluster);
     idempotent_batches(&cluster);
+    batches_by_master(&cluster);
+}
+
+/// A batch over one connection per master: the shards are grouped by the
+/// master that serves them; 8 writers racing with idempotent batches that
+/// span every master see each item new exactly once; answers come back in
+/// input order, and a batch run again under its token answers as it did.
+fn batches_by_master(cluster: &RedisCluster) {
+    let mut conn = cluster.connection();
+    let f = BloomFilter::builder("bymaster")
+        .capacity(200_000)
+        .error_rate(0.001)
+        .shards(6)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let groups = f.shards_by_master(&mut conn);
+    assert_eq!(groups.len(), 3, "{groups:?}");
+    let masters = f.masters(&mut conn).unwrap();
+    let mut seen: Vec<u32> = groups.iter().flatten().copied().collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..6).collect::<Vec<_>>(), "every shard once");
+    for g in &groups {
+        let of: BTreeSet<_> = g.iter().map(|&j| masters[j as usize].clone()).collect();
+        assert_eq!(of.len(), 1, "group {g:?} spans masters {of:?}");
+    }
+
+    let items: Vec<String> = (0..24_000).map(|i| format!("https://m.org/{i}")).collect();
+    // Every batch of 3,000 has items of every shard, so of every master.
+    for chunk in items.chunks(3000) {
+        let shards: BTreeSet<u32> = chunk.iter().map(|i| f.shard_of(i)).collect();
+        assert_eq!(shards.len(), 6);
+    }
+    let new_per_writer: Vec<Vec<bool>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|w| {
+                let (f, items) = (f.clone(), &items);
+                s.spawn(move || {
+                    let mut conns: Vec<_> = (0..3).map(|_| cluster.connection()).collect();
+                    let mut new = vec![false; items.len()];
+                    for b in 0..8 {
+                        let start = ((b + w) % 8) * 3000;
+                        let mut batch = f.idempotent_batch(&items[start..start + 3000]);
+                        let ans = batch.check_and_insert_on(&mut conns).unwrap();
+                        assert_eq!(ans.len(), 3000);
+                        new[start..start + 3000].copy_from_slice(&ans);
+                    }
+                    new
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let twice = (0..items.len())
+        .filter(|&i| new_per_writer.iter().filter(|w| w[i]).count() > 1)
+        .count();
+    let never = (0..items.len())
+        .filter(|&i| new_per_writer.iter().all(|w| !w[i]))
+        .count();
+    assert_eq!(twice, 0, "items new twice");
+    assert!(never <= 24, "{never} items were never new");
+    assert_eq!(f.count(&mut conn).unwrap(), (items.len() - never) as u64);
+
+    // Order: old and fresh items interleaved; each answer must be its own
+    // item's (old ones present, so not new; fresh ones new but for a rare
+    // false positive).
+    let mixed: Vec<String> = (0..6000)
+        .map(|i| match i % 3 {
+            0 => format!("fresh-{i}"),
+            _ => items[i * 4].clone(),
+        })
+        .collect();
+    let mut conns: Vec<_> = (0..3).map(|_| cluster.connection()).collect();
+    let mut batch = f.idempotent_batch(&mixed);
+    let new = batch.check_and_insert_on(&mut conns).unwrap();
+    let old_new = (0..6000).filter(|&i| i % 3 != 0 && new[i]).count();
+    let fresh_seen = (0..6000).filter(|&i| i % 3 == 0 && !new[i]).count();
+    assert_eq!(old_new, 0, "an old item answered new: answers out of order");
+    assert!(fresh_seen <= 10, "{fresh_seen} fresh items answered seen");
+    // Run again under its token, on other connections: the same answers,
+    // nothing written twice.
+    let count = f.count(&mut conn).unwrap();
+    let mut other: Vec<_> = (0..2).map(|_| cluster.connection()).collect();
+    let mut again = f
+        .idempotent_batch(&mixed)
+        .with_token(batch.token())
+        .unwrap();
+    assert_eq!(again.check_and_insert_on(&mut other).unwrap(), new);
+    assert_eq!(f.count(&mut conn).unwrap(), count);
+    // The plain fan-out answers in input order too.
+    let present = f.contains_many_on(&mut conns, &mixed).unwrap();
+    assert!((0..6000).all(|i| present[i]), "every item is present now");
+    assert!(f.drop(&mut conn).unwrap());
 }
 
 /// A sharded idempotent batch sent again (its reply lost) answers as the

@@ -6,6 +6,7 @@ use crate::lines::{write_kept, Batches};
 use crate::pipeline::{self, Run};
 use crate::resume::{shell_words, StateFlags};
 use crate::tally::Writes;
+use crate::writer::Writer;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -27,14 +28,14 @@ pub fn run(ctx: &Ctx, name: &str, batch_size: usize, state: &StateFlags) -> anyh
             window: state.window(),
             name,
         },
-        |conn| ctx.open_for_write(conn, name),
-        |f, redis, job| {
+        |conn| Writer::open(ctx, conn, name),
+        |w, redis, job| {
             // Exactly once: a batch whose reply was lost is answered again
             // as it was, so no new line is dropped and none is printed
             // twice. At least once: its lines are all printed, and counted.
-            let batch = f.idempotent_batch(&job.lines).with_delivery(ctx.delivery);
+            let batch = w.f.idempotent_batch(&job.lines).with_delivery(ctx.delivery);
             let mut once = job.prepare(batch)?;
-            let done = redis.run(job.first, job.lines.len(), |c| once.check_and_insert(c));
+            let done = w.run(redis, job, &mut once, |b, c| b.check_and_insert_on(c));
             unknown.fetch_add(once.unknown() as u64, Ordering::Relaxed);
             done
         },

@@ -4,6 +4,7 @@
 
 use crate::lines::Items;
 use crate::pipeline::{ordered, Run};
+use crate::writer::Writer;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// What `add` and `load` inserted so far: items, and those new to the
@@ -69,11 +70,12 @@ pub fn insert_all(
         items,
         run,
         |conn| {
-            let f = ctx.open_for_write(conn, name)?;
-            per_period.store(f.inserts_newest_only() && !f.grows(), Ordering::Relaxed);
-            Ok(f)
+            let w = Writer::open(ctx, conn, name)?;
+            per_period.store(w.f.inserts_newest_only() && !w.f.grows(), Ordering::Relaxed);
+            Ok(w)
         },
-        |f, redis, job| {
+        |w, redis, job| {
+            let f = &w.f;
             let batch = f.idempotent_batch(&job.lines).with_delivery(ctx.delivery);
             let mut once = job.prepare(batch)?;
             // A growing filter's insert writes its newest generation
@@ -81,9 +83,9 @@ pub fn insert_all(
             // hold is not written again (nor counted twice) and is
             // answered present. Queries answer the same either way.
             let done = if f.inserts_newest_only() && f.grows() {
-                redis.run(job.first, job.lines.len(), |c| once.check_and_insert(c))
+                w.run(redis, job, &mut once, |b, c| b.check_and_insert_on(c))
             } else {
-                redis.run(job.first, job.lines.len(), |c| once.insert(c))
+                w.run(redis, job, &mut once, |b, c| b.insert_on(c))
             };
             unknown.fetch_add(once.unknown() as u64, Ordering::Relaxed);
             done

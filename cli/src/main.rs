@@ -39,6 +39,7 @@ mod version;
 mod warnings;
 mod window;
 mod words;
+mod writer;
 
 use chrono::{DateTime, Utc};
 use clap::{Args, FromArgMatches, Parser, Subcommand};
@@ -134,7 +135,7 @@ enum Command {
     Filter {
         #[arg(add = complete::filter_names())]
         name: String,
-        /// Lines per round trip to Redis.
+        /// Lines per round trip to Redis (per shard of a sharded filter).
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=100_000))]
         batch: u32,
         #[command(flatten)]
@@ -148,7 +149,7 @@ enum Command {
         file: PathBuf,
         #[command(flatten)]
         output: Output,
-        /// Lines per round trip to Redis.
+        /// Lines per round trip to Redis (per shard of a sharded filter).
         #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
         batch: u32,
         /// Items between two progress lines when standard error is not a

@@ -80,6 +80,14 @@ pub struct Run<'a> {
     pub name: &'a str,
 }
 
+/// A handle the workers share: it says how many lines a batch takes.
+pub trait Handle: Clone + Send {
+    /// Lines per batch when the run asks for `asked` (`--batch`).
+    fn batch(&self, asked: usize) -> usize {
+        asked
+    }
+}
+
 /// How far the reader may run ahead of what was handed on, in batches.
 /// Bounded, so a worker stuck retrying cannot leave an unbounded backlog
 /// (nor a state file listing more than this many batches).
@@ -135,7 +143,7 @@ pub fn ordered<H>(
     mut emit: impl FnMut(&[Vec<u8>], Vec<bool>, u64) -> anyhow::Result<()>,
 ) -> anyhow::Result<()>
 where
-    H: Clone + Send,
+    H: Handle,
 {
     let workers = ctx.in_flight.max(1);
     let unit = run.unit;
@@ -162,7 +170,10 @@ where
     let reader = {
         let (stop, reading) = (Arc::clone(&stop), Arc::clone(&reading));
         let cut = Cut {
-            batch: run.batch,
+            batch: links
+                .first()
+                .map_or(run.batch, |(_, h)| h.batch(run.batch))
+                .max(1),
             what: run.what.to_string(),
             journal: journal.clone(),
             window: run.window,

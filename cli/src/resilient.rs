@@ -14,10 +14,13 @@ use std::time::Duration;
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
-/// A connection that is replaced when it fails.
+/// A connection (or several, for a sharded filter's masters) replaced
+/// when it fails.
 pub struct Resilient<'a> {
     ctx: &'a Ctx,
-    conn: Connection,
+    /// Never empty: the first is made by `connect`, the others when a run
+    /// asks for them.
+    conns: Vec<Connection>,
     /// What the lines are called in messages ("lines", "items").
     unit: &'static str,
 }
@@ -28,7 +31,7 @@ impl<'a> Resilient<'a> {
     pub fn connect(ctx: &'a Ctx, unit: &'static str) -> anyhow::Result<Resilient<'a>> {
         Ok(Resilient {
             ctx,
-            conn: ctx.connect()?,
+            conns: vec![ctx.connect()?],
             unit,
         })
     }
@@ -45,13 +48,26 @@ impl<'a> Resilient<'a> {
         len: usize,
         mut batch: impl FnMut(&mut Connection) -> rotabloom::Result<T>,
     ) -> anyhow::Result<T> {
+        self.run_on(first, len, 1, |c| batch(&mut c[0]))
+    }
+
+    /// [`run`](Self::run) on `want` connections at once (a sharded
+    /// filter's batch sends each master's shards on its own): they are
+    /// made on first use, and all made again after a retryable error.
+    pub fn run_on<T>(
+        &mut self,
+        first: u64,
+        len: usize,
+        want: usize,
+        mut batch: impl FnMut(&mut [Connection]) -> rotabloom::Result<T>,
+    ) -> anyhow::Result<T> {
         let what = format!(
             "the {len} {} from {} {}",
             self.unit,
             self.unit.trim_end_matches('s'),
             first + 1
         );
-        self.retrying(&what, |c| batch(c).map_err(anyhow::Error::from))
+        self.retrying(&what, want, |c| batch(c).map_err(anyhow::Error::from))
     }
 
     /// Opens what the run works on (a filter handle), or runs another
@@ -59,9 +75,9 @@ impl<'a> Resilient<'a> {
     /// reading a filter's metadata is a request like any other.
     pub fn open<H>(
         &mut self,
-        open: impl FnMut(&mut Connection) -> anyhow::Result<H>,
+        mut open: impl FnMut(&mut Connection) -> anyhow::Result<H>,
     ) -> anyhow::Result<H> {
-        self.retrying("opening the filter", open)
+        self.retrying("opening the filter", 1, |c| open(&mut c[0]))
             .map_err(|e| match e.downcast::<GaveUp>() {
                 Ok(g) => anyhow::Error::new(Fail {
                     code: 3,
@@ -71,16 +87,30 @@ impl<'a> Resilient<'a> {
             })
     }
 
+    /// Makes connections until there are `want` (at least the first).
+    fn fill(&mut self, want: usize) -> anyhow::Result<()> {
+        while self.conns.len() < want {
+            self.conns.push(self.ctx.connect()?);
+        }
+        Ok(())
+    }
+
     fn retrying<T>(
         &mut self,
         what: &str,
-        mut step: impl FnMut(&mut Connection) -> anyhow::Result<T>,
+        want: usize,
+        mut step: impl FnMut(&mut [Connection]) -> anyhow::Result<T>,
     ) -> anyhow::Result<T> {
         let mut wait = FIRST_BACKOFF;
         let mut attempt = 0;
-        let mut last = match step(&mut self.conn) {
-            Ok(v) => return Ok(v),
-            Err(e) => retryable(e)?,
+        let mut last = match self.fill(want) {
+            // A connection more that cannot be made is a reconnection
+            // that failed: retried like one.
+            Err(e) => e.to_string(),
+            Ok(()) => match step(&mut self.conns[..want.max(1)]) {
+                Ok(v) => return Ok(v),
+                Err(e) => retryable(e)?,
+            },
         };
         while attempt < self.ctx.retries {
             attempt += 1;
@@ -93,13 +123,17 @@ impl<'a> Resilient<'a> {
             std::thread::sleep(wait);
             wait = (wait * 2).min(MAX_BACKOFF);
             match self.ctx.connect() {
-                Ok(c) => self.conn = c,
+                Ok(c) => self.conns = vec![c],
                 Err(e) => {
                     last = e.to_string();
                     continue;
                 }
             }
-            match step(&mut self.conn) {
+            if let Err(e) = self.fill(want) {
+                last = e.to_string();
+                continue;
+            }
+            match step(&mut self.conns[..want.max(1)]) {
                 Ok(v) => return Ok(v),
                 Err(e) => last = retryable(e)?,
             }

@@ -4,7 +4,7 @@
 //! reply, in this process or after a restart), is answered again by every
 //! shard's record: exactly once per shard.
 
-use super::fanout::{merge, split};
+use super::fanout::{by_master, merge, split, NodeMap};
 use super::root::Root;
 use super::ShardedFilter;
 use crate::batch::IdempotentBatch;
@@ -33,6 +33,8 @@ pub struct ShardedBatch {
     answers: Vec<Option<Vec<bool>>>,
     /// The root, to name a missing shard.
     root: Option<Arc<Root>>,
+    /// The filter's shards by master, for the `*_on` runs.
+    nodes: Arc<NodeMap>,
 }
 
 /// Shard `j`'s token of a batch under `token`.
@@ -76,6 +78,7 @@ impl<K: FilterKind> ShardedFilter<K> {
             parts,
             batches,
             root: self.root.clone(),
+            nodes: Arc::clone(&self.nodes),
         };
         if self.shards.len() == 1 {
             if let Some(Some(b)) = batch.batches.first() {
@@ -167,6 +170,14 @@ impl ShardedBatch {
         self.len == 0
     }
 
+    /// Shard `j`'s error, "not found" said as the missing shard it is.
+    fn shard_error(root: &Option<Arc<Root>>, j: usize, e: Error) -> Error {
+        match root {
+            Some(root) => super::missing(root, j, e),
+            None => e,
+        }
+    }
+
     fn run<C: redis::ConnectionLike + ?Sized>(
         &mut self,
         conn: &mut C,
@@ -174,13 +185,69 @@ impl ShardedBatch {
     ) -> Result<Vec<bool>> {
         for (j, b) in self.batches.iter_mut().enumerate() {
             if let (Some(b), None) = (b, &self.answers[j]) {
-                let answered = op(b, conn).map_err(|e| match &self.root {
-                    Some(root) => super::missing(root, j, e),
-                    None => e,
-                })?;
+                let answered = op(b, conn).map_err(|e| Self::shard_error(&self.root, j, e))?;
                 self.answers[j] = Some(answered);
             }
         }
+        self.merged()
+    }
+
+    /// [`run`](Self::run) over several connections, each master's shards
+    /// on one of them, the masters at once. A shard that answered keeps
+    /// its answers whatever another did: a run again sends only to those
+    /// that did not.
+    fn run_on<C: redis::ConnectionLike + Send>(
+        &mut self,
+        conns: &mut [C],
+        op: fn(&mut IdempotentBatch, &mut C) -> Result<Vec<bool>>,
+    ) -> Result<Vec<bool>> {
+        let n = conns.len();
+        let Some(first) = conns.first_mut() else {
+            return Err(Error::InvalidParameter {
+                name: "connections",
+                reason: "no connection given".into(),
+            });
+        };
+        if n == 1 || self.parts.len() == 1 {
+            return self.run(first, op);
+        }
+        let groups = self.nodes.groups(first);
+        let todo: Vec<bool> = self
+            .batches
+            .iter()
+            .zip(&self.answers)
+            .map(|(b, a)| b.is_some() && a.is_none())
+            .collect();
+        // Each shard's batch is taken by the one thread that runs it: the
+        // lock is never contended, it only hands the batch over.
+        let cells: Vec<std::sync::Mutex<Option<&mut IdempotentBatch>>> = self
+            .batches
+            .iter_mut()
+            .map(|b| std::sync::Mutex::new(b.as_mut()))
+            .collect();
+        let root = &self.root;
+        let (answered, error) = by_master(&groups, &todo, conns, |j, conn| {
+            let mut cell = cells[j]
+                .lock()
+                .map_err(|_| Error::Internal(format!("shard {j}'s batch was poisoned")))?;
+            let b = cell
+                .as_mut()
+                .ok_or_else(|| Error::Internal(format!("shard {j} has no part to send")))?;
+            op(b, conn).map_err(|e| Self::shard_error(root, j, e))
+        });
+        drop(cells);
+        for (j, a) in answered {
+            self.answers[j] = Some(a);
+        }
+        if let Some(e) = error {
+            self.nodes.forget();
+            return Err(e);
+        }
+        self.merged()
+    }
+
+    /// Every shard's answers in input order.
+    fn merged(&self) -> Result<Vec<bool>> {
         let answers = self
             .answers
             .iter()
@@ -204,5 +271,37 @@ impl ShardedBatch {
     /// [`check_and_insert`](Self::check_and_insert)).
     pub fn insert<C: redis::ConnectionLike + ?Sized>(&mut self, conn: &mut C) -> Result<Vec<bool>> {
         self.run(conn, |b, c| b.insert(c))
+    }
+
+    /// [`check_and_insert`](Self::check_and_insert) over several
+    /// connections at once: each master's shards on one connection, back
+    /// to back, the masters in parallel (see
+    /// [`ShardedFilter::check_and_insert_many_on`]). After an error, run
+    /// it again (on new connections after a retryable one): the shards
+    /// that answered keep their answers, the others answer as their first
+    /// run did, if it ran.
+    ///
+    /// ```no_run
+    /// # fn demo(f: &rotabloom::ShardedFilter<rotabloom::kinds::Bloom>,
+    /// #         conns: &mut [redis::cluster::ClusterConnection]) -> rotabloom::Result<()> {
+    /// let mut batch = f.idempotent_batch(["a", "b", "c"]);
+    /// let new = batch.check_and_insert_on(conns)?;
+    /// assert_eq!(new.len(), 3);
+    /// # Ok(()) }
+    /// ```
+    pub fn check_and_insert_on<C: redis::ConnectionLike + Send>(
+        &mut self,
+        conns: &mut [C],
+    ) -> Result<Vec<bool>> {
+        self.run_on(conns, |b, c| b.check_and_insert(c))
+    }
+
+    /// [`insert`](Self::insert) over several connections at once (see
+    /// [`check_and_insert_on`](Self::check_and_insert_on)).
+    pub fn insert_on<C: redis::ConnectionLike + Send>(
+        &mut self,
+        conns: &mut [C],
+    ) -> Result<Vec<bool>> {
+        self.run_on(conns, |b, c| b.insert(c))
     }
 }

@@ -265,14 +265,14 @@ where
             &script::transition(meta, &root.uid, Some(State::Creating), Some(State::Ready)),
         )?;
         if published == 1 {
-            return Ok(ShardedFilter {
-                name: root.name.clone(),
-                root: Some(Arc::new(Root {
+            return Ok(ShardedFilter::from_parts(
+                root.name.clone(),
+                Some(Arc::new(Root {
                     state: State::Ready,
                     ..root
                 })),
-                shards: made,
-            });
+                made,
+            ));
         }
         // Our lease ran out and another creator cleaned up.
         failure = Some(Error::Contention {

@@ -1,13 +1,16 @@
 //! A batch split by shard, its parts sent at once, the answers put back in
-//! input order. Splitting and merging are pure (`split`, `merge`); the
-//! sending is one scoped thread per connection (blocking) or one future
-//! per shard (async).
+//! input order. Splitting, merging and grouping shards by master are pure
+//! (`split`, `merge`, `placement::group_by_master`); the sending is one
+//! scoped thread per master's group of shards (blocking) or one future per
+//! shard (async).
 
+use super::placement;
 use super::ShardedFilter;
 use crate::error::{Error, Result};
 use crate::handle::{Filter, FilterKind};
 use crate::hashing::ItemHash;
 use crate::items::Items;
+use std::sync::{Arc, RwLock};
 
 /// Shards' answers: the shard, and its part's answers in order.
 type Answers = Vec<(usize, Vec<bool>)>;
@@ -31,11 +34,7 @@ pub(super) fn split(items: &Items, shards: u32) -> Vec<Vec<usize>> {
 }
 
 /// Puts each shard's answers back at its items' places.
-pub(super) fn merge(
-    len: usize,
-    parts: &[Vec<usize>],
-    answers: Vec<(usize, Vec<bool>)>,
-) -> Result<Vec<bool>> {
+pub(super) fn merge(len: usize, parts: &[Vec<usize>], answers: Answers) -> Result<Vec<bool>> {
     let mut out = vec![false; len];
     let mut seen = 0;
     for (j, ans) in answers {
@@ -56,6 +55,119 @@ pub(super) fn merge(
         return Err(Error::Internal(format!("{seen} answers for {len} items")));
     }
     Ok(out)
+}
+
+/// Which shards each master serves, learned from `CLUSTER SLOTS` at a
+/// handle's first fan-out over several connections and shared by its
+/// clones. Only speed depends on it: every shard's request still goes
+/// through a connection that routes it by its key (a cluster connection
+/// follows MOVED and ASK), so a stale map after a resharding sends a part
+/// on a busier connection, never to a wrong shard. Forgotten after any
+/// error, so the next batch reads the cluster again.
+#[derive(Debug)]
+pub(super) struct NodeMap {
+    /// Each shard's slot.
+    slots: Vec<u16>,
+    groups: RwLock<Option<Arc<Vec<Vec<usize>>>>>,
+}
+
+impl NodeMap {
+    pub(super) fn new<'a>(names: impl IntoIterator<Item = &'a str>) -> NodeMap {
+        NodeMap {
+            slots: names.into_iter().map(placement::slot_of_filter).collect(),
+            groups: RwLock::new(None),
+        }
+    }
+
+    /// The shards of each master (see `placement::group_by_master`), read
+    /// on `conn` once and kept. A server that refuses `CLUSTER SLOTS` (an
+    /// ACL, a proxy) gets one group per shard, spread over the connections
+    /// given.
+    pub(super) fn groups<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+    ) -> Arc<Vec<Vec<usize>>> {
+        if let Some(g) = self.groups.read().ok().and_then(|g| g.clone()) {
+            return g;
+        }
+        let groups = Arc::new(match super::create::cluster_masters(conn) {
+            Ok(masters) => placement::group_by_master(&masters, &self.slots),
+            Err(_) => (0..self.slots.len()).map(|j| vec![j]).collect(),
+        });
+        if let Ok(mut g) = self.groups.write() {
+            *g = Some(Arc::clone(&groups));
+        }
+        groups
+    }
+
+    /// Forgets the groups: the next batch reads the cluster again.
+    pub(super) fn forget(&self) {
+        if let Ok(mut g) = self.groups.write() {
+            *g = None;
+        }
+    }
+}
+
+/// What one connection's shards gave: their answers, and the error that
+/// stopped it.
+pub(super) type Served<T> = (Vec<(usize, T)>, Option<Error>);
+
+/// Runs `work` for every shard of `todo` (shard indices), a master's group
+/// of shards on one connection, back to back: group `g` on
+/// `conns[g % conns.len()]`, each connection in use in its own thread
+/// (this one included). A connection stops at its first error. Returns
+/// the answers of the shards that gave them, and the first error.
+pub(super) fn by_master<C, T>(
+    groups: &[Vec<usize>],
+    todo: &[bool],
+    conns: &mut [C],
+    work: impl Fn(usize, &mut C) -> Result<T> + Sync,
+) -> Served<T>
+where
+    C: redis::ConnectionLike + Send,
+    T: Send,
+{
+    let n = conns.len().max(1);
+    let mut lists: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (g, shards) in groups.iter().enumerate() {
+        lists[g % n].extend(shards.iter().copied().filter(|&j| todo[j]));
+    }
+    let serve = |list: &[usize], conn: &mut C| {
+        let mut out = Vec::with_capacity(list.len());
+        for &j in list {
+            match work(j, conn) {
+                Ok(a) => out.push((j, a)),
+                Err(e) => return (out, Some(e)),
+            }
+        }
+        (out, None)
+    };
+    let mut busy = conns.iter_mut().zip(&lists).filter(|(_, l)| !l.is_empty());
+    let Some((own_conn, own_list)) = busy.next() else {
+        return (Vec::new(), None);
+    };
+    let results: Vec<Served<T>> = std::thread::scope(|scope| {
+        let serve = &serve;
+        let handles: Vec<_> = busy
+            .map(|(conn, list)| scope.spawn(move || serve(list, conn)))
+            .collect();
+        // This thread serves one connection itself: one spawn fewer.
+        let mut results = vec![serve(own_list, own_conn)];
+        results.extend(handles.into_iter().map(|h| {
+            h.join().unwrap_or_else(|_| {
+                let e = Error::Internal("a shard's sending thread panicked".into());
+                (Vec::new(), Some(e))
+            })
+        }));
+        results
+    });
+    let mut answers = Vec::new();
+    let mut first_error = None;
+    for (a, e) in results {
+        answers.extend(a);
+        first_error = first_error.or(e);
+    }
+    (answers, first_error)
 }
 
 fn run<K: FilterKind, C: redis::ConnectionLike>(
@@ -79,8 +191,8 @@ impl<K: FilterKind> ShardedFilter<K> {
             .collect()
     }
 
-    /// Sends the batch: shard `j`'s part on `conns[j % conns.len()]`, one
-    /// thread per connection in use.
+    /// Sends the batch: each master's shards' parts on one connection,
+    /// back to back, the masters at once (see [`by_master`]).
     pub(super) fn fan<C, I>(&self, conns: &mut [C], op: Op, items: I) -> Result<Vec<bool>>
     where
         C: redis::ConnectionLike + Send,
@@ -89,7 +201,7 @@ impl<K: FilterKind> ShardedFilter<K> {
     {
         let items = Items::collect(items);
         let s = self.shards.len();
-        let n = conns.len().min(s);
+        let n = conns.len();
         let Some(first) = conns.first_mut() else {
             return Err(Error::InvalidParameter {
                 name: "connections",
@@ -101,47 +213,22 @@ impl<K: FilterKind> ShardedFilter<K> {
             return run(&self.shards[0], first, op, all);
         }
         let parts = split(&items, s as u32);
-        // One connection's shards, in turn.
-        let serve = |c: usize, conn: &mut C| -> Result<Answers> {
-            let mut out = Vec::new();
-            for j in (c..s).step_by(n) {
-                if parts[j].is_empty() {
-                    continue;
-                }
-                let ans = run(&self.shards[j], conn, op, Self::part(&items, &parts[j]))
-                    .map_err(|e| self.shard_error(j, e))?;
-                out.push((j, ans));
-            }
-            Ok(out)
-        };
-        let answers: Vec<Result<Answers>> = if n == 1 {
-            vec![serve(0, first)]
+        let todo: Vec<bool> = parts.iter().map(|p| !p.is_empty()).collect();
+        let groups = if n == 1 {
+            // One connection: no need to know the masters.
+            Arc::new(vec![(0..s).collect()])
         } else {
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = conns
-                    .iter_mut()
-                    .take(n)
-                    .enumerate()
-                    .map(|(c, conn)| {
-                        let serve = &serve;
-                        scope.spawn(move || serve(c, conn))
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| {
-                            Err(Error::Internal("a shard's sending thread panicked".into()))
-                        })
-                    })
-                    .collect()
-            })
+            self.nodes.groups(first)
         };
-        let mut all = Vec::with_capacity(s);
-        for a in answers {
-            all.extend(a?);
+        let (answers, error) = by_master(&groups, &todo, conns, |j, conn| {
+            run(&self.shards[j], conn, op, Self::part(&items, &parts[j]))
+                .map_err(|e| self.shard_error(j, e))
+        });
+        if let Some(e) = error {
+            self.nodes.forget();
+            return Err(e);
         }
-        merge(items.len(), &parts, all)
+        merge(items.len(), &parts, answers)
     }
 }
 

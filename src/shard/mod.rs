@@ -24,7 +24,7 @@ pub use root::{MAX_SHARDS, ROOT_FORMAT as SHARDED_FORMAT};
 use crate::error::{Error, Result};
 use crate::handle::{Filter, FilterKind};
 use crate::keys::{FilterName, Keys};
-use fanout::Op;
+use fanout::{NodeMap, Op};
 use root::{Root, State};
 use std::sync::Arc;
 
@@ -35,8 +35,9 @@ use std::sync::Arc;
 ///
 /// Each item lives in one shard, chosen from its digest
 /// ([`ItemHash::shard`](crate::ItemHash::shard)); batches are split by
-/// shard, sent shard by shard (or in parallel over several connections
-/// with the `*_on` methods), and answered in input order.
+/// shard, sent shard by shard (or, with the `*_on` methods, each master's
+/// shards on one connection of several, the masters at once), and
+/// answered in input order.
 ///
 /// ```no_run
 /// # let client = redis::cluster::ClusterClient::new(vec!["redis://127.0.0.1:7000/"])?;
@@ -56,6 +57,8 @@ pub struct ShardedFilter<K: FilterKind> {
     /// None for an unsharded filter.
     root: Option<Arc<Root>>,
     shards: Vec<Filter<K>>,
+    /// Which shards each master serves, shared by the clones.
+    nodes: Arc<NodeMap>,
 }
 
 impl<K: FilterKind> Clone for ShardedFilter<K> {
@@ -64,6 +67,7 @@ impl<K: FilterKind> Clone for ShardedFilter<K> {
             name: self.name.clone(),
             root: self.root.clone(),
             shards: self.shards.clone(),
+            nodes: Arc::clone(&self.nodes),
         }
     }
 }
@@ -128,10 +132,15 @@ fn busy(name: &str, state: State) -> Error {
 impl<K: FilterKind> ShardedFilter<K> {
     /// An unsharded filter as a one-shard handle.
     pub fn single(filter: Filter<K>) -> Self {
+        Self::from_parts(filter.name().to_string(), None, vec![filter])
+    }
+
+    fn from_parts(name: String, root: Option<Arc<Root>>, shards: Vec<Filter<K>>) -> Self {
         ShardedFilter {
-            name: filter.name().to_string(),
-            root: None,
-            shards: vec![filter],
+            nodes: Arc::new(NodeMap::new(shards.iter().map(|f| f.name()))),
+            name,
+            root,
+            shards,
         }
     }
 
@@ -152,11 +161,11 @@ impl<K: FilterKind> ShardedFilter<K> {
             let f = Filter::<K>::open(conn, sub).map_err(|e| missing(&root, j, e))?;
             shards.push(f);
         }
-        Ok(ShardedFilter {
-            name: name.to_string(),
-            root: Some(Arc::new(root)),
+        Ok(Self::from_parts(
+            name.to_string(),
+            Some(Arc::new(root)),
             shards,
-        })
+        ))
     }
 
     #[cfg(feature = "async")]
@@ -185,11 +194,11 @@ impl<K: FilterKind> ShardedFilter<K> {
                 .map_err(|e| missing(&root, j, e))?;
             shards.push(f);
         }
-        Ok(ShardedFilter {
-            name: name.to_string(),
-            root: Some(Arc::new(root)),
+        Ok(Self::from_parts(
+            name.to_string(),
+            Some(Arc::new(root)),
             shards,
-        })
+        ))
     }
 
     /// The filter's name.
@@ -283,9 +292,12 @@ impl<K: FilterKind> ShardedFilter<K> {
     }
 
     /// [`insert_many`](Self::insert_many) over several connections at
-    /// once: shard `j`'s part goes on `conns[j % conns.len()]`, each
-    /// connection in its own thread. Give one connection per master (a
-    /// cluster connection each); shards are placed on master `j mod M`.
+    /// once: the shards are grouped by the master that serves them
+    /// ([`shards_by_master`](Self::shards_by_master), read once per handle),
+    /// each master's parts go on one connection back to back (group `g` on
+    /// `conns[g % conns.len()]`), each connection in use in its own thread.
+    /// Give one cluster connection per master: a batch then costs the
+    /// round trips of its busiest master, not those of every shard.
     pub fn insert_many_on<C, I>(&self, conns: &mut [C], items: I) -> Result<Vec<bool>>
     where
         C: redis::ConnectionLike + Send,
@@ -315,6 +327,36 @@ impl<K: FilterKind> ShardedFilter<K> {
         I::Item: AsRef<[u8]>,
     {
         self.fan(conns, Op::CheckAndInsert, items)
+    }
+
+    /// The shards each master serves, from `CLUSTER SLOTS`: one group per
+    /// master in use (shard indices ascending), one group of every shard
+    /// outside a cluster. Read on the first call (or the first `*_on`
+    /// batch) and kept by the handle and its clones until a batch fails;
+    /// a server that refuses `CLUSTER SLOTS` gets one group per shard.
+    /// How many connections the `*_on` methods can use at once.
+    ///
+    /// ```no_run
+    /// # let client = redis::cluster::ClusterClient::new(vec!["redis://127.0.0.1:7000/"])?;
+    /// # let mut conn = client.get_connection()?;
+    /// let f = rotabloom::ShardedFilter::<rotabloom::kinds::Bloom>::open(&mut conn, "crawl")?;
+    /// let masters = f.shards_by_master(&mut conn).len();
+    /// let mut conns = (0..masters).map(|_| client.get_connection()).collect::<Result<Vec<_>, _>>()?;
+    /// let new = f.check_and_insert_many_on(&mut conns, ["a", "b"])?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn shards_by_master<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+    ) -> Vec<Vec<u32>> {
+        if self.shards.len() == 1 {
+            return vec![vec![0]];
+        }
+        self.nodes
+            .groups(conn)
+            .iter()
+            .map(|g| g.iter().map(|&j| j as u32).collect())
+            .collect()
     }
 
     /// Items inserted, summed over the shards.

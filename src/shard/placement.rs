@@ -105,6 +105,23 @@ pub fn master_of(masters: &[Master], slot: u16) -> Option<&Master> {
     masters.iter().find(|m| m.serves(slot))
 }
 
+/// The shards each master serves, given each shard's slot: one group per
+/// master that serves any (in `masters` order, shards ascending), then one
+/// group of the shards no master serves (outside a cluster: all of them).
+/// A batch sends each group's parts on one connection, the groups at once.
+pub fn group_by_master(masters: &[Master], slots: &[u16]) -> Vec<Vec<usize>> {
+    let mut groups = vec![Vec::new(); masters.len() + 1];
+    for (j, &slot) in slots.iter().enumerate() {
+        let g = masters
+            .iter()
+            .position(|m| m.serves(slot))
+            .unwrap_or(masters.len());
+        groups[g].push(j);
+    }
+    groups.retain(|g| !g.is_empty());
+    groups
+}
+
 /// Names for `shards` shards of `root`: shard `j` on master `j mod M`
 /// where the cluster has M masters, drawing tags from `next_tag` until the
 /// slot fits; with no masters (a single server) the first tag drawn.
@@ -220,6 +237,29 @@ mod tests {
             let owner = master_of(&m, slot_of_filter(n)).unwrap();
             assert_eq!(owner.id, m[j % 3].id, "shard {j} ({n})");
         }
+    }
+
+    #[test]
+    fn shards_are_grouped_by_the_master_of_their_slot() {
+        let m = masters_from_slots(&canned()).unwrap();
+        // Masters a (10923-16000), b (5461-10922), c (0-5460, 16001-16383).
+        let slots = [0, 6000, 16100, 11000, 5460, 10922, 12000];
+        assert_eq!(
+            group_by_master(&m, &slots),
+            [vec![3, 6], vec![1, 5], vec![0, 2, 4]]
+        );
+        // Only two masters in use: two groups, none empty.
+        assert_eq!(
+            group_by_master(&m, &[100, 200, 7000]),
+            [vec![2], vec![0, 1]]
+        );
+        // Outside a cluster (no masters): one group of every shard.
+        assert_eq!(group_by_master(&[], &[1, 2, 3]), [vec![0, 1, 2]]);
+        // A slot no master serves (a cluster mid-change) is a group of its
+        // own, after the masters'.
+        let partial = &m[..2];
+        assert_eq!(group_by_master(partial, &[0, 11000]), [vec![1], vec![0]]);
+        assert_eq!(group_by_master(&m, &[]), Vec::<Vec<usize>>::new());
     }
 
     #[test]
