@@ -20,7 +20,7 @@ mod restorer;
 mod slices;
 mod writer;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::exec;
 use crate::metadata::Kind;
 use crate::proto::request::Replies;
@@ -29,7 +29,7 @@ use crate::view::View;
 use redis::Value;
 use std::io::{Read, Write};
 
-pub use crate::proto::dump::{DUMP_VERSION, MAGIC};
+pub use crate::proto::dump::{DUMP_VERSION, MAGIC, SHARDED_DUMP_VERSION, SHARDED_MAGIC};
 pub use lease::{DEFAULT_LEASE, MIN_LEASE};
 pub use options::RestoreOptions;
 
@@ -88,7 +88,23 @@ pub fn dump<C: redis::ConnectionLike + ?Sized, W: Write>(
     name: &str,
     out: &mut W,
 ) -> Result<Summary> {
-    exec::run(conn, DumpMachine::new(name, out)?, None)
+    match dump_unsharded(conn, name, out) {
+        // Nothing written yet: the metadata is read first. A sharded
+        // filter is dumped whole, in the container of §11.7.
+        Err(Error::UnsupportedFormat { found, .. }) if found == crate::SHARDED_FORMAT => {
+            crate::shard::dump::dump(conn, name, out)
+        }
+        other => other,
+    }
+}
+
+/// [`dump`] of an ordinary filter (a shard's, in a sharded dump).
+pub(crate) fn dump_unsharded<C: redis::ConnectionLike + ?Sized>(
+    conn: &mut C,
+    name: &str,
+    mut out: &mut dyn Write,
+) -> Result<Summary> {
+    exec::run(conn, DumpMachine::new(name, &mut out)?, None)
 }
 
 #[cfg(feature = "async")]
@@ -143,7 +159,43 @@ pub fn restore_with<C: redis::ConnectionLike + ?Sized, R: Read>(
     input: R,
     options: RestoreOptions<'_>,
 ) -> Result<Summary> {
+    let (magic, input) = signature(input)?;
+    if magic == SHARDED_MAGIC {
+        return crate::shard::dump::restore(conn, input, options);
+    }
     exec::run(conn, RestoreMachine::new(input, options)?, None)
+}
+
+/// [`restore_with`] of an ordinary filter's dump (a shard's, in a sharded
+/// dump).
+pub(crate) fn restore_unsharded<C: redis::ConnectionLike + ?Sized>(
+    conn: &mut C,
+    input: &mut dyn Read,
+    options: RestoreOptions<'_>,
+) -> Result<Summary> {
+    exec::run(conn, RestoreMachine::new(input, options)?, None)
+}
+
+/// The first 8 bytes of `input` (fewer if it is shorter), and the input
+/// whole again, for the reader the signature picks.
+fn signature<R: Read>(mut input: R) -> Result<([u8; 8], impl Read)> {
+    let mut magic = [0u8; 8];
+    let mut got = 0;
+    while got < magic.len() {
+        match input.read(&mut magic[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(source) => {
+                return Err(Error::Io {
+                    what: "reading the dump".into(),
+                    source,
+                })
+            }
+        }
+    }
+    let head = std::io::Cursor::new(magic[..got].to_vec());
+    Ok((magic, head.chain(input)))
 }
 
 #[cfg(feature = "async")]
@@ -163,6 +215,16 @@ pub async fn restore_with_async<C: redis::aio::ConnectionLike + Send, R: Read + 
     input: R,
     options: RestoreOptions<'_>,
 ) -> Result<Summary> {
+    let (magic, input) = signature(input)?;
+    if magic == SHARDED_MAGIC {
+        // Loud rather than "not a dump": the blocking restore takes it.
+        return Err(Error::InvalidParameter {
+            name: "dump",
+            reason: "a sharded filter's dump is restored by the blocking `restore` (or \
+                     `rotabloom restore`), not yet by the async one"
+                .into(),
+        });
+    }
     exec::run_async(conn, RestoreMachine::new(input, options)?, None).await
 }
 

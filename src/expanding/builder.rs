@@ -4,8 +4,8 @@ use super::*;
 #[derive(Clone, Debug)]
 #[must_use]
 pub struct ExpandingBuilder {
-    pub(super) name: String,
-    pub(super) capacity: u64,
+    pub(crate) name: String,
+    pub(crate) capacity: u64,
     pub(super) error_rate: f64,
     pub(super) growth: f64,
     pub(super) tightening: f64,
@@ -82,15 +82,6 @@ impl ExpandingBuilder {
         self
     }
 
-    /// The builder of the shard `name` of `shards`, and the whole
-    /// filter's capacity.
-    pub(crate) fn for_shard(&self, name: &str, shards: u32) -> Result<(Self, u64)> {
-        let mut b = self.clone();
-        b.name = name.to_string();
-        b.capacity = crate::params::shard_capacity(self.capacity, shards);
-        Ok((b, self.capacity))
-    }
-
     /// The filter's name.
     pub(crate) fn name(&self) -> &str {
         &self.name
@@ -156,27 +147,6 @@ impl ExpandingBuilder {
             capacity: self.capacity,
             wait: self.wait,
         })
-    }
-
-    /// Creates the filter, or opens it when it exists with the same
-    /// parameters.
-    pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
-        self,
-        conn: &mut C,
-    ) -> Result<ExpandingFilter> {
-        self.spec()?.create_or_open(conn).map(|(f, _)| f)
-    }
-
-    #[cfg(feature = "async")]
-    /// Async [`create_or_open`](Self::create_or_open).
-    pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
-        self,
-        conn: &mut C,
-    ) -> Result<ExpandingFilter> {
-        self.spec()?
-            .create_or_open_async(conn)
-            .await
-            .map(|(f, _)| f)
     }
 }
 

@@ -33,6 +33,9 @@ pub struct ShardedBatch {
     answers: Vec<Option<Vec<bool>>>,
     /// The root, to name a missing shard.
     root: Option<Arc<Root>>,
+    /// What every shard's batch was made with: an empty batch, with no
+    /// shard's batch, still answers it.
+    delivery: crate::batch::Delivery,
 }
 
 /// Shard `j`'s token of a batch under `token`.
@@ -50,6 +53,12 @@ impl<K: FilterKind> ShardedFilter<K> {
     {
         let items = Items::collect(items);
         let parts = split(&items, self.shard_count());
+        // What a shard's batch is made with (the handle's setting).
+        let delivery = self
+            .shards
+            .first()
+            .map(|f| f.idempotent_batch(std::iter::empty::<&[u8]>()).delivery())
+            .unwrap_or_default();
         let token = crate::uid::new_uid();
         let batches = parts
             .iter()
@@ -76,6 +85,7 @@ impl<K: FilterKind> ShardedFilter<K> {
             parts,
             batches,
             root: self.root.clone(),
+            delivery,
         };
         if self.shards.len() == 1 {
             if let Some(Some(b)) = batch.batches.first() {
@@ -95,17 +105,14 @@ impl ShardedBatch {
             .into_iter()
             .map(|b| b.map(|b| b.with_delivery(delivery)))
             .collect();
+        self.delivery = delivery;
         self
     }
 
-    /// How the batch's answers survive a lost reply.
+    /// How the batch's answers survive a lost reply (an empty batch's
+    /// too: what it was made with).
     pub fn delivery(&self) -> crate::batch::Delivery {
-        self.batches
-            .iter()
-            .flatten()
-            .map(IdempotentBatch::delivery)
-            .next()
-            .unwrap_or_default()
+        self.delivery
     }
 
     /// At least once: how many items had their answers lost with a reply,
