@@ -105,3 +105,13 @@ def test_sharded_circular_rotates_every_shard(cluster_url):
 def test_shards_refused_with_bits_and_hashes(cluster_url):
     with pytest.raises(errors.InvalidParameterError):
         rotabloom.BloomFilter(cluster_url, "shape", bits=8192, hashes=4, shards=2)
+
+
+def test_adopting_into_a_sharded_name_is_refused(cluster_url):
+    rotabloom.BloomFilter(cluster_url, "adoptsh", capacity=600, shards=2)
+    with pytest.raises(errors.RotabloomError) as caught:
+        rotabloom.ExpandingFilter.adopt_legacy(cluster_url, "adoptsh", "legacy:bf",
+                                               capacity=1000)
+    message = str(caught.value)
+    assert "sharded" in message and "re-routed" in message, message
+    assert rotabloom.open_filter(cluster_url, "adoptsh").shards == 2, "left as it was"

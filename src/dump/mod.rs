@@ -82,7 +82,10 @@ fn int(reply: Option<Replies>, what: &str) -> Result<u64> {
 /// (rotation, expansion) fails it with
 /// [`Error::Contention`](crate::Error::Contention): try again. A filter
 /// kept in RedisBloom keys cannot be dumped
-/// ([`Error::InvalidParameter`](crate::Error::InvalidParameter)).
+/// ([`Error::InvalidParameter`](crate::Error::InvalidParameter)). A
+/// sharded filter is dumped whole, every shard's dump in one container
+/// (docs/FORMAT.md §11.7, [`SHARDED_MAGIC`]) that [`restore`] turns back
+/// into the sharded filter (the async functions do not take one yet).
 pub fn dump<C: redis::ConnectionLike + ?Sized, W: Write>(
     conn: &mut C,
     name: &str,
@@ -114,7 +117,24 @@ pub async fn dump_async<C: redis::aio::ConnectionLike + Send, W: Write + Send>(
     name: &str,
     out: &mut W,
 ) -> Result<Summary> {
-    exec::run_async(conn, DumpMachine::new(name, out)?, None).await
+    match exec::run_async(conn, DumpMachine::new(name, out)?, None).await {
+        Err(Error::UnsupportedFormat { found, .. }) if found == crate::SHARDED_FORMAT => {
+            Err(sharded_not_async())
+        }
+        other => other,
+    }
+}
+
+/// The async functions' refusal of a sharded filter or dump: loud, rather
+/// than "not a dump" or "another format".
+#[cfg(feature = "async")]
+fn sharded_not_async() -> Error {
+    Error::InvalidParameter {
+        name: "dump",
+        reason: "a sharded filter is dumped and restored by the blocking `dump` and `restore` \
+                 (or `rotabloom dump` and `restore`), not yet by the async ones"
+            .into(),
+    }
 }
 
 /// Restores a dump read from `input` as filter `name` (default: the
@@ -217,13 +237,7 @@ pub async fn restore_with_async<C: redis::aio::ConnectionLike + Send, R: Read + 
 ) -> Result<Summary> {
     let (magic, input) = signature(input)?;
     if magic == SHARDED_MAGIC {
-        // Loud rather than "not a dump": the blocking restore takes it.
-        return Err(Error::InvalidParameter {
-            name: "dump",
-            reason: "a sharded filter's dump is restored by the blocking `restore` (or \
-                     `rotabloom restore`), not yet by the async one"
-                .into(),
-        });
+        return Err(sharded_not_async());
     }
     exec::run_async(conn, RestoreMachine::new(input, options)?, None).await
 }

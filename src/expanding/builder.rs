@@ -185,7 +185,10 @@ impl ExpandingBuilder {
         conn: &mut C,
         legacy: impl Into<Adoption>,
     ) -> Result<ExpandingFilter> {
+        let legacy = legacy.into();
+        let key = legacy.legacy().key().to_string();
         crate::exec::run(conn, self.adopt_machine(legacy)?, self.wait)
+            .map_err(|e| self.not_into_shards(&key, e))
     }
 
     #[cfg(feature = "async")]
@@ -195,7 +198,31 @@ impl ExpandingBuilder {
         conn: &mut C,
         legacy: impl Into<Adoption>,
     ) -> Result<ExpandingFilter> {
-        crate::exec::run_async(conn, self.adopt_machine(legacy)?, self.wait).await
+        let legacy = legacy.into();
+        let key = legacy.legacy().key().to_string();
+        crate::exec::run_async(conn, self.adopt_machine(legacy)?, self.wait)
+            .await
+            .map_err(|e| self.not_into_shards(&key, e))
+    }
+
+    /// A sharded filter's root under the name, said for what it is: the
+    /// legacy bits sit where the legacy hashes put them, while a sharded
+    /// filter looks for each item in the shard its digest picks.
+    fn not_into_shards(&self, key: &str, e: crate::Error) -> crate::Error {
+        match e {
+            crate::Error::UnsupportedFormat { found, .. } if found == crate::SHARDED_FORMAT => {
+                crate::Error::NotAdoptable {
+                    key: key.to_string(),
+                    reason: format!(
+                        "{:?} is a sharded filter, and a legacy bitmap cannot be adopted into \
+                         one (its bits cannot be re-routed to the shards item by item): adopt \
+                         it under a new name, unsharded",
+                        self.name
+                    ),
+                }
+            }
+            other => other,
+        }
     }
 
     fn adopt_machine(
