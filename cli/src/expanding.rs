@@ -139,18 +139,12 @@ pub fn expand(ctx: &Ctx, name: &str, output: Output) -> anyhow::Result<u8> {
             }
             Err(e) => return Err(e.into()),
         };
-        let (text, result) = if expanded {
-            (format!("{label}: expanded ({})", shape(shard)), "expanded")
-        } else {
-            (
-                format!(
-                    "{label}: not expanded: another process changed it first ({})",
-                    shape(shard)
-                ),
-                "superseded",
-            )
-        };
-        let shown = Shown { name, text, result };
+        let yes = ("expanded", "expanded");
+        let no = (
+            "not expanded: another process changed it first",
+            "superseded",
+        );
+        let shown = Shown::new(name, &label, shard, if expanded { yes } else { no });
         shown.print(output, &mut out, &f, j, shard, expanded)?;
         if expanded {
             done.push(j);
@@ -166,7 +160,18 @@ struct Shown<'a> {
     result: &'static str,
 }
 
-impl Shown<'_> {
+impl<'a> Shown<'a> {
+    /// `LABEL: WHAT (N generations)`, and `result` in JSON.
+    fn new(
+        name: &'a str,
+        label: &str,
+        shard: &ExpandingFilter,
+        (what, result): (&str, &'static str),
+    ) -> Shown<'a> {
+        let text = format!("{label}: {what} ({})", shape(shard));
+        Shown { name, text, result }
+    }
+
     /// Prints the line, and its JSON with `shard` for a sharded filter.
     fn print<K: rotabloom::FilterKind>(
         self,
@@ -239,21 +244,9 @@ pub fn convert(ctx: &Ctx, name: &str, growth: &GrowthFlags, output: Output) -> a
     for (j, converted) in lines {
         let Some(shard) = f.shard(j) else { break };
         let label = label(&f, name, j);
-        let (text, result) = if converted {
-            (
-                format!("{label}: converted to expanding ({})", shape(shard)),
-                "converted",
-            )
-        } else {
-            (
-                format!(
-                    "{label}: already expanding, same parameters ({})",
-                    shape(shard)
-                ),
-                "exists",
-            )
-        };
-        let shown = Shown { name, text, result };
+        let yes = ("converted to expanding", "converted");
+        let no = ("already expanding, same parameters", "exists");
+        let shown = Shown::new(name, &label, shard, if converted { yes } else { no });
         shown.print(output, &mut out, &f, j, shard, converted)?;
     }
     Ok(0)
