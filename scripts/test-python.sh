@@ -62,6 +62,12 @@ if [ -f Cargo.lock ]; then
     locked=(--locked)
 fi
 
+# The sharded tests check what Python made with the command line.
+cargo build ${locked[@]+"${locked[@]}"} --quiet -p rotabloom-cli
+target_dir="$(cargo metadata ${locked[@]+"${locked[@]}"} --format-version 1 --no-deps \
+    | "$venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+export ROTABLOOM_BIN="$target_dir/debug/rotabloom"
+
 rm -rf target/wheels/debug
 (cd python && "$venv/bin/maturin" build ${locked[@]+"${locked[@]}"} --quiet -o "$root/target/wheels/debug")
 for v in "$venv" ${oldest[@]+"${oldest[@]}"}; do

@@ -311,28 +311,6 @@ impl BloomBuilder {
             wait: self.wait,
         })
     }
-
-    /// Creates the filter, or opens it when it exists with the same
-    /// parameters; a different kind or parameter is an error, never a
-    /// silent reuse.
-    pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
-        self,
-        conn: &mut C,
-    ) -> Result<BloomFilter> {
-        self.spec()?.create_or_open(conn).map(|(f, _)| f)
-    }
-
-    #[cfg(feature = "async")]
-    /// Async [`create_or_open`](Self::create_or_open).
-    pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
-        self,
-        conn: &mut C,
-    ) -> Result<BloomFilter> {
-        self.spec()?
-            .create_or_open_async(conn)
-            .await
-            .map(|(f, _)| f)
-    }
 }
 
 /// A validated [`BloomBuilder`].

@@ -37,6 +37,14 @@ pub enum Legacy {
 }
 
 impl Legacy {
+    /// The key (or key prefix) a message names.
+    pub(crate) fn key(&self) -> &str {
+        match self {
+            Legacy::ScrapyRedisBloomfilter { key, .. } => key,
+            Legacy::Seed000 { prefix, .. } => prefix,
+        }
+    }
+
     pub(crate) fn layout(&self) -> Result<Layout> {
         let bad =
             |name: &'static str, reason: String| Err(Error::InvalidParameter { name, reason });

@@ -129,6 +129,7 @@ fn sharded_filters_on_a_cluster() {
     async_batches(&cluster);
     idempotent_batches(&cluster);
     batches_by_master(&cluster);
+    dump_and_restore(&cluster);
 }
 
 /// A batch over one connection per master: the shards are grouped by the
@@ -220,6 +221,77 @@ fn batches_by_master(cluster: &RedisCluster) {
     let present = f.contains_many_on(&mut conns, &mixed).unwrap();
     assert!((0..6000).all(|i| present[i]), "every item is present now");
     assert!(f.drop(&mut conn).unwrap());
+}
+
+/// A sharded filter dumped, dropped and restored is the same filter: same
+/// shards count, kind and count, every item found; a restore never
+/// overwrites; a truncated dump restores nothing and says what is missing.
+fn dump_and_restore(cluster: &RedisCluster) {
+    use rotabloom::dump;
+    let mut conn = cluster.connection();
+    let f = BloomFilter::builder("dumped")
+        .capacity(60_000)
+        .shards(6)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let items: Vec<String> = (0..5000).map(|i| format!("d{i}")).collect();
+    assert!(all(f.check_and_insert_many(&mut conn, &items).unwrap()));
+    let count = f.count(&mut conn).unwrap();
+    let mut file = Vec::new();
+    let s = dump::dump(&mut conn, "dumped", &mut file).unwrap();
+    assert_eq!((s.items, s.kind), (count, rotabloom::Kind::Bloom));
+    assert!(file.starts_with(&dump::SHARDED_MAGIC));
+
+    // Into an existing name: refused, nothing written.
+    let before = keys_by_node(cluster, "rotabloom:*");
+    let e = dump::restore(&mut conn, &file[..], None).unwrap_err();
+    assert!(matches!(e, Error::AlreadyExists { .. }), "{e}");
+    assert_eq!(keys_by_node(cluster, "rotabloom:*"), before);
+
+    assert!(f.drop(&mut conn).unwrap());
+    let r = dump::restore(&mut conn, &file[..], None).unwrap();
+    assert_eq!(r.items, count);
+    let g = ShardedFilter::<rotabloom::kinds::Bloom>::open(&mut conn, "dumped").unwrap();
+    assert_eq!(g.shard_count(), 6);
+    assert_eq!(g.count(&mut conn).unwrap(), count);
+    assert!(all(g.contains_many(&mut conn, &items).unwrap()));
+    let nodes: BTreeSet<usize> = keys_by_node(cluster, "rotabloom:{dumped:shard:*")
+        .into_values()
+        .collect();
+    assert!(nodes.len() >= 2, "the restored shards are on {nodes:?}");
+    // Under another name too, beside the original.
+    dump::restore(&mut conn, &file[..], Some("copied")).unwrap();
+    let c = ShardedFilter::<rotabloom::kinds::Any>::open(&mut conn, "copied").unwrap();
+    assert!(all(c.contains_many(&mut conn, &items).unwrap()));
+    assert!(c.drop(&mut conn).unwrap());
+
+    // Truncated after some shards: nothing is left, and the error names
+    // the first shard it lacks.
+    let before = keys_by_node(cluster, "rotabloom:*");
+    let cut = &file[..file.len() * 2 / 3];
+    let e = dump::restore(&mut conn, cut, Some("cut")).unwrap_err();
+    let Error::BadDump { reason } = &e else {
+        panic!("{e}")
+    };
+    assert!(
+        reason.contains("shard ") && reason.contains(" of 6"),
+        "{reason}"
+    );
+    assert_eq!(
+        keys_by_node(cluster, "rotabloom:*"),
+        before,
+        "nothing of the restore left"
+    );
+    // Without its end record.
+    let e = dump::restore(&mut conn, &file[..file.len() - 10], Some("cut")).unwrap_err();
+    assert!(e.to_string().contains("end record"), "{e}");
+    assert_eq!(
+        keys_by_node(cluster, "rotabloom:*"),
+        before,
+        "nothing of the restore left"
+    );
+
+    assert!(g.drop(&mut conn).unwrap());
 }
 
 /// A sharded idempotent batch sent again (its reply lost) answers as the
@@ -542,4 +614,117 @@ fn async_batches(cluster: &RedisCluster) {
     });
     assert_eq!(f.count(&mut conn).unwrap(), 3000);
     assert!(f.drop(&mut conn).unwrap());
+}
+
+/// Generations of every shard, shard 0 first.
+fn generations<K: rotabloom::FilterKind>(
+    f: &ShardedFilter<K>,
+    conn: &mut redis::Connection,
+) -> Vec<usize> {
+    f.info(conn)
+        .unwrap()
+        .iter()
+        .map(|i| i.generations.len())
+        .collect()
+}
+
+/// `expand` adds a generation to every shard, each by its own
+/// compare-and-set: a handle that saw the filter before is superseded on
+/// every shard, and nothing is expanded twice. Items stay found.
+#[test]
+fn a_sharded_expand_grows_every_shard_once() {
+    let server = harness::RedisServer::start();
+    let mut conn = server.connection();
+    let f = rotabloom::ExpandingFilter::builder("grow")
+        .capacity(600)
+        .shards(3)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let stale = ShardedFilter::<rotabloom::kinds::Expanding>::open(&mut conn, "grow").unwrap();
+    let items: Vec<String> = (0..300).map(|i| format!("g{i}")).collect();
+    assert!(all(f.check_and_insert_many(&mut conn, &items).unwrap()));
+    assert_eq!(generations(&f, &mut conn), vec![1, 1, 1]);
+    assert_eq!(f.expand(&mut conn).unwrap(), vec![true, true, true]);
+    assert_eq!(generations(&f, &mut conn), vec![2, 2, 2]);
+    assert_eq!(stale.expand(&mut conn).unwrap(), vec![false, false, false]);
+    assert_eq!(generations(&f, &mut conn), vec![2, 2, 2], "not twice");
+    assert!(all(f.contains_many(&mut conn, &items).unwrap()));
+    assert!(f
+        .check_and_insert_many(&mut conn, &items)
+        .unwrap()
+        .iter()
+        .all(|&b| !b));
+}
+
+/// `convert_bloom` turns every shard into an expanding one and records the
+/// kind in the root; a run that stopped half-way (one shard converted by
+/// hand) is finished by the next, and every item stays found.
+#[test]
+fn a_sharded_convert_is_resumable() {
+    use rotabloom::kinds::Any;
+    let server = harness::RedisServer::start();
+    let mut conn = server.connection();
+    let f = BloomFilter::builder("conv")
+        .capacity(900)
+        .shards(3)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let items: Vec<String> = (0..300).map(|i| format!("c{i}")).collect();
+    assert!(all(f.check_and_insert_many(&mut conn, &items).unwrap()));
+    // As a run that stopped after shard 1: that one shard converted.
+    let one = f.shard(1).unwrap().name().to_string();
+    rotabloom::ExpandingFilter::builder(&one)
+        .growth(4.0)
+        .convert_bloom(&mut conn)
+        .unwrap();
+    let half = ShardedFilter::<Any>::open(&mut conn, "conv").unwrap();
+    assert!(half.expanding().is_none(), "shards 0 and 2 are still bloom");
+    let growth = rotabloom::ExpandingFilter::builder("conv").growth(4.0);
+    let mut said = Vec::new();
+    let e = half
+        .convert_bloom(&mut conn, &growth, |j, converted| said.push((j, converted)))
+        .unwrap();
+    assert_eq!(said, vec![(0, true), (1, false), (2, true)]);
+    assert!(all(e.contains_many(&mut conn, &items).unwrap()));
+    let root: String = conn.hget("rotabloom:{conv}:meta", "kind").unwrap();
+    assert_eq!(root, "expanding");
+    let again = ShardedFilter::<Any>::open(&mut conn, "conv").unwrap();
+    assert_eq!(again.kind().unwrap(), rotabloom::Kind::Expanding);
+    // Converting again converts nothing.
+    let mut twice = Vec::new();
+    again
+        .convert_bloom(&mut conn, &growth, |j, c| twice.push((j, c)))
+        .unwrap();
+    assert_eq!(twice, vec![(0, false), (1, false), (2, false)]);
+
+    // A circular filter is refused before any shard changes.
+    let ring = CircularFilter::builder("ring")
+        .generations(2)
+        .capacity(300)
+        .shards(2)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let any = ShardedFilter::<Any>::open(&mut conn, ring.name()).unwrap();
+    let err = any
+        .convert_bloom(&mut conn, &growth, |_, _| {})
+        .unwrap_err();
+    assert!(matches!(err, Error::KindMismatch { .. }), "{err}");
+}
+
+/// An empty sharded batch answers the delivery it was made with.
+#[test]
+fn an_empty_sharded_batch_keeps_its_delivery() {
+    use rotabloom::Delivery;
+    let server = harness::RedisServer::start();
+    let mut conn = server.connection();
+    let f = BloomFilter::builder("empty")
+        .capacity(300)
+        .shards(3)
+        .create_or_open(&mut conn)
+        .unwrap();
+    for d in [Delivery::ExactlyOnce, Delivery::AtLeastOnce] {
+        let b = f.idempotent_batch(Vec::<&str>::new()).with_delivery(d);
+        assert!(b.is_empty());
+        assert_eq!(b.delivery(), d);
+    }
 }

@@ -239,14 +239,7 @@ impl Ctx {
         conn: &mut Connection,
         def: &FilterDef,
     ) -> anyhow::Result<(Sharded, rotabloom::Opened)> {
-        let plan = rotabloom::ShardPlan {
-            name: def.name().to_string(),
-            shards: def.shards(),
-            kind: def.kind(),
-            capacity: def.params().capacity.unwrap_or(0),
-            lease: rotabloom::DEFAULT_CREATE_LEASE,
-        };
-        Sharded::create_or_open_with(conn, &plan, |c, sub| {
+        Sharded::create_or_open_with(conn, &def.shard_plan(), |c, sub| {
             let shard = def.shard(sub).map_err(|e| Error::InvalidParameter {
                 name: "shards",
                 reason: e.message,
@@ -375,7 +368,7 @@ pub fn open(conn: &mut Connection, name: &str) -> anyhow::Result<AnyFilter> {
         Err(e @ Error::UnsupportedFormat { .. }) if is_sharded(&e) => Err(anyhow::Error::new(e)
             .context(format!(
                 "filter {name:?} is sharded: this command does not support sharded filters yet \
-                 (create, status, list, drop, filter, add, load and check do)"
+                 (create, status, list, drop, filter, add, load, check, rotate, expand, convert, dump and restore do)"
             ))),
         Err(e) => Err(e.into()),
     }

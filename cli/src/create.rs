@@ -178,14 +178,6 @@ pub fn run(
     };
     let mut out = io::stdout().lock();
     if dry_run {
-        if let Some(def) = defs.iter().find(|d| d.shards() > 1) {
-            // Its figures would be the unsharded filter's: refused, not shown.
-            return Err(usage(format!(
-                "create --dry-run {}: sizing a sharded filter (shards = {}) is not supported yet",
-                def.name(),
-                def.shards()
-            )));
-        }
         let mut worst = 0;
         for def in &defs {
             worst = worst.max(dry_run_one(&mut conn, def, output, &mut out)?);
@@ -247,6 +239,7 @@ fn create_sharded(
     out: &mut impl io::Write,
 ) -> anyhow::Result<()> {
     let (f, how) = ctx.create_sharded(conn, def)?;
+    let kind = f.kind()?;
     let infos = f.info(conn)?;
     let bytes: u64 = infos
         .iter()
@@ -255,7 +248,7 @@ fn create_sharded(
         .fold(0, u64::saturating_add);
     let shape = format!(
         "{}, {}, {}",
-        f.kind(),
+        kind,
         show::count(u64::from(f.shard_count()), "shard"),
         show::bytes(bytes)
     );
@@ -269,7 +262,7 @@ fn create_sharded(
     let doc = json!({
         "name": def.name(),
         "result": result,
-        "kind": f.kind(),
+        "kind": kind,
         "shards": f.shard_count(),
         "memory_bytes": bytes,
     });
@@ -334,21 +327,48 @@ fn dry_run_one(
     output: Output,
     out: &mut impl io::Write,
 ) -> anyhow::Result<u8> {
-    let gens = def.spec().initial_generations();
-    let total: u64 = gens
+    let shards = def.shards();
+    // Every shard is alike: one shard's sizing, then the whole's.
+    let one = match shards {
+        1 => def.spec().clone(),
+        _ => def
+            .shard(def.name())
+            .map_err(|e| usage(e.message))?
+            .spec()
+            .clone(),
+    };
+    let gens = one.initial_generations();
+    let per_shard: u64 = gens
         .iter()
         .map(|(l, _)| l.bytes())
         .fold(0, u64::saturating_add);
-    let exists = AnyFilter::open(conn, def.name()).is_ok();
+    let total = per_shard.saturating_mul(u64::from(shards));
+    let exists = crate::connect::Sharded::open(conn, def.name()).is_ok();
     let room = Room::read(conn);
-    let fits = room.fits(total);
-    let mut text = format!(
-        "{}: would create {} ({}, {})",
-        def.name(),
-        def.kind(),
-        show::count(gens.len() as u64, "generation"),
-        show::bytes(total)
-    );
+    // A sharded filter spreads over masters this connection does not
+    // see one by one: its room is not judged from one server's.
+    let fits = match shards {
+        1 => room.fits(total),
+        _ => None,
+    };
+    let mut text = match shards {
+        1 => format!(
+            "{}: would create {} ({}, {})",
+            def.name(),
+            def.kind(),
+            show::count(gens.len() as u64, "generation"),
+            show::bytes(total)
+        ),
+        _ => format!(
+            "{}: would create {} ({}, each {} of {}; {} in all)",
+            def.name(),
+            def.kind(),
+            show::count(u64::from(shards), "shard"),
+            show::count(gens.len() as u64, "generation"),
+            show::bytes(per_shard),
+            show::bytes(total)
+        ),
+    };
     if exists {
         text.push_str(" (a filter of this name exists already: create would open it)");
     }
@@ -368,8 +388,19 @@ fn dry_run_one(
     for line in table.to_string().lines() {
         text.push_str(&format!("\n {}", line.trim_end()));
     }
-    text.push_str(&format!("\n  {}", room.describe(total)));
-    let doc = json!({
+    match shards {
+        1 => text.push_str(&format!("\n  {}", room.describe(total))),
+        _ => text.push_str(&format!(
+            "\n  each shard: the table above, for {} items; room on each master is not checked",
+            show::int(
+                def.shard(def.name())
+                    .ok()
+                    .and_then(|d| d.params().capacity)
+                    .unwrap_or(0)
+            )
+        )),
+    }
+    let mut doc = json!({
         "name": def.name(),
         "result": "dry_run",
         "kind": def.kind(),
@@ -386,6 +417,10 @@ fn dry_run_one(
         "used_memory": room.used,
         "fits": fits,
     });
+    if shards > 1 {
+        doc["shards"] = shards.into();
+        doc["shard_bytes"] = per_shard.into();
+    }
     output.print(out, &text, &doc, true)?;
     Ok(if fits == Some(false) && !exists {
         EXIT_WOULD_NOT_FIT

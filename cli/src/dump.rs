@@ -56,7 +56,8 @@ pub fn dump(ctx: &Ctx, name: &str, path: &Path, output: Output) -> anyhow::Resul
         false => Some(outfile::open(path)?),
     };
     let mut conn = ctx.connect()?;
-    crate::connect::open(&mut conn, name)?;
+    // Sharded or not: a sharded filter is dumped whole (FORMAT.md §11.7).
+    crate::connect::open_sharded(&mut conn, name)?;
     let summary = if is_std(path) {
         let mut out = BufWriter::new(io::stdout().lock());
         dump::dump(&mut conn, name, &mut out).map_err(|e| written(e, "standard output"))?

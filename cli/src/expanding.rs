@@ -10,7 +10,7 @@ use crate::Output;
 use clap::Args;
 use rotabloom::config::{parse_bytes, parse_count, parse_number};
 use rotabloom::connect::Connection;
-use rotabloom::{AnyFilter, ExpandingBuilder, ExpandingFilter, Legacy};
+use rotabloom::{AnyFilter, ExpandingBuilder, ExpandingFilter, Legacy, ShardedFilter};
 use serde_json::json;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -98,66 +98,157 @@ fn shape(f: &ExpandingFilter) -> String {
     count(f.generations().len() as u64, "generation")
 }
 
-fn open_expanding(conn: &mut Connection, name: &str) -> anyhow::Result<ExpandingFilter> {
-    let f = connect::open(conn, name)?;
+fn open_expanding(
+    conn: &mut Connection,
+    name: &str,
+) -> anyhow::Result<ShardedFilter<rotabloom::kinds::Expanding>> {
+    let f = connect::open_sharded(conn, name)?;
     f.expanding().ok_or_else(|| {
+        let kind = f.kind().map_or("no", |k| k.with_article());
         usage(format!(
-            "{name}: {} filter does not expand (only expanding filters do; \
-             `rotabloom convert` turns a bloom filter into one)",
-            f.kind().with_article()
+            "{name}: {kind} filter does not expand (only expanding filters do; \
+             `rotabloom convert` turns a bloom filter into one)"
         ))
     })
 }
 
+/// How `name`'s shard `j` is called in what is printed.
+fn label(f: &ShardedFilter<impl rotabloom::FilterKind>, name: &str, j: u32) -> String {
+    match f.is_sharded() {
+        true => format!("{name} shard {j}"),
+        false => name.to_string(),
+    }
+}
+
 /// `rotabloom expand NAME`: freezes the newest generation and adds the
-/// next one now.
+/// next one now; of a sharded filter, to every shard in turn, one line
+/// each. Each shard's expansion is its own atomic step: a failure on one
+/// is reported after the lines of those done, naming them.
 pub fn expand(ctx: &Ctx, name: &str, output: Output) -> anyhow::Result<u8> {
     let mut conn = ctx.connect()?;
     let f = open_expanding(&mut conn, name)?;
-    let expanded = f.expand(&mut conn)?;
-    let (text, result) = if expanded {
-        (format!("{name}: expanded ({})", shape(&f)), "expanded")
-    } else {
-        (
-            format!(
-                "{name}: not expanded: another process changed it first ({})",
-                shape(&f)
-            ),
+    let mut out = io::stdout();
+    let mut done = Vec::new();
+    for j in 0..f.shard_count() {
+        let Some(shard) = f.shard(j) else { break };
+        let label = label(&f, name, j);
+        let expanded = match shard.expand(&mut conn) {
+            Ok(expanded) => expanded,
+            Err(e) if f.is_sharded() => {
+                return Err(anyhow::Error::new(e).context(partial(name, "expanded", &done, j)))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let yes = ("expanded", "expanded");
+        let no = (
+            "not expanded: another process changed it first",
             "superseded",
-        )
-    };
-    let doc = json!({ "name": name, "result": result, "generations": f.generations().len() });
-    output.print(&mut io::stdout(), &text, &doc, expanded)?;
+        );
+        let shown = Shown::new(name, &label, shard, if expanded { yes } else { no });
+        shown.print(output, &mut out, &f, j, shard, expanded)?;
+        if expanded {
+            done.push(j);
+        }
+    }
     Ok(0)
 }
 
+/// What `expand` or `convert` says of one shard (or of the filter).
+struct Shown<'a> {
+    name: &'a str,
+    text: String,
+    result: &'static str,
+}
+
+impl<'a> Shown<'a> {
+    /// `LABEL: WHAT (N generations)`, and `result` in JSON.
+    fn new(
+        name: &'a str,
+        label: &str,
+        shard: &ExpandingFilter,
+        (what, result): (&str, &'static str),
+    ) -> Shown<'a> {
+        let text = format!("{label}: {what} ({})", shape(shard));
+        Shown { name, text, result }
+    }
+
+    /// Prints the line, and its JSON with `shard` for a sharded filter.
+    fn print<K: rotabloom::FilterKind>(
+        self,
+        output: Output,
+        out: &mut impl io::Write,
+        f: &ShardedFilter<K>,
+        j: u32,
+        shard: &ExpandingFilter,
+        changed: bool,
+    ) -> anyhow::Result<()> {
+        let gens = shard.generations().len();
+        let mut doc = json!({ "name": self.name, "result": self.result, "generations": gens });
+        if f.is_sharded() {
+            doc["shard"] = j.into();
+        }
+        output.print(out, &self.text, &doc, changed)?;
+        Ok(())
+    }
+}
+
+/// What a stopped run on a sharded filter did: the shards done before
+/// shard `failed` failed.
+fn partial(name: &str, what: &str, done: &[u32], failed: u32) -> String {
+    let list: Vec<String> = done.iter().map(u32::to_string).collect();
+    format!(
+        "{name}: stopped at shard {failed}; {what} before it: {} (each shard is a complete filter \
+         and answers as before)",
+        if list.is_empty() {
+            "none".to_string()
+        } else {
+            format!("shards {}", list.join(", "))
+        }
+    )
+}
+
 /// `rotabloom convert NAME`: a bloom filter becomes generation 0 of an
-/// expanding filter, in place.
+/// expanding filter, in place; a sharded one shard by shard, then its
+/// root (resumable: run it again after a failure).
 pub fn convert(ctx: &Ctx, name: &str, growth: &GrowthFlags, output: Output) -> anyhow::Result<u8> {
     let mut conn = ctx.connect()?;
     // Opened first for the hint when it does not exist, and to say
     // whether this run converted it.
-    let before = connect::open(&mut conn, name)?;
+    let before = connect::open_sharded(&mut conn, name)?;
     if before.circular().is_some() {
         return Err(usage(format!(
             "{name}: a circular filter cannot be converted (only a bloom filter can)"
         )));
     }
-    let was_bloom = before.bloom().is_some();
-    let f = growth.builder(name).convert_bloom(&mut conn)?;
-    let (text, result) = if was_bloom {
-        (
-            format!("{name}: converted to expanding ({})", shape(&f)),
-            "converted",
-        )
-    } else {
-        (
-            format!("{name}: already expanding, same parameters ({})", shape(&f)),
-            "exists",
-        )
+    let mut out = io::stdout();
+    let mut done = Vec::new();
+    let mut lines = Vec::new();
+    let converted = before.convert_bloom(&mut conn, &growth.builder(name), |j, converted| {
+        lines.push((j, converted));
+        if converted {
+            done.push(j);
+        }
+    });
+    let f = match converted {
+        Ok(f) => f,
+        Err(e) if before.is_sharded() => {
+            let failed = lines.last().map_or(0, |(j, _)| j + 1);
+            let context = format!(
+                "{}; run `rotabloom convert {name}` again to convert the rest",
+                partial(name, "converted", &done, failed)
+            );
+            return Err(anyhow::Error::new(e).context(context));
+        }
+        Err(e) => return Err(e.into()),
     };
-    let doc = json!({ "name": name, "result": result, "generations": f.generations().len() });
-    output.print(&mut io::stdout(), &text, &doc, was_bloom)?;
+    for (j, converted) in lines {
+        let Some(shard) = f.shard(j) else { break };
+        let label = label(&f, name, j);
+        let yes = ("converted to expanding", "converted");
+        let no = ("already expanding, same parameters", "exists");
+        let shown = Shown::new(name, &label, shard, if converted { yes } else { no });
+        shown.print(output, &mut out, &f, j, shard, converted)?;
+    }
     Ok(0)
 }
 
@@ -184,6 +275,16 @@ pub fn adopt(ctx: &Ctx, a: &AdoptArgs) -> anyhow::Result<u8> {
         None => None,
     };
     let mut conn = ctx.connect()?;
+    if rotabloom::ShardedFilter::<rotabloom::kinds::Any>::has_root(&mut conn, &a.name)? {
+        // The legacy bits sit where the legacy hashes put them; a sharded
+        // filter finds each item in the shard its digest picks.
+        return Err(usage(format!(
+            "{}: is a sharded filter; a legacy bitmap cannot be adopted into one (its bits \
+             cannot be re-routed to the shards item by item): adopt it under a new name, \
+             unsharded",
+            a.name
+        )));
+    }
     // Adopting again opens the filter: say so rather than "adopted".
     let existed = AnyFilter::open(&mut conn, &a.name).is_ok();
     let (legacy, copies) = into_slot(&mut conn, &a.name, legacy, !existed)?;

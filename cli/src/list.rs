@@ -20,9 +20,9 @@ pub fn run(ctx: &Ctx, json: bool) -> anyhow::Result<u8> {
     let mut worst = 0;
     let mut filters = Vec::new();
     for name in &names.list {
-        match connect::open_sharded(&mut conn, name) {
-            Ok(f) => {
-                let mut doc = json!({ "name": name, "kind": f.kind() });
+        match connect::open_sharded(&mut conn, name).and_then(|f| Ok((f.kind()?, f))) {
+            Ok((kind, f)) => {
+                let mut doc = json!({ "name": name, "kind": kind });
                 if f.is_sharded() {
                     doc["shards"] = f.shard_count().into();
                 }

@@ -251,6 +251,43 @@ fn a_user_with_the_documented_acl_does_everything_with_its_filter_and_nothing_wi
         .unwrap();
     assert!(left.is_empty(), "{left:?}");
 
+    // A sharded filter (docs/ACL.md): the shards' pattern besides the
+    // root's, and CLUSTER SLOTS for the placement.
+    let user = "u-sharded";
+    restricted_user(&mut admin, user, "acl-sh");
+    let create: Vec<&str> = "create acl-sh --kind bloom --capacity 3000 --shards 3"
+        .split(' ')
+        .collect();
+    redis::cmd("ACL")
+        .arg(&["SETUSER", user, "~rotabloom:{acl-sh:shard:*"])
+        .exec(&mut admin)
+        .unwrap();
+    let out = run(user, &create, "");
+    assert_eq!(out.code, 3, "without +cluster|slots: {out:?}");
+    assert!(out.stderr.contains("permission denied"), "{out:?}");
+    let left: Vec<String> = redis::cmd("KEYS")
+        .arg("rotabloom:*acl-sh*")
+        .query(&mut admin)
+        .unwrap();
+    assert!(left.is_empty(), "nothing written: {left:?}");
+    redis::cmd("ACL")
+        .arg(&["SETUSER", user, "+cluster|slots"])
+        .exec(&mut admin)
+        .unwrap();
+    run(user, &create, "").ok();
+    let out = run(user, &["filter", "acl-sh"], &lines).ok();
+    assert_eq!(out.stdout.lines().count(), 300, "{out:?}");
+    let out = run(user, &["status", "--json", "acl-sh"], "").ok();
+    assert!(out.stdout.contains("\"shards\":3"), "{out:?}");
+    let file = server.dir().join("acl-sh.dump");
+    let file = file.to_str().unwrap();
+    run(user, &["dump", "acl-sh", file], "").ok();
+    run(user, &["drop", "acl-sh", "--yes"], "").ok();
+    run(user, &["restore", file], "").ok();
+    let out = run(user, &["check", "acl-sh", "https://x/1", "nope"], "").ok();
+    assert_eq!(out.stdout, "https://x/1\n");
+    run(user, &["drop", "acl-sh", "--yes"], "").ok();
+
     // A user for another filter's keys: a permission error, exit 3,
     // nothing written.
     BloomFilter::builder("mine")
@@ -290,10 +327,14 @@ fn the_documented_commands_cover_every_command_a_script_calls() {
         "scan",
         "pttl",
     ];
-    let lua = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../src/lua");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../src");
     let mut missing = Vec::new();
-    for entry in std::fs::read_dir(&lua).unwrap() {
-        let path = entry.unwrap().path();
+    // The scripts' files, and the sharded filters' root steps (inline).
+    let files = std::fs::read_dir(src.join("lua"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .chain([src.join("shard/script.rs")]);
+    for path in files {
         let text = std::fs::read_to_string(&path).unwrap();
         for call in text
             .split("redis.call(")

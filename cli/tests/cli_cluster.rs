@@ -116,20 +116,39 @@ fn sharded(cluster: &RedisCluster, url: &str) {
     );
     r(&["drop", "shcfg", "--yes"]).ok();
 
-    let line = r(&[
-        "create",
-        "shdry",
-        "--kind",
-        "bloom",
-        "--capacity",
-        "9",
-        "--shards",
-        "2",
-        "--dry-run",
-    ])
-    .failed(2)
-    .to_string();
-    assert!(line.contains("not supported yet"), "{line}");
+    // --dry-run: one shard's sizing, and the whole's; nothing written.
+    let dry = |json: bool| {
+        let mut args = vec!["create", "shdry", "--kind", "bloom", "--capacity", "90000"];
+        args.extend_from_slice(&["--shards", "3", "--dry-run"]);
+        if json {
+            args.push("--json");
+        }
+        r(&args).ok()
+    };
+    let out = dry(false);
+    assert!(
+        out.stdout
+            .contains("would create bloom (3 shards, each 1 generation of"),
+        "{out:?}"
+    );
+    assert!(out.stdout.contains("in all)"), "{out:?}");
+    assert!(
+        out.stdout
+            .contains("each shard: the table above, for 31,040 items"),
+        "{out:?}"
+    );
+    let doc: serde_json::Value = serde_json::from_str(&dry(true).stdout).unwrap();
+    assert_eq!(doc["shards"], 3);
+    let shard_bytes = doc["shard_bytes"].as_u64().unwrap();
+    assert_eq!(doc["bytes"].as_u64().unwrap(), 3 * shard_bytes);
+    assert_eq!(
+        doc["generations"][0]["capacity"], 31_040,
+        "30,000 + ceil(6 sqrt(30,000))"
+    );
+    assert!(
+        r(&["status", "shdry"]).code != 0,
+        "a dry run creates nothing"
+    );
 
     // `filter` drops repeats, exactly as unsharded.
     let input: String = (0..3000).map(|i| format!("u{}\n", i % 2000)).collect();
@@ -236,12 +255,14 @@ fn sharded(cluster: &RedisCluster, url: &str) {
     let out = r(&["status", "sh", "--check"]);
     assert_eq!(out.code, 4, "{out:?}");
     assert!(out.stderr.contains(&lost), "{out:?}");
-    // An unported command refuses a sharded filter loudly.
-    let file = cluster.nodes()[0].dir().join("shenv.dump");
-    let line = r(&["dump", "shenv", file.to_str().unwrap()])
+    // A filter with a missing shard cannot be dumped: loud, naming it.
+    let file = cluster.nodes()[0].dir().join("sh.dump");
+    let line = r(&["dump", "sh", file.to_str().unwrap()])
         .failed(3)
         .to_string();
-    assert!(line.contains("sharded"), "{line}");
+    assert!(line.contains(&lost), "{line}");
+
+    sharded_dump_expand_convert(url, cluster);
 
     // drop takes the whole, the missing shard notwithstanding.
     for name in ["sh", "shenv", "shw"] {
@@ -254,4 +275,89 @@ fn sharded(cluster: &RedisCluster, url: &str) {
             .unwrap();
         assert_eq!(keys, Vec::<String>::new());
     }
+}
+
+/// `dump`/`restore`, `convert`, `expand` and `adopt` of sharded filters
+/// from the command line.
+fn sharded_dump_expand_convert(url: &str, cluster: &RedisCluster) {
+    let r = |args: &[&str]| {
+        let mut all = vec!["--redis", url];
+        all.extend_from_slice(args);
+        bin::rotabloom(&all, &[], b"")
+    };
+    let items: Vec<String> = (0..600).map(|i| format!("x{i}")).collect();
+    let input = items.join("\n") + "\n";
+    let count = |name: &str| {
+        let doc: serde_json::Value =
+            serde_json::from_str(&r(&["status", name, "--json"]).ok().stdout).unwrap();
+        (
+            doc["filters"][0]["items"].as_u64().unwrap(),
+            doc["filters"][0]["shards"].clone(),
+        )
+    };
+    let present = |name: &str| {
+        let mut args = vec!["--redis", url, "check", name];
+        args.extend(items.iter().map(String::as_str));
+        bin::rotabloom(&args, &[], b"").ok().stdout.lines().count()
+    };
+
+    // Convert: every shard, one line each; then expand, every shard.
+    let create: Vec<&str> = "create shx --kind bloom --capacity 3000 --shards 3"
+        .split(' ')
+        .collect();
+    r(&create).ok();
+    bin::rotabloom(&["--redis", url, "add", "shx"], &[], input.as_bytes()).ok();
+    let out = r(&["convert", "shx"]).ok();
+    assert_eq!(
+        out.stdout.matches("converted to expanding").count(),
+        3,
+        "{out:?}"
+    );
+    let out = r(&["convert", "shx"]).ok();
+    assert_eq!(
+        out.stdout.matches("already expanding").count(),
+        3,
+        "{out:?}"
+    );
+    let out = r(&["expand", "shx"]).ok();
+    assert_eq!(
+        out.stdout.matches(": expanded (2 generations)").count(),
+        3,
+        "{out:?}"
+    );
+    assert_eq!(present("shx"), 600);
+    let out = r(&["status", "shx", "--json"]).ok();
+    assert!(out.stdout.contains("\"kind\":\"expanding\""), "{out:?}");
+
+    // Dump, drop, restore: the same filter, every item found.
+    let file = cluster.nodes()[0].dir().join("shx.dump");
+    let file = file.to_str().unwrap();
+    let before = count("shx");
+    let out = r(&["dump", "shx", file]).ok();
+    assert!(out.stdout.contains("shx: dumped to"), "{out:?}");
+    let line = r(&["restore", file]).failed(2).to_string();
+    assert!(line.contains("exists"), "restore never overwrites: {line}");
+    r(&["drop", "shx", "--yes"]).ok();
+    let out = r(&["restore", file]).ok();
+    assert!(out.stdout.contains("shx: restored from"), "{out:?}");
+    assert_eq!(count("shx"), before);
+    assert_eq!(before.1, 3);
+    assert_eq!(present("shx"), 600);
+
+    // adopt into a sharded name: refused, saying why.
+    let line = r(&[
+        "adopt",
+        "shx",
+        "--scrapy-redis-bloomfilter",
+        "legacy:bf",
+        "--capacity",
+        "1000",
+    ])
+    .failed(2)
+    .to_string();
+    assert!(
+        line.contains("sharded") && line.contains("re-routed"),
+        "{line}"
+    );
+    r(&["drop", "shx", "--yes"]).ok();
 }

@@ -28,7 +28,15 @@ from ._rotabloom import (
 )
 from .errors import *  # noqa: F401,F403  (the exceptions are part of the API)
 from .errors import __all__ as _errors
-from .info import FilterInfo, GenerationInfo, RotationResult, WarningInfo
+from .info import (
+    FilterInfo,
+    GenerationInfo,
+    RotationResult,
+    ShardedFilterInfo,
+    ShardedRotationResult,
+    ShardInfo,
+    WarningInfo,
+)
 
 
 def open_filter(
@@ -67,6 +75,9 @@ __all__ = [
     "GenerationInfo",
     "ManualClock",
     "RotationResult",
+    "ShardInfo",
+    "ShardedFilterInfo",
+    "ShardedRotationResult",
     "WarningInfo",
     "open_filter",
     "__version__",

@@ -4,12 +4,22 @@
 command line's JSON (``rotabloom status --json``, ``rotabloom rotate
 --json``): ``items``, ``capacity``, times as RFC 3339 strings (UTC, whole
 seconds) with ``created_at_ms`` for the exact time, ``result``,
-``next_rotation_at``. Every key is always present.
+``next_rotation_at``. Every key is always present. A sharded filter's
+(``shards`` > 1) have more: :class:`ShardedFilterInfo` and
+:class:`ShardedRotationResult`.
 """
 
 from typing import Dict, List, Literal, Optional, TypedDict, Union
 
-__all__ = ["FilterInfo", "GenerationInfo", "RotationResult", "WarningInfo"]
+__all__ = [
+    "FilterInfo",
+    "GenerationInfo",
+    "RotationResult",
+    "ShardInfo",
+    "ShardedFilterInfo",
+    "ShardedRotationResult",
+    "WarningInfo",
+]
 
 
 class GenerationInfo(TypedDict):
@@ -61,3 +71,35 @@ class RotationResult(TypedDict):
     rotations: int
     epoch: int
     next_rotation_at: Optional[str]
+
+
+class ShardInfo(FilterInfo):
+    """One shard in ``info()["shard_filters"]``: the shard as a filter, its
+    number and the ``host:port`` of the master holding it."""
+
+    shard: int
+    master: Optional[str]
+
+class ShardedFilterInfo(FilterInfo):
+    """What ``Filter.info()`` returns for a sharded filter (as ``rotabloom
+    status --json``): the totals (``items``, ``capacity``,
+    ``memory_bytes`` summed, ``false_positive_rate`` of the worst shard,
+    the earliest ``next_rotation_at``, no ``generations``, each shard's
+    warnings naming it), ``shards`` and every shard's own info."""
+
+    shards: int
+    shard_filters: List[ShardInfo]
+
+class ShardedRotationResult(TypedDict):
+    """What ``rotate()`` and ``rotate_if_due()`` return for a sharded
+    filter: every shard rotated by its own compare-and-set, shard 0 first.
+    ``result`` is the shards' common result, ``partial`` when they differ;
+    ``rotations``, ``epoch`` and ``next_rotation_at`` the least over the
+    shards; ``shard_results`` each shard's own."""
+
+    name: str
+    result: Literal["rotated", "not_due", "superseded", "partial"]
+    rotations: int
+    epoch: int
+    next_rotation_at: Optional[str]
+    shard_results: List[RotationResult]

@@ -10,7 +10,12 @@ use crate::{info, items, kinds};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
 use rotabloom::connect::{Connection, TlsOptions};
-use rotabloom::AnyFilter;
+use rotabloom::kinds::Any;
+use rotabloom::ShardedFilter;
+
+/// The library's handle on a filter of any kind, sharded or not (an
+/// unsharded filter is its one shard, used exactly as before).
+pub type Handle = ShardedFilter<Any>;
 
 /// A rotabloom filter in Redis (base class of ``BloomFilter``,
 /// ``ExpandingFilter`` and ``CircularFilter``).
@@ -37,14 +42,18 @@ use rotabloom::AnyFilter;
 ///   instead of the system's, and of a client certificate and its key;
 /// - ``clock`` (circular filters): a ``ManualClock`` instead of the Redis
 ///   server's clock;
-/// - ``shards``: 1, the default (a filter split over a Redis Cluster's
-///   masters, ``shards`` > 1, is made with ``rotabloom create --shards``
-///   or the Rust library; the Python package does not take one yet and
-///   raises ``InvalidParameterError``).
+/// - ``shards`` (constructors only): split the filter over that many
+///   filters ("shards", 2 to 256) spread over the masters of a Redis
+///   Cluster (``redis+cluster://`` URL), each sized for its share of
+///   ``capacity``; 1, the default, is an ordinary filter. ``open`` finds
+///   a sharded filter's shards by its name alone; every call acts on the
+///   whole: an item is checked in the one shard its digest picks,
+///   ``count`` and ``info`` add the shards up, ``rotate`` and ``drop``
+///   act on every shard, ``clear`` empties every shard.
 #[pyclass(module = "rotabloom._rotabloom", subclass, frozen)]
 pub struct Filter {
     link: Link,
-    pub(crate) handle: AnyFilter,
+    pub(crate) handle: Handle,
 }
 
 /// A link to `url` with `tls`, or the documented exception.
@@ -67,22 +76,33 @@ impl Filter {
         url: &str,
         tls: TlsOptions,
         writes: Writes,
-        make: impl FnOnce(&mut Connection) -> rotabloom::Result<AnyFilter> + Send,
+        make: impl FnOnce(&mut Connection) -> rotabloom::Result<Handle> + Send,
     ) -> PyResult<Filter> {
         let link = link(py, url, tls)?;
         let handle = py
             .detach(|| link.run(make))
             .map_err(|e| to_py(e, Some(&link)))?
-            .with_when_full(writes.when_full)
-            .with_wait_replicas(writes.wait);
+            .map_shards(|s| {
+                s.with_when_full(writes.when_full)
+                    .with_wait_replicas(writes.wait)
+            });
         Ok(Filter { link, handle })
+    }
+
+    /// The kind of every shard.
+    pub fn kind(&self) -> PyResult<rotabloom::Kind> {
+        self.handle.kind().map_err(|e| to_py(e, Some(&self.link)))
+    }
+
+    fn no_shards(&self) -> rotabloom::Error {
+        rotabloom::Error::Internal(format!("filter {:?} has no shards", self.handle.name()))
     }
 
     /// Runs `op` on the connection without the GIL.
     pub fn run<T: Send>(
         &self,
         py: Python<'_>,
-        op: impl FnOnce(&AnyFilter, &mut Connection) -> rotabloom::Result<T> + Send,
+        op: impl FnOnce(&Handle, &mut Connection) -> rotabloom::Result<T> + Send,
     ) -> PyResult<T> {
         py.detach(|| self.link.run(|conn| op(&self.handle, conn)))
             .map_err(|e| to_py(e, Some(&self.link)))
@@ -110,20 +130,26 @@ impl Filter {
         let name = name.to_string();
         let clock = kw.clock;
         let f = Filter::establish(py, url, kw.tls, kw.writes, move |conn| {
-            let any = AnyFilter::open(conn, &name)?;
-            match (clock, any.circular()) {
-                (None, _) => Ok(any),
-                (Some(clock), Some(c)) => Ok(c.with_clock(clock).into()),
-                (Some(_), None) => Err(rotabloom::Error::InvalidParameter {
+            let any = Handle::open(conn, &name)?;
+            let kind = any.kind()?;
+            match clock {
+                None => Ok(any),
+                Some(clock) if kind == rotabloom::Kind::Circular => {
+                    Ok(any.map_shards(|s| match s.circular() {
+                        Some(c) => c.with_clock(clock.clone()).into(),
+                        None => s,
+                    }))
+                }
+                Some(_) => Err(rotabloom::Error::InvalidParameter {
                     name: "clock",
                     reason: format!(
                         "filter {name:?} is {}, and only circular filters have a clock",
-                        any.kind().with_article()
+                        kind.with_article()
                     ),
                 }),
             }
         })?;
-        let kind = f.handle.kind();
+        let kind = f.kind()?;
         let shown = f.handle.name().to_string();
         let obj = kinds::wrap(py, f)?;
         if !obj.is_instance(cls)? {
@@ -159,8 +185,16 @@ impl Filter {
 
     /// ``bloom``, ``expanding`` or ``circular``.
     #[getter]
-    fn kind(&self) -> &'static str {
-        self.handle.kind().as_str()
+    #[pyo3(name = "kind")]
+    fn kind_name(&self) -> PyResult<&'static str> {
+        Ok(self.kind()?.as_str())
+    }
+
+    /// The number of shards: 1 for an ordinary filter, S for one split
+    /// over a Redis Cluster's masters.
+    #[getter]
+    fn shards(&self) -> u32 {
+        self.handle.shard_count()
     }
 
     /// The Redis URL, without its password.
@@ -219,7 +253,8 @@ impl Filter {
         self.run(py, move |f, c| f.check_and_insert_many(c, &items))
     }
 
-    /// Distinct insertions so far, over all generations (``info()["items"]``).
+    /// Distinct insertions so far, over all generations and shards
+    /// (``info()["items"]``).
     fn count(&self, py: Python<'_>) -> PyResult<u64> {
         self.run(py, |f, c| f.count(c))
     }
@@ -231,13 +266,36 @@ impl Filter {
     /// ``false_positive_rate``, ``memory_bytes``, ``next_rotation_at``
     /// (RFC 3339 or None), ``parameters`` (as stored, typed),
     /// ``generations`` (dicts, oldest first) and ``warnings`` (dicts with
-    /// ``code``, ``level``, ``message``).
+    /// ``code``, ``level``, ``message``). A sharded filter's dict, as
+    /// ``status --json`` has it, holds the totals (``items``,
+    /// ``capacity``, ``memory_bytes`` summed; ``false_positive_rate`` of
+    /// the worst shard; the earliest ``next_rotation_at``; no
+    /// ``generations``; each shard's warnings, naming it), ``shards`` (S)
+    /// and ``shard_filters``: each shard's own dict with ``shard`` (its
+    /// number) and ``master`` (``host:port`` of the master holding it).
     fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let (i, next) = self.run(py, |f, c| {
-            let i = f.info(c)?;
-            Ok((i, f.circular().and_then(|c| c.next_rotation_at())))
+        let (infos, nexts, masters) = self.run(py, |f, c| {
+            let infos = f.info(c)?;
+            let nexts: Vec<_> = (0..f.shard_count())
+                .map(|j| {
+                    f.shard(j)
+                        .and_then(|s| s.circular())
+                        .and_then(|c| c.next_rotation_at())
+                })
+                .collect();
+            let masters = match f.is_sharded() {
+                true => f.masters(c)?,
+                false => Vec::new(),
+            };
+            Ok((infos, nexts, masters))
         })?;
-        info::to_dict(py, &i, next)
+        match self.handle.is_sharded() {
+            false => match infos.first() {
+                Some(i) => info::to_dict(py, i, nexts.first().copied().flatten()),
+                None => Err(to_py(self.no_shards(), Some(&self.link))),
+            },
+            true => info::sharded(py, self.handle.name(), &infos, &nexts, &masters),
+        }
     }
 
     /// Empties the filter, keeping its settings.

@@ -102,6 +102,7 @@ pub fn to_dict<'py>(
 
 /// Where a circular filter stands after a rotation call, for the keys the
 /// outcome itself does not carry.
+#[derive(Clone, Copy)]
 pub struct After {
     pub epoch: u64,
     pub next_rotation_at: Option<DateTime<Utc>>,
@@ -131,5 +132,103 @@ pub fn rotation<'py>(
     d.set_item("rotations", rotations)?;
     d.set_item("epoch", epoch)?;
     d.set_item("next_rotation_at", next.map(rfc3339))?;
+    Ok(d)
+}
+
+/// A sharded filter's `info()`: the totals, as `status --json` gives them,
+/// with `shards` and `shard_filters` (each shard's own dict, its `shard`
+/// and its `master`). `infos`, `nexts` and `masters` are per shard, shard
+/// 0 first (`masters` may be empty outside a cluster).
+pub fn sharded<'py>(
+    py: Python<'py>,
+    name: &str,
+    infos: &[Info],
+    nexts: &[Option<DateTime<Utc>>],
+    masters: &[Option<String>],
+) -> PyResult<Bound<'py, PyDict>> {
+    let Some(first) = infos.first() else {
+        return Err(crate::errors::to_py(
+            rotabloom::Error::Internal(format!("sharded filter {name:?} has no shards")),
+            None,
+        ));
+    };
+    let next = nexts.iter().flatten().min().copied();
+    let d = to_dict(py, first, next)?;
+    let (mut items, mut capacity, mut memory, mut rate) = (0u64, 0u64, 0u64, 0f64);
+    let warnings = PyList::empty(py);
+    let shards = PyList::empty(py);
+    for (j, i) in infos.iter().enumerate() {
+        let one = to_dict(py, i, nexts.get(j).copied().flatten())?;
+        items = items.saturating_add(i.count);
+        capacity =
+            capacity.saturating_add(one.get_item("capacity")?.map_or(Ok(0), |c| c.extract())?);
+        memory = memory.saturating_add(i.memory_bytes);
+        // Each item is checked in one shard: the worst shard bounds them.
+        rate = rate.max(i.false_positive_rate);
+        for w in &i.warnings {
+            let wd = PyDict::new(py);
+            wd.set_item("code", w.code.as_str())?;
+            wd.set_item("level", w.level.as_str())?;
+            wd.set_item("message", format!("shard {j} ({}): {}", i.name, w.message))?;
+            warnings.append(wd)?;
+        }
+        one.set_item("shard", j)?;
+        one.set_item("master", masters.get(j).cloned().flatten())?;
+        shards.append(one)?;
+    }
+    d.set_item("name", name)?;
+    d.set_item("items", items)?;
+    d.set_item("capacity", capacity)?;
+    d.set_item("memory_bytes", memory)?;
+    d.set_item("false_positive_rate", rate)?;
+    d.set_item("generations", PyList::empty(py))?;
+    d.set_item("warnings", warnings)?;
+    d.set_item("shards", infos.len())?;
+    d.set_item("shard_filters", shards)?;
+    Ok(d)
+}
+
+/// A rotation of every shard of a sharded filter as one dict: `result` is
+/// the shards' common result (`partial` when they differ: some shards
+/// were rotated by another process first), `rotations`, `epoch` and
+/// `next_rotation_at` the least over the shards, `shard_results` their
+/// results, each shard's own dict.
+pub fn sharded_rotation<'py>(
+    py: Python<'py>,
+    name: &str,
+    each: Vec<Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("name", name)?;
+    let mut result: Option<String> = None;
+    let (mut rotations, mut epoch, mut next): (Option<u64>, Option<u64>, Option<String>) =
+        (None, None, None);
+    for one in &each {
+        let r: String = one
+            .get_item("result")?
+            .map_or(Ok(String::new()), |v| v.extract())?;
+        result = match result {
+            None => Some(r),
+            Some(prev) if prev == r => Some(prev),
+            Some(_) => Some("partial".to_string()),
+        };
+        let n: u64 = one.get_item("rotations")?.map_or(Ok(0), |v| v.extract())?;
+        rotations = Some(rotations.map_or(n, |m| m.min(n)));
+        let e: u64 = one.get_item("epoch")?.map_or(Ok(0), |v| v.extract())?;
+        epoch = Some(epoch.map_or(e, |m| m.min(e)));
+        // RFC 3339 in UTC, whole seconds: the text orders as the time.
+        let t: Option<String> = one
+            .get_item("next_rotation_at")?
+            .map_or(Ok(None), |v| v.extract())?;
+        next = match (next, t) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    d.set_item("result", result)?;
+    d.set_item("rotations", rotations.unwrap_or(0))?;
+    d.set_item("epoch", epoch.unwrap_or(0))?;
+    d.set_item("next_rotation_at", next)?;
+    d.set_item("shard_results", PyList::new(py, each)?)?;
     Ok(d)
 }

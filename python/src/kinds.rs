@@ -3,16 +3,17 @@
 //! one place the binding lists the kinds is `wrap`.
 
 use crate::errors::{invalid_setting, to_py};
-use crate::filter::Filter;
+use crate::filter::{Filter, Handle};
 use crate::info::{self, After};
 use crate::items;
 use crate::keywords::Keywords;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3::PyClass;
-use rotabloom::config::FilterSpec;
+use rotabloom::config::{FilterDef, FilterSpec};
 use rotabloom::connect::Connection;
-use rotabloom::{AnyFilter, Kind, Legacy, Rotation};
+use rotabloom::{AnyFilter, Clock, Kind, Legacy, Rotation};
+use std::sync::Arc;
 
 /// The Python object for `f`: the class of its kind.
 pub fn wrap(py: Python<'_>, f: Filter) -> PyResult<Bound<'_, PyAny>> {
@@ -23,7 +24,7 @@ pub fn wrap(py: Python<'_>, f: Filter) -> PyResult<Bound<'_, PyAny>> {
     ) -> PyResult<Bound<'_, PyAny>> {
         Ok(Bound::new(py, PyClassInitializer::from(f).add_subclass(sub))?.into_any())
     }
-    match f.handle.kind() {
+    match f.kind()? {
         Kind::Bloom => object(py, f, BloomFilter {}),
         Kind::Expanding => object(py, f, ExpandingFilter {}),
         Kind::Circular => object(py, f, CircularFilter {}),
@@ -62,27 +63,54 @@ fn create<S: PyClass<BaseType = Filter>>(
     settings: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyClassInitializer<S>> {
     let kw = Keywords::parse(S::NAME, Some(kind), settings)?;
-    if let Some(shards) = kw.params.shards.filter(|&s| s > 1) {
-        // Loud: a filter made unsharded here would not be the one asked for.
-        return Err(to_py(
-            rotabloom::Error::InvalidParameter {
-                name: "shards",
-                reason: format!(
-                    "shards={shards}: sharded filters are not yet supported by the Python package; \
-                     create one with `rotabloom create --shards` or the Rust library"
-                ),
-            },
-            None,
-        ));
-    }
-    let spec = spec(py, &kw, name)?;
     // The creation does not wait for replicas, the handle's writes do: a
     // creation that waits and times out leaves its first generation's
     // blocks behind, unlisted, and no filter (the library's to fix).
-    let f = Filter::establish(py, url, kw.tls, kw.writes, move |c| {
-        spec.create_or_open(c, None).map(|(f, _)| f)
-    })?;
+    let f = if kw.params.shards.unwrap_or(1) > 1 {
+        let def = kw
+            .params
+            .validate(name)
+            .map_err(|e| invalid_setting(py, &e))?;
+        // Every shard's settings are checked before anything is written.
+        let clock = kw.clock.clone();
+        shard_spec(&def, clock.clone(), name).map_err(|e| to_py(e, None))?;
+        Filter::establish(py, url, kw.tls, kw.writes, move |c| {
+            Handle::create_or_open_with(c, &def.shard_plan(), |c, sub| {
+                shard_spec(&def, clock.clone(), sub)?.create_or_open(c, None)
+            })
+            .map(|(f, _)| f)
+        })?
+    } else {
+        let spec = spec(py, &kw, name)?;
+        Filter::establish(py, url, kw.tls, kw.writes, move |c| {
+            spec.create_or_open(c, None).map(|(f, _)| Handle::single(f))
+        })?
+    };
     Ok(PyClassInitializer::from(f).add_subclass(sub))
+}
+
+/// The spec of the shard `name` of the sharded filter `def`: its settings
+/// with the capacity divided, and the clock given to the constructor.
+fn shard_spec(
+    def: &FilterDef,
+    clock: Option<Arc<dyn Clock>>,
+    name: &str,
+) -> rotabloom::Result<FilterSpec> {
+    let invalid = |e: rotabloom::config::ParamError| rotabloom::Error::InvalidParameter {
+        name: "shards",
+        reason: e.message,
+    };
+    let shard = def.shard(name).map_err(invalid)?;
+    match clock {
+        None => Ok(shard.spec().clone()),
+        Some(clock) => shard
+            .params()
+            .circular_builder(name)
+            .map_err(invalid)?
+            .clock(clock)
+            .spec()
+            .map(|s| FilterSpec::Circular(Box::new(s))),
+    }
 }
 
 /// A Bloom filter of fixed size: one generation, made for ``capacity``
@@ -214,18 +242,20 @@ impl ExpandingFilter {
             None => legacy.into(),
         };
         let f = Filter::establish(py, url, kw.tls, kw.writes, move |c| {
-            b.adopt_legacy(c, adoption).map(AnyFilter::from)
+            b.adopt_legacy(c, adoption)
+                .map(|f| Handle::single(AnyFilter::from(f)))
         })?;
         wrap(py, f)
     }
 
     /// Adds a generation now, ahead of need; False when another process
-    /// changed the filter first, or the limit allows no more.
+    /// changed the filter first, or the limit allows no more. A sharded
+    /// filter adds one to every shard: True when every shard did.
     fn expand(slf: &Bound<'_, Self>) -> PyResult<bool> {
         slf.as_super()
             .get()
             .run(slf.py(), |f, c| match f.expanding() {
-                Some(e) => e.expand(c),
+                Some(e) => e.expand(c).map(|each| each.iter().all(|&b| b)),
                 None => Err(not_a(f, Kind::Expanding)),
             })
     }
@@ -267,30 +297,65 @@ impl ExpandingFilter {
 pub struct CircularFilter {}
 
 /// The error for a handle of another kind than the class says: a bug.
-fn not_a(f: &AnyFilter, kind: Kind) -> rotabloom::Error {
+fn not_a(f: &Handle, kind: Kind) -> rotabloom::Error {
+    let found = f.kind().map_or("no", |k| k.with_article());
     rotabloom::Error::Internal(format!(
-        "filter {:?} is {}, its object {}",
+        "filter {:?} is {found}, its object {}",
         f.name(),
-        f.kind().with_article(),
         kind.with_article()
     ))
 }
 
-/// Runs a rotation call on the circular handle and makes its dict.
+/// Runs a rotation call on every shard of the circular handle (shard 0
+/// first, each by its own compare-and-set) and makes its dict: the
+/// rotation's own for an unsharded filter, the whole's for a sharded one.
 fn rotation<'py>(
     slf: &Bound<'py, CircularFilter>,
-    op: impl FnOnce(&rotabloom::CircularFilter, &mut Connection) -> rotabloom::Result<Rotation> + Send,
+    op: impl Fn(&rotabloom::CircularFilter, &mut Connection) -> rotabloom::Result<Rotation> + Send,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (name, r, after) = slf.as_super().get().run(slf.py(), |f, c| {
+    let (name, each) = slf.as_super().get().run(slf.py(), move |f, c| {
         let circular = f.circular().ok_or_else(|| not_a(f, Kind::Circular))?;
-        let r = op(&circular, c)?;
-        let after = After {
-            epoch: circular.epoch(),
-            next_rotation_at: circular.next_rotation_at(),
-        };
-        Ok((f.name().to_string(), r, after))
+        let mut each = Vec::new();
+        for j in 0..circular.shard_count() {
+            let Some(shard) = circular.shard(j) else {
+                break;
+            };
+            let r = op(shard, c).map_err(|e| shard_error(f, j, e))?;
+            let after = After {
+                epoch: shard.epoch(),
+                next_rotation_at: shard.next_rotation_at(),
+            };
+            each.push((shard.name().to_string(), r, after));
+        }
+        Ok((f.name().to_string(), each))
     })?;
-    info::rotation(slf.py(), &name, &r, after)
+    let py = slf.py();
+    let dicts = each
+        .iter()
+        .map(|(shard, r, after)| info::rotation(py, shard, r, *after))
+        .collect::<PyResult<Vec<_>>>()?;
+    let mut dicts = dicts;
+    if !slf.as_super().get().handle.is_sharded() && dicts.len() == 1 {
+        if let Some(one) = dicts.pop() {
+            return Ok(one);
+        }
+    }
+    info::sharded_rotation(py, &name, dicts)
+}
+
+/// Shard `j`'s error, a missing shard named as such (as the library's own
+/// calls on the whole do).
+fn shard_error(f: &Handle, j: u32, e: rotabloom::Error) -> rotabloom::Error {
+    match e {
+        rotabloom::Error::NotFound { .. } if f.is_sharded() => rotabloom::Error::ShardMissing {
+            name: f.name().to_string(),
+            shard: j,
+            shard_name: f
+                .shard(j)
+                .map_or_else(String::new, |s| s.name().to_string()),
+        },
+        other => other,
+    }
 }
 
 #[pymethods]
@@ -323,28 +388,39 @@ impl CircularFilter {
         rotation(slf, |f, c| f.rotate_if_due(c))
     }
 
-    /// Rotations so far, as last read from Redis.
+    /// Rotations so far, as last read from Redis (of a sharded filter:
+    /// the fewest of any shard).
     #[getter]
     fn epoch(slf: &Bound<'_, Self>) -> u64 {
-        slf.as_super()
-            .get()
-            .handle
-            .circular()
-            .map_or(0, |c| c.epoch())
+        let f = &slf.as_super().get().handle;
+        shards(f)
+            .filter_map(|s| s.circular())
+            .map(|c| c.epoch())
+            .min()
+            .unwrap_or(0)
     }
 
     /// The schedule in its text form, or None.
     #[getter]
     fn schedule(slf: &Bound<'_, Self>) -> Option<String> {
-        let c = slf.as_super().get().handle.circular()?;
+        let c = slf.as_super().get().handle.shard(0)?.circular()?;
         c.schedule().map(|s| s.to_string())
     }
 
     /// When the next scheduled rotation is due (RFC 3339, as in
-    /// ``info()``), as last read from Redis; None without a schedule.
+    /// ``info()``), as last read from Redis (of a sharded filter: the
+    /// earliest of any shard); None without a schedule.
     #[getter]
     fn next_rotation_at(slf: &Bound<'_, Self>) -> Option<String> {
-        let c = slf.as_super().get().handle.circular()?;
-        c.next_rotation_at().map(info::rfc3339)
+        let f = &slf.as_super().get().handle;
+        shards(f)
+            .filter_map(|s| s.circular()?.next_rotation_at())
+            .min()
+            .map(info::rfc3339)
     }
+}
+
+/// Every shard's handle, shard 0 first.
+fn shards(f: &Handle) -> impl Iterator<Item = &AnyFilter> {
+    (0..f.shard_count()).filter_map(|j| f.shard(j))
 }

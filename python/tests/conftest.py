@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from redis_server import RedisServer, TlsFiles
+from redis_server import RedisCluster, RedisServer, TlsFiles
 from site_server import Site
 
 
@@ -37,3 +37,17 @@ def tls_server(tmp_path_factory):
     server = RedisServer(tmp_path_factory.mktemp("tls-redis"), tls=files)
     yield server, files
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory):
+    """A private 3-master Redis Cluster (see redis_server.RedisCluster)."""
+    cluster = RedisCluster(tmp_path_factory.mktemp("cluster"))
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def cluster_url(redis_cluster):
+    redis_cluster.flushall()
+    return redis_cluster.url

@@ -65,12 +65,12 @@ class RedisServer:
     (TlsFiles), it listens with TLS only and requires client
     certificates."""
 
-    def __init__(self, tmp_path, *args, tls=None):
+    def __init__(self, tmp_path, *args, tls=None, port=None):
         # REDIS_SERVER overrides the binary, as for the Rust tests.
         binary = os.environ.get("REDIS_SERVER") or shutil.which("redis-server")
         if binary is None:
             raise ServerError("redis-server is not installed (scripts/ensure-redis.sh installs it)")
-        self.port = free_port()
+        self.port = port or free_port()
         ports = ["--port", str(self.port)]
         if tls is not None:
             ports = ["--port", "0", "--tls-port", str(self.port),
@@ -109,3 +109,79 @@ class RedisServer:
         if self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(10)
+
+
+class RedisCluster:
+    """A private 3-master, 0-replica Redis Cluster on loopback: three
+    cluster-enabled redis-server processes of our own (stopped by their
+    PIDs), joined with `redis-cli --cluster create`."""
+
+    def __init__(self, tmp_path, masters=3):
+        self.nodes = []
+        try:
+            for i in range(masters):
+                d = os.path.join(str(tmp_path), f"node{i}")
+                os.makedirs(d, exist_ok=True)
+                # The cluster bus listens on port + 10000: pick ports
+                # where both are free.
+                self.nodes.append(RedisServer(d, "--cluster-enabled", "yes",
+                                              "--cluster-config-file", "nodes.conf",
+                                              "--cluster-node-timeout", "5000",
+                                              port=_free_cluster_port()))
+            cli = os.environ.get("REDIS_CLI") or shutil.which("redis-cli")
+            if cli is None:
+                raise ServerError("redis-cli is not installed (scripts/ensure-redis.sh installs it)")
+            addrs = [f"127.0.0.1:{n.port}" for n in self.nodes]
+            out = subprocess.run([cli, "--cluster", "create", *addrs, "--cluster-replicas", "0",
+                                  "--cluster-yes"], stdin=subprocess.DEVNULL, capture_output=True)
+            if out.returncode != 0:
+                raise ServerError(f"redis-cli --cluster create failed: {out.stdout!r} {out.stderr!r}")
+            self._wait_until_ok()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_until_ok(self):
+        deadline = time.monotonic() + 20
+        while True:
+            if all(self._ok(n) for n in self.nodes):
+                return
+            if time.monotonic() > deadline:
+                raise ServerError("the cluster did not report cluster_state:ok within 20s")
+            time.sleep(0.05)
+
+    def _ok(self, node):
+        info = node.client.execute_command("CLUSTER", "INFO")
+        if isinstance(info, bytes):
+            info = info.decode()
+        fields = dict(line.split(":", 1) for line in info.split() if ":" in line)
+        return (fields.get("cluster_state") == "ok"
+                and fields.get("cluster_slots_assigned") == "16384"
+                and fields.get("cluster_known_nodes") == str(len(self.nodes)))
+
+    @property
+    def url(self):
+        """The rotabloom URL of the cluster: every node as a seed."""
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    def flushall(self):
+        for n in self.nodes:
+            n.client.flushall()
+
+    def stop(self):
+        for n in self.nodes:
+            n.stop()
+
+
+def _free_cluster_port():
+    for _ in range(100):
+        port = free_port()
+        if port + 10000 > 65535:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
+    raise ServerError("no free port with a free cluster bus port")

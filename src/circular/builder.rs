@@ -4,10 +4,10 @@ use super::*;
 #[derive(Clone, Debug)]
 #[must_use]
 pub struct CircularBuilder {
-    pub(super) name: String,
+    pub(crate) name: String,
     pub(super) generations: u32,
     pub(super) mode: Mode,
-    pub(super) capacity: u64,
+    pub(crate) capacity: u64,
     pub(super) error_rate: f64,
     pub(super) schedule: Option<String>,
     pub(super) lazy: bool,
@@ -80,15 +80,6 @@ impl CircularBuilder {
         self
     }
 
-    /// The builder of the shard `name` of `shards`, and the whole
-    /// filter's capacity.
-    pub(crate) fn for_shard(&self, name: &str, shards: u32) -> Result<(Self, u64)> {
-        let mut b = self.clone();
-        b.name = name.to_string();
-        b.capacity = crate::params::shard_capacity(self.capacity, shards);
-        Ok((b, self.capacity))
-    }
-
     /// The filter's name.
     pub(crate) fn name(&self) -> &str {
         &self.name
@@ -142,27 +133,6 @@ impl CircularBuilder {
             clock: self.clock.clone(),
             wait: self.wait,
         })
-    }
-
-    /// Creates the filter, or opens it when it exists with the same
-    /// parameters.
-    pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
-        self,
-        conn: &mut C,
-    ) -> Result<CircularFilter> {
-        self.spec()?.create_or_open(conn).map(|(f, _)| f)
-    }
-
-    #[cfg(feature = "async")]
-    /// Async [`create_or_open`](Self::create_or_open).
-    pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
-        self,
-        conn: &mut C,
-    ) -> Result<CircularFilter> {
-        self.spec()?
-            .create_or_open_async(conn)
-            .await
-            .map(|(f, _)| f)
     }
 }
 

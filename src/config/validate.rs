@@ -126,6 +126,29 @@ impl FilterDef {
         p.validate(name)
     }
 
+    /// What creating this filter sharded makes (its `shards` > 1), for
+    /// [`ShardedFilter::create_or_open_with`](crate::ShardedFilter::create_or_open_with)
+    /// with each shard from [`shard`](Self::shard).
+    ///
+    /// ```
+    /// use rotabloom::config::FilterParams;
+    /// let mut p = FilterParams::default();
+    /// p.set("kind", "bloom").unwrap();
+    /// p.set("capacity", "1000").unwrap();
+    /// p.set("shards", "6").unwrap();
+    /// let plan = p.validate("crawl").unwrap().shard_plan();
+    /// assert_eq!((plan.shards, plan.capacity), (6, 1000));
+    /// ```
+    pub fn shard_plan(&self) -> crate::ShardPlan {
+        crate::ShardPlan {
+            name: self.name().to_string(),
+            shards: self.shards(),
+            kind: self.kind(),
+            capacity: self.params.capacity.unwrap_or(0),
+            lease: crate::DEFAULT_CREATE_LEASE,
+        }
+    }
+
     /// The settings, as given.
     pub fn params(&self) -> &FilterParams {
         &self.params

@@ -23,11 +23,11 @@ pub(crate) mod summary;
 use crate::engine::dump::copy::CopyMachine;
 use crate::engine::dump::restore::RestoreMachine;
 use crate::engine::dump::write::DumpMachine;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::exec;
 use std::io::{Read, Write};
 
-pub use crate::proto::dump::{DUMP_VERSION, MAGIC};
+pub use crate::proto::dump::{DUMP_VERSION, MAGIC, SHARDED_DUMP_VERSION, SHARDED_MAGIC};
 pub use lease::{DEFAULT_LEASE, MIN_LEASE};
 pub use options::RestoreOptions;
 pub use summary::Summary;
@@ -39,13 +39,32 @@ pub use summary::Summary;
 /// (rotation, expansion) fails it with
 /// [`Error::Contention`](crate::Error::Contention): try again. A filter
 /// kept in RedisBloom keys cannot be dumped
-/// ([`Error::InvalidParameter`](crate::Error::InvalidParameter)).
+/// ([`Error::InvalidParameter`](crate::Error::InvalidParameter)). A
+/// sharded filter is dumped whole, every shard's dump in one container
+/// (docs/FORMAT.md §11.7, [`SHARDED_MAGIC`]) that [`restore`] turns back
+/// into the sharded filter (the async functions do not take one yet).
 pub fn dump<C: redis::ConnectionLike + ?Sized, W: Write>(
     conn: &mut C,
     name: &str,
     out: &mut W,
 ) -> Result<Summary> {
-    exec::run(conn, DumpMachine::new(name, out)?, None)
+    match dump_unsharded(conn, name, out) {
+        // Nothing written yet: the metadata is read first. A sharded
+        // filter is dumped whole, in the container of §11.7.
+        Err(Error::UnsupportedFormat { found, .. }) if found == crate::SHARDED_FORMAT => {
+            crate::shard::dump::dump(conn, name, out)
+        }
+        other => other,
+    }
+}
+
+/// [`dump`] of an ordinary filter (a shard's, in a sharded dump).
+pub(crate) fn dump_unsharded<C: redis::ConnectionLike + ?Sized>(
+    conn: &mut C,
+    name: &str,
+    mut out: &mut dyn Write,
+) -> Result<Summary> {
+    exec::run(conn, DumpMachine::new(name, &mut out)?, None)
 }
 
 #[cfg(feature = "async")]
@@ -55,7 +74,24 @@ pub async fn dump_async<C: redis::aio::ConnectionLike + Send, W: Write + Send>(
     name: &str,
     out: &mut W,
 ) -> Result<Summary> {
-    exec::run_async(conn, DumpMachine::new(name, out)?, None).await
+    match exec::run_async(conn, DumpMachine::new(name, out)?, None).await {
+        Err(Error::UnsupportedFormat { found, .. }) if found == crate::SHARDED_FORMAT => {
+            Err(sharded_not_async())
+        }
+        other => other,
+    }
+}
+
+/// The async functions' refusal of a sharded filter or dump: loud, rather
+/// than "not a dump" or "another format".
+#[cfg(feature = "async")]
+fn sharded_not_async() -> Error {
+    Error::InvalidParameter {
+        name: "dump",
+        reason: "a sharded filter is dumped and restored by the blocking `dump` and `restore` \
+                 (or `rotabloom dump` and `restore`), not yet by the async ones"
+            .into(),
+    }
 }
 
 /// Restores a dump read from `input` as filter `name` (default: the
@@ -100,7 +136,43 @@ pub fn restore_with<C: redis::ConnectionLike + ?Sized, R: Read>(
     input: R,
     options: RestoreOptions<'_>,
 ) -> Result<Summary> {
+    let (magic, input) = signature(input)?;
+    if magic == SHARDED_MAGIC {
+        return crate::shard::dump::restore(conn, input, options);
+    }
     exec::run(conn, RestoreMachine::new(input, options)?, None)
+}
+
+/// [`restore_with`] of an ordinary filter's dump (a shard's, in a sharded
+/// dump).
+pub(crate) fn restore_unsharded<C: redis::ConnectionLike + ?Sized>(
+    conn: &mut C,
+    input: &mut dyn Read,
+    options: RestoreOptions<'_>,
+) -> Result<Summary> {
+    exec::run(conn, RestoreMachine::new(input, options)?, None)
+}
+
+/// The first 8 bytes of `input` (fewer if it is shorter), and the input
+/// whole again, for the reader the signature picks.
+fn signature<R: Read>(mut input: R) -> Result<([u8; 8], impl Read)> {
+    let mut magic = [0u8; 8];
+    let mut got = 0;
+    while got < magic.len() {
+        match input.read(&mut magic[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(source) => {
+                return Err(Error::Io {
+                    what: "reading the dump".into(),
+                    source,
+                })
+            }
+        }
+    }
+    let head = std::io::Cursor::new(magic[..got].to_vec());
+    Ok((magic, head.chain(input)))
 }
 
 #[cfg(feature = "async")]
@@ -120,6 +192,10 @@ pub async fn restore_with_async<C: redis::aio::ConnectionLike + Send, R: Read + 
     input: R,
     options: RestoreOptions<'_>,
 ) -> Result<Summary> {
+    let (magic, input) = signature(input)?;
+    if magic == SHARDED_MAGIC {
+        return Err(sharded_not_async());
+    }
     exec::run_async(conn, RestoreMachine::new(input, options)?, None).await
 }
 

@@ -50,6 +50,11 @@ impl<'a> RestoreOptions<'a> {
         self
     }
 
+    /// The name to restore as, if given.
+    pub(crate) fn target(&self) -> Option<&'a str> {
+        self.name
+    }
+
     /// The time to live of the blocks until the restore publishes them
     /// (at least [`MIN_LEASE`](super::lease::MIN_LEASE); default [`DEFAULT_LEASE`]).
     pub fn lease(mut self, lease: Duration) -> RestoreOptions<'a> {

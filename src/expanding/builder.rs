@@ -4,8 +4,8 @@ use super::*;
 #[derive(Clone, Debug)]
 #[must_use]
 pub struct ExpandingBuilder {
-    pub(super) name: String,
-    pub(super) capacity: u64,
+    pub(crate) name: String,
+    pub(crate) capacity: u64,
     pub(super) error_rate: f64,
     pub(super) growth: f64,
     pub(super) tightening: f64,
@@ -82,15 +82,6 @@ impl ExpandingBuilder {
         self
     }
 
-    /// The builder of the shard `name` of `shards`, and the whole
-    /// filter's capacity.
-    pub(crate) fn for_shard(&self, name: &str, shards: u32) -> Result<(Self, u64)> {
-        let mut b = self.clone();
-        b.name = name.to_string();
-        b.capacity = crate::params::shard_capacity(self.capacity, shards);
-        Ok((b, self.capacity))
-    }
-
     /// The filter's name.
     pub(crate) fn name(&self) -> &str {
         &self.name
@@ -157,27 +148,6 @@ impl ExpandingBuilder {
             wait: self.wait,
         })
     }
-
-    /// Creates the filter, or opens it when it exists with the same
-    /// parameters.
-    pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
-        self,
-        conn: &mut C,
-    ) -> Result<ExpandingFilter> {
-        self.spec()?.create_or_open(conn).map(|(f, _)| f)
-    }
-
-    #[cfg(feature = "async")]
-    /// Async [`create_or_open`](Self::create_or_open).
-    pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
-        self,
-        conn: &mut C,
-    ) -> Result<ExpandingFilter> {
-        self.spec()?
-            .create_or_open_async(conn)
-            .await
-            .map(|(f, _)| f)
-    }
 }
 
 impl ExpandingBuilder {
@@ -215,7 +185,10 @@ impl ExpandingBuilder {
         conn: &mut C,
         legacy: impl Into<Adoption>,
     ) -> Result<ExpandingFilter> {
+        let legacy = legacy.into();
+        let key = legacy.legacy().key().to_string();
         crate::exec::run(conn, self.adopt_machine(legacy)?, self.wait)
+            .map_err(|e| self.not_into_shards(&key, e))
     }
 
     #[cfg(feature = "async")]
@@ -225,7 +198,31 @@ impl ExpandingBuilder {
         conn: &mut C,
         legacy: impl Into<Adoption>,
     ) -> Result<ExpandingFilter> {
-        crate::exec::run_async(conn, self.adopt_machine(legacy)?, self.wait).await
+        let legacy = legacy.into();
+        let key = legacy.legacy().key().to_string();
+        crate::exec::run_async(conn, self.adopt_machine(legacy)?, self.wait)
+            .await
+            .map_err(|e| self.not_into_shards(&key, e))
+    }
+
+    /// A sharded filter's root under the name, said for what it is: the
+    /// legacy bits sit where the legacy hashes put them, while a sharded
+    /// filter looks for each item in the shard its digest picks.
+    fn not_into_shards(&self, key: &str, e: crate::Error) -> crate::Error {
+        match e {
+            crate::Error::UnsupportedFormat { found, .. } if found == crate::SHARDED_FORMAT => {
+                crate::Error::NotAdoptable {
+                    key: key.to_string(),
+                    reason: format!(
+                        "{:?} is a sharded filter, and a legacy bitmap cannot be adopted into \
+                         one (its bits cannot be re-routed to the shards item by item): adopt \
+                         it under a new name, unsharded",
+                        self.name
+                    ),
+                }
+            }
+            other => other,
+        }
     }
 
     fn adopt_machine(

@@ -35,6 +35,9 @@ pub struct ShardedBatch {
     root: Option<Arc<Root>>,
     /// The filter's shards by master, for the `*_on` runs.
     nodes: Arc<NodeMap>,
+    /// What every shard's batch was made with: an empty batch, with no
+    /// shard's batch, still answers it.
+    delivery: crate::batch::Delivery,
 }
 
 /// Shard `j`'s token of a batch under `token`.
@@ -52,6 +55,12 @@ impl<K: FilterKind> ShardedFilter<K> {
     {
         let items = Items::collect(items);
         let parts = split(&items, self.shard_count());
+        // What a shard's batch is made with (the handle's setting).
+        let delivery = self
+            .shards
+            .first()
+            .map(|f| f.idempotent_batch(std::iter::empty::<&[u8]>()).delivery())
+            .unwrap_or_default();
         let token = crate::uid::new_uid();
         let batches = parts
             .iter()
@@ -79,6 +88,7 @@ impl<K: FilterKind> ShardedFilter<K> {
             batches,
             root: self.root.clone(),
             nodes: Arc::clone(&self.nodes),
+            delivery,
         };
         if self.shards.len() == 1 {
             if let Some(Some(b)) = batch.batches.first() {
@@ -98,17 +108,14 @@ impl ShardedBatch {
             .into_iter()
             .map(|b| b.map(|b| b.with_delivery(delivery)))
             .collect();
+        self.delivery = delivery;
         self
     }
 
-    /// How the batch's answers survive a lost reply.
+    /// How the batch's answers survive a lost reply (an empty batch's
+    /// too: what it was made with).
     pub fn delivery(&self) -> crate::batch::Delivery {
-        self.batches
-            .iter()
-            .flatten()
-            .map(IdempotentBatch::delivery)
-            .next()
-            .unwrap_or_default()
+        self.delivery
     }
 
     /// At least once: how many items had their answers lost with a reply,

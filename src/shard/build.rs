@@ -44,8 +44,53 @@ pub trait ShardableBuilder: sealed::Sealed + Clone + Send + Sync + 'static {
     ) -> impl std::future::Future<Output = Result<(Filter<Self::Kind>, Opened)>> + Send;
 }
 
+/// A kind's share of the items: the builder of the shard `name` of
+/// `shards`, and the whole filter's capacity. Expanding and circular
+/// builders divide their `capacity` field (per first generation, per
+/// period); the bloom builder has its own, for its sizings.
+macro_rules! share_capacity {
+    () => {
+        fn shard_builder(&self, name: &str, shards: u32) -> Result<(Self, u64)> {
+            let mut b = self.clone();
+            b.name = name.to_string();
+            b.capacity = crate::params::shard_capacity(self.capacity, shards);
+            Ok((b, self.capacity))
+        }
+    };
+    (own) => {
+        fn shard_builder(&self, name: &str, shards: u32) -> Result<(Self, u64)> {
+            self.for_shard(name, shards)
+        }
+    };
+}
+
+/// The trait, and the builder's own `create_or_open` and
+/// `create_or_open_async`, written once for every kind.
 macro_rules! shardable {
-    ($builder:ty, $kind:ty, $k:expr) => {
+    ($builder:ty, $kind:ty, $filter:ty, $k:expr, $($share:tt)?) => {
+        impl $builder {
+            /// Creates the filter, or opens it when it exists with the same
+            /// parameters; a different kind or parameter is an error, never a
+            /// silent reuse.
+            pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
+                self,
+                conn: &mut C,
+            ) -> Result<$filter> {
+                ShardableBuilder::create(&self, conn).map(|(f, _)| f)
+            }
+
+            #[cfg(feature = "async")]
+            /// Async [`create_or_open`](Self::create_or_open).
+            pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
+                self,
+                conn: &mut C,
+            ) -> Result<$filter> {
+                ShardableBuilder::create_async(&self, conn)
+                    .await
+                    .map(|(f, _)| f)
+            }
+        }
+
         impl ShardableBuilder for $builder {
             type Kind = $kind;
             const KIND: crate::metadata::Kind = $k;
@@ -54,9 +99,7 @@ macro_rules! shardable {
                 self.name()
             }
 
-            fn shard_builder(&self, name: &str, shards: u32) -> Result<(Self, u64)> {
-                self.for_shard(name, shards)
-            }
+            share_capacity!($($share)?);
 
             fn create<C: redis::ConnectionLike + ?Sized>(
                 &self,
@@ -79,17 +122,21 @@ macro_rules! shardable {
 shardable!(
     crate::bloom::BloomBuilder,
     crate::kinds::Bloom,
-    crate::metadata::Kind::Bloom
+    crate::BloomFilter,
+    crate::metadata::Kind::Bloom,
+    own
 );
 shardable!(
     crate::expanding::ExpandingBuilder,
     crate::kinds::Expanding,
-    crate::metadata::Kind::Expanding
+    crate::ExpandingFilter,
+    crate::metadata::Kind::Expanding,
 );
 shardable!(
     crate::circular::CircularBuilder,
     crate::kinds::Circular,
-    crate::metadata::Kind::Circular
+    crate::CircularFilter,
+    crate::metadata::Kind::Circular,
 );
 
 // The `shards` method of each builder lives here, with what it makes, so

@@ -11,6 +11,7 @@
 mod batch;
 mod build;
 mod create;
+pub(crate) mod dump;
 mod fanout;
 pub(crate) mod placement;
 pub(crate) mod root;
@@ -261,6 +262,60 @@ impl<K: FilterKind> ShardedFilter<K> {
         }
     }
 
+    /// Shard `j`'s handle and the index to name it by in errors.
+    fn holder(&self, item: &[u8]) -> Result<(usize, &Filter<K>)> {
+        // Unsharded: no hashing, the one filter as before.
+        let j = match self.shards.len() {
+            1 => 0,
+            _ => self.shard_of(item) as usize,
+        };
+        let f = self
+            .shards
+            .get(j)
+            .ok_or_else(|| Error::Internal(format!("filter {:?} has no shard {j}", self.name)))?;
+        Ok((j, f))
+    }
+
+    /// Inserts `item` into its shard; `true` when it was not present
+    /// before. One round trip.
+    ///
+    /// ```no_run
+    /// # let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+    /// let f = rotabloom::ShardedFilter::<rotabloom::kinds::Any>::open(&mut conn, "crawl")?;
+    /// let new = f.insert(&mut conn, "https://example.com/")?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn insert<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+        item: impl AsRef<[u8]>,
+    ) -> Result<bool> {
+        let (j, f) = self.holder(item.as_ref())?;
+        f.insert(conn, item).map_err(|e| self.shard_error(j, e))
+    }
+
+    /// Whether `item` may be present (asked of its shard alone).
+    pub fn contains<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+        item: impl AsRef<[u8]>,
+    ) -> Result<bool> {
+        let (j, f) = self.holder(item.as_ref())?;
+        f.contains(conn, item).map_err(|e| self.shard_error(j, e))
+    }
+
+    /// Atomically in its shard: `true` when `item` was new and is now
+    /// inserted.
+    pub fn check_and_insert<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+        item: impl AsRef<[u8]>,
+    ) -> Result<bool> {
+        let (j, f) = self.holder(item.as_ref())?;
+        f.check_and_insert(conn, item)
+            .map_err(|e| self.shard_error(j, e))
+    }
+
     /// Inserts `items`; `true` for each that was not present before.
     pub fn insert_many<C, I>(&self, conn: &mut C, items: I) -> Result<Vec<bool>>
     where
@@ -415,7 +470,10 @@ impl<K: FilterKind> ShardedFilter<K> {
     /// `false` when it did not exist.
     pub fn drop<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Result<bool> {
         match &self.root {
-            None => self.shards[0].drop(conn),
+            None => match self.shards.first() {
+                Some(f) => f.drop(conn),
+                None => Ok(false),
+            },
             Some(root) => create::drop_root(conn, root),
         }
     }
@@ -439,9 +497,106 @@ impl ShardedFilter<crate::kinds::Any> {
         create::drop_root(conn, &root)
     }
 
+    /// Whether `name` is a sharded filter's root record, in any state
+    /// (being created or dropped included). One round trip.
+    pub fn has_root<C: redis::ConnectionLike + ?Sized>(conn: &mut C, name: &str) -> Result<bool> {
+        let keys = Keys::new(FilterName::existing(name)?);
+        Ok(Root::is_root(&read_meta(conn, keys.meta())?))
+    }
+
     /// The kind of every shard.
-    pub fn kind(&self) -> crate::metadata::Kind {
-        self.shards[0].kind()
+    pub fn kind(&self) -> Result<crate::metadata::Kind> {
+        self.shards
+            .first()
+            .map(|f| f.kind())
+            .ok_or_else(|| Error::Internal(format!("filter {:?} has no shards", self.name)))
+    }
+
+    /// Turns a bloom filter, sharded or not, into an expanding one: every
+    /// shard in turn, shard 0 first, as
+    /// [`ExpandingBuilder::convert_bloom`](crate::ExpandingBuilder::convert_bloom)
+    /// does (in place; the growth settings of `growth`, whose name and
+    /// capacity are not used), then the root records the new kind
+    /// (docs/FORMAT.md §11.6). Not atomic across the shards, which no one
+    /// step can reach, but resumable: a run that stops half-way leaves
+    /// some shards expanding, each a complete filter that answers as
+    /// before, and running it again converts the rest (a shard already
+    /// expanding is only opened). `each(j, converted)` is told after shard
+    /// `j`: whether this call converted it. A circular shard is
+    /// [`Error::KindMismatch`].
+    ///
+    /// ```no_run
+    /// # let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+    /// use rotabloom::{kinds::Any, ExpandingFilter, ShardedFilter};
+    /// let f = ShardedFilter::<Any>::open(&mut conn, "crawl")?;
+    /// let e = f.convert_bloom(&mut conn, &ExpandingFilter::builder("crawl"), |j, done| {
+    ///     println!("shard {j}: {}", if done { "converted" } else { "already expanding" });
+    /// })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn convert_bloom<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+        growth: &crate::ExpandingBuilder,
+        mut each: impl FnMut(u32, bool),
+    ) -> Result<ShardedFilter<crate::kinds::Expanding>> {
+        // Every shard checked before any is converted.
+        for (j, f) in self.shards.iter().enumerate() {
+            if f.kind() == crate::metadata::Kind::Circular {
+                return Err(self.shard_error(
+                    j,
+                    Error::KindMismatch {
+                        name: f.name().to_string(),
+                        expected: "bloom",
+                        found: f.kind().as_str().to_string(),
+                    },
+                ));
+            }
+        }
+        for (j, f) in self.shards.iter().enumerate() {
+            let was_bloom = f.kind() == crate::metadata::Kind::Bloom;
+            let (b, _) = ShardableBuilder::shard_builder(growth, f.name(), self.shard_count())?;
+            b.convert_bloom(conn).map_err(|e| self.shard_error(j, e))?;
+            each(j as u32, was_bloom);
+        }
+        if let Some(root) = &self.root {
+            let meta = Keys::new(FilterName::existing(&root.name)?)
+                .meta()
+                .to_string();
+            let set: i64 = script::query(
+                conn,
+                &script::set_kind(&meta, &root.uid, crate::metadata::Kind::Expanding),
+            )?;
+            if set == 0 {
+                // Dropped (or dropped and made again) meanwhile.
+                return Err(Error::NotFound {
+                    name: root.name.clone(),
+                });
+            }
+        }
+        ShardedFilter::open(conn, &self.name)
+    }
+
+    /// The same filter as a handle on circular shards, when it is one.
+    pub fn circular(&self) -> Option<ShardedFilter<crate::kinds::Circular>> {
+        self.typed(|f| f.circular())
+    }
+
+    /// The same filter as a handle on expanding shards, when it is one.
+    pub fn expanding(&self) -> Option<ShardedFilter<crate::kinds::Expanding>> {
+        self.typed(|f| f.expanding())
+    }
+
+    fn typed<T: FilterKind>(
+        &self,
+        as_t: impl Fn(&Filter<crate::kinds::Any>) -> Option<Filter<T>>,
+    ) -> Option<ShardedFilter<T>> {
+        Some(ShardedFilter {
+            name: self.name.clone(),
+            root: self.root.clone(),
+            shards: self.shards.iter().map(as_t).collect::<Option<_>>()?,
+            nodes: Arc::clone(&self.nodes),
+        })
     }
 }
 

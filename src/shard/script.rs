@@ -44,6 +44,20 @@ end
 return 1
 "#;
 
+/// Sets the kind of the ready root of creation ARGV[1] to ARGV[2] (after
+/// every shard was converted); 1 if it did, 0 if the root is gone or
+/// another.
+const SET_KIND: &str = r#"
+if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash'
+  or redis.call('HGET', KEYS[1], 'format') ~= ARGV[3]
+  or redis.call('HGET', KEYS[1], 'uid') ~= ARGV[1]
+  or redis.call('HGET', KEYS[1], 'state') ~= 'ready' then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'kind', ARGV[2])
+return 1
+"#;
+
 /// What the claim step found.
 #[derive(Debug, PartialEq)]
 pub enum Claim {
@@ -92,6 +106,13 @@ pub fn transition(meta: &str, uid: &str, from: Option<State>, to: Option<State>)
         .arg(from.map_or("", State::as_str))
         .arg(to.map_or("", State::as_str))
         .arg(ROOT_FORMAT);
+    inv
+}
+
+/// The step recording `kind` in the ready root `meta` of creation `uid`.
+pub fn set_kind(meta: &str, uid: &str, kind: crate::metadata::Kind) -> redis::Cmd {
+    let mut inv = eval(SET_KIND, meta);
+    inv.arg(uid).arg(kind.as_str()).arg(ROOT_FORMAT);
     inv
 }
 

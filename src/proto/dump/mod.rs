@@ -6,6 +6,7 @@ mod range;
 mod reader;
 mod record;
 mod restore;
+mod sharded;
 
 use crate::error::{Error, Result};
 use crate::proto::request::{Replies, Request};
@@ -18,6 +19,7 @@ pub(crate) use restore::{
     decode_publish, decode_refresh, decode_restore_write, publish_request, refresh_request,
     restore_write_request, Published, Wrote,
 };
+pub use sharded::{Frame, SHARDED_DUMP_VERSION, SHARDED_MAGIC};
 
 /// The first bytes of every dump file. The high first byte and the line
 /// end catch a transfer that changed bytes (as PNG's signature does).

@@ -15,15 +15,22 @@ const MAX_PAYLOAD: u32 = 16 << 20;
 pub struct Reader<R> {
     input: R,
     started: bool,
+    magic: [u8; 8],
     /// Records read so far.
     pub records: u64,
 }
 
 impl<R: Read> Reader<R> {
     pub fn new(input: R) -> Reader<R> {
+        Reader::with_magic(input, MAGIC)
+    }
+
+    /// A reader of files that start with `magic` (a sharded dump's).
+    pub(crate) fn with_magic(input: R, magic: [u8; 8]) -> Reader<R> {
         Reader {
             input,
             started: false,
+            magic,
             records: 0,
         }
     }
@@ -40,16 +47,25 @@ impl<R: Read> Reader<R> {
 
     /// The next record.
     pub fn next_record(&mut self) -> Result<Record> {
+        let (tag, payload) = self.next_frame("a record, or the end record")?;
+        let r = Record::decode(tag, &payload)?;
+        self.records += 1;
+        Ok(r)
+    }
+
+    /// The next record's type and payload, its checksum checked (`what`
+    /// names the record expected, for a file that ends before it).
+    pub(crate) fn next_frame(&mut self, what: &str) -> Result<(u8, Vec<u8>)> {
         if !self.started {
             let mut magic = [0u8; 8];
             self.fill(&mut magic, "the signature")?;
-            if magic != MAGIC {
+            if magic != self.magic {
                 return Err(bad("it does not start with the rotabloom dump signature"));
             }
             self.started = true;
         }
         let mut head = [0u8; 5];
-        self.fill(&mut head, "a record, or the end record")?;
+        self.fill(&mut head, what)?;
         let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]);
         if len > MAX_PAYLOAD {
             return Err(bad(format!("a record claims {len} bytes")));
@@ -68,9 +84,7 @@ impl<R: Read> Reader<R> {
                 head[0] as char
             )));
         }
-        let r = Record::decode(head[0], &payload)?;
-        self.records += 1;
-        Ok(r)
+        Ok((head[0], payload))
     }
 
     /// After the `E` record: the input must end there (§10.1: nothing

@@ -27,7 +27,20 @@ pub enum Record {
     End { records: u64, data_bytes: u64 },
 }
 
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+/// A record as written (§10.1): `tag`, the payload's length (u32,
+/// big-endian), the payload, then the CRC-32 of those three. Sharded
+/// dumps (§11.7) frame their records the same way.
+pub(crate) fn frame(tag: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(payload.len() + 9);
+    out.push(tag);
+    out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    out.extend_from_slice(payload);
+    let crc = crc32fast::hash(&out);
+    out.extend_from_slice(&crc.to_be_bytes());
+    out
+}
+
+pub(super) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(&(b.len() as u32).to_be_bytes());
     out.extend_from_slice(b);
 }
@@ -85,14 +98,7 @@ impl Record {
     /// The record as written: tag, payload length (u32, big-endian),
     /// payload, then the CRC-32 of those three.
     pub fn encode(&self) -> Vec<u8> {
-        let payload = self.payload();
-        let mut out = Vec::with_capacity(payload.len() + 9);
-        out.push(self.tag());
-        out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-        out.extend_from_slice(&payload);
-        let crc = crc32fast::hash(&out);
-        out.extend_from_slice(&crc.to_be_bytes());
-        out
+        frame(self.tag(), &self.payload())
     }
 
     pub(super) fn decode(tag: u8, p: &[u8]) -> Result<Record> {
@@ -141,33 +147,33 @@ impl Record {
 }
 
 /// Reads a payload's fields in order.
-struct Cursor<'a> {
-    p: &'a [u8],
-    at: usize,
+pub(super) struct Cursor<'a> {
+    pub(super) p: &'a [u8],
+    pub(super) at: usize,
 }
 
 impl Cursor<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8]> {
+    pub(super) fn take(&mut self, n: usize) -> Result<&[u8]> {
         let end = self.at.checked_add(n).filter(|e| *e <= self.p.len());
         let end = end.ok_or_else(|| bad("a record is shorter than its fields"))?;
         let s = &self.p[self.at..end];
         self.at = end;
         Ok(s)
     }
-    fn u32(&mut self) -> Result<u32> {
+    pub(super) fn u32(&mut self) -> Result<u32> {
         let b = self.take(4)?;
         Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
     }
-    fn u64(&mut self) -> Result<u64> {
+    pub(super) fn u64(&mut self) -> Result<u64> {
         let mut a = [0u8; 8];
         a.copy_from_slice(self.take(8)?);
         Ok(u64::from_be_bytes(a))
     }
-    fn bytes(&mut self) -> Result<Vec<u8>> {
+    pub(super) fn bytes(&mut self) -> Result<Vec<u8>> {
         let n = self.u32()? as usize;
         Ok(self.take(n)?.to_vec())
     }
-    fn rest(&mut self) -> &[u8] {
+    pub(super) fn rest(&mut self) -> &[u8] {
         let s = &self.p[self.at..];
         self.at = self.p.len();
         s
