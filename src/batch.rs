@@ -251,10 +251,7 @@ impl IdempotentBatch {
         self.items.iter().map(Vec::as_slice)
     }
 
-    fn machine(
-        &mut self,
-        op: DataOp,
-    ) -> Result<impl crate::engine::machine::Machine<Output = Vec<bool>>> {
+    fn machine(&mut self, op: DataOp) -> Result<impl crate::machine::Machine<Output = Vec<bool>>> {
         match self.op {
             Some(first) if first != op => {
                 return Err(Error::InvalidParameter {

@@ -342,9 +342,7 @@ impl BloomSpec {
         vec![(self.layout, self.capacity)]
     }
 
-    fn machine(
-        &self,
-    ) -> impl crate::engine::machine::Machine<Output = (BloomFilter, Opened)> + Send {
+    fn machine(&self) -> impl crate::machine::Machine<Output = (BloomFilter, Opened)> + Send {
         use crate::engine::chain::MachineExt;
         let bp = Blueprint {
             uid: crate::uid::new_uid(),

@@ -2,9 +2,9 @@
 //! blocking or an async connection, and turns NOSCRIPT into a transparent
 //! re-send. Everything else is decided by [`Machine`]s.
 
-use crate::engine::machine::{Machine, Poll};
 use crate::error::Result;
-use crate::proto::request::{Replies, Request};
+use crate::machine::{Machine, Poll};
+use crate::request::{Replies, Request};
 use crate::wait::WaitReplicas;
 use redis::Value;
 

@@ -139,7 +139,7 @@ pub(crate) struct Codec {
 #[derive(Clone, Copy)]
 pub(crate) struct Absorb {
     pub from: Kind,
-    pub start: fn(&Keys, u32) -> Box<dyn crate::engine::machine::Machine<Output = View> + Send>,
+    pub start: fn(&Keys, u32) -> Box<dyn crate::machine::Machine<Output = View> + Send>,
 }
 
 impl fmt::Debug for Codec {

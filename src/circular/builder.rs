@@ -217,9 +217,7 @@ impl CircularSpec {
         })
     }
 
-    fn machine(
-        &self,
-    ) -> impl crate::engine::machine::Machine<Output = (CircularFilter, Opened)> + Send {
+    fn machine(&self) -> impl crate::machine::Machine<Output = (CircularFilter, Opened)> + Send {
         let spec = self.clone();
         Now::new(self.clock.clone()).then(move |now| {
             let bp = spec.blueprint(now)?;

@@ -201,7 +201,7 @@ impl CircularFilter {
         self.core.run_async(conn, self.due(Some(now))).await
     }
 
-    fn manual(&self) -> impl crate::engine::machine::Machine<Output = Rotation> + Send {
+    fn manual(&self) -> impl crate::machine::Machine<Output = Rotation> + Send {
         // One snapshot: the epoch the rotation was asked from is the
         // epoch of the view it decides on.
         let view = self.core.view();
@@ -215,7 +215,7 @@ impl CircularFilter {
     fn due(
         &self,
         now: Option<DateTime<Utc>>,
-    ) -> impl crate::engine::machine::Machine<Output = Rotation> + Send {
+    ) -> impl crate::machine::Machine<Output = Rotation> + Send {
         // The clock read once, here, at the operation's edge.
         let clock: Arc<dyn Clock> = match now {
             Some(at) => Arc::new(crate::clock::FixedClock(at)),

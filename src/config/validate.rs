@@ -139,13 +139,13 @@ impl FilterDef {
     /// let plan = p.validate("crawl").unwrap().shard_plan();
     /// assert_eq!((plan.shards, plan.capacity), (6, 1000));
     /// ```
-    pub fn shard_plan(&self) -> crate::ShardPlan {
-        crate::ShardPlan {
+    pub fn shard_plan(&self) -> crate::shard::ShardPlan {
+        crate::shard::ShardPlan {
             name: self.name().to_string(),
             shards: self.shards(),
             kind: self.kind(),
             capacity: self.params.capacity.unwrap_or(0),
-            lease: crate::DEFAULT_CREATE_LEASE,
+            lease: crate::shard::DEFAULT_CREATE_LEASE,
         }
     }
 

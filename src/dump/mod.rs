@@ -15,10 +15,6 @@
 
 // The pure parts are here; the machines that move the bytes are
 // `engine::dump`'s.
-pub(crate) mod lease;
-pub(crate) mod options;
-pub(crate) mod slices;
-pub(crate) mod summary;
 
 use crate::engine::dump::copy::CopyMachine;
 use crate::engine::dump::restore::RestoreMachine;
@@ -27,10 +23,11 @@ use crate::error::{Error, Result};
 use crate::exec;
 use std::io::{Read, Write};
 
+pub use crate::engine::dump::lease::{DEFAULT_LEASE, MIN_LEASE};
+pub use crate::engine::dump::options::RestoreOptions;
+pub use crate::engine::dump::summary::Summary;
+use crate::engine::dump::{dump_unsharded, restore_unsharded};
 pub use crate::proto::dump::{DUMP_VERSION, MAGIC, SHARDED_DUMP_VERSION, SHARDED_MAGIC};
-pub use lease::{DEFAULT_LEASE, MIN_LEASE};
-pub use options::RestoreOptions;
-pub use summary::Summary;
 
 /// Writes filter `name` to `out`: its metadata, then each block of each
 /// generation in slices of 1 MiB, one `GETRANGE` per round trip
@@ -51,20 +48,11 @@ pub fn dump<C: redis::ConnectionLike + ?Sized, W: Write>(
     match dump_unsharded(conn, name, out) {
         // Nothing written yet: the metadata is read first. A sharded
         // filter is dumped whole, in the container of §11.7.
-        Err(Error::UnsupportedFormat { found, .. }) if found == crate::SHARDED_FORMAT => {
+        Err(Error::UnsupportedFormat { found, .. }) if found == crate::shard::root::ROOT_FORMAT => {
             crate::shard::dump::dump(conn, name, out)
         }
         other => other,
     }
-}
-
-/// [`dump`] of an ordinary filter (a shard's, in a sharded dump).
-pub(crate) fn dump_unsharded<C: redis::ConnectionLike + ?Sized>(
-    conn: &mut C,
-    name: &str,
-    mut out: &mut dyn Write,
-) -> Result<Summary> {
-    exec::run(conn, DumpMachine::new(name, &mut out)?, None)
 }
 
 #[cfg(feature = "async")]
@@ -75,7 +63,7 @@ pub async fn dump_async<C: redis::aio::ConnectionLike + Send, W: Write + Send>(
     out: &mut W,
 ) -> Result<Summary> {
     match exec::run_async(conn, DumpMachine::new(name, out)?, None).await {
-        Err(Error::UnsupportedFormat { found, .. }) if found == crate::SHARDED_FORMAT => {
+        Err(Error::UnsupportedFormat { found, .. }) if found == crate::shard::root::ROOT_FORMAT => {
             Err(sharded_not_async())
         }
         other => other,
@@ -136,21 +124,11 @@ pub fn restore_with<C: redis::ConnectionLike + ?Sized, R: Read>(
     input: R,
     options: RestoreOptions<'_>,
 ) -> Result<Summary> {
-    let (magic, input) = signature(input)?;
+    let (magic, mut input) = signature(input)?;
     if magic == SHARDED_MAGIC {
         return crate::shard::dump::restore(conn, input, options);
     }
-    exec::run(conn, RestoreMachine::new(input, options)?, None)
-}
-
-/// [`restore_with`] of an ordinary filter's dump (a shard's, in a sharded
-/// dump).
-pub(crate) fn restore_unsharded<C: redis::ConnectionLike + ?Sized>(
-    conn: &mut C,
-    input: &mut dyn Read,
-    options: RestoreOptions<'_>,
-) -> Result<Summary> {
-    exec::run(conn, RestoreMachine::new(input, options)?, None)
+    restore_unsharded(conn, &mut input, options)
 }
 
 /// The first 8 bytes of `input` (fewer if it is shorter), and the input

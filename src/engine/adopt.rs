@@ -5,15 +5,15 @@
 
 use super::create::create_whole;
 use super::load::LoadMachine;
-use super::machine::{Machine, Poll};
 use crate::error::{Error, Result};
 use crate::generation::Layout;
 use crate::keys::Keys;
 use crate::legacy::check::{self, Verdict};
 use crate::legacy::{Adoption, Legacy};
+use crate::machine::{Machine, Poll};
 use crate::metadata::field;
 use crate::proto::create::{Blueprint, Opened};
-use crate::proto::request::Replies;
+use crate::request::Replies;
 use crate::view::{Accept, View};
 
 /// Where the adoption stands.

@@ -1,11 +1,11 @@
 //! Allocation ahead of need, and RedisBloom reservations.
 
-use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
 use crate::keys::Keys;
+use crate::machine::{Machine, Poll};
 use crate::proto::alloc::{blocks_of, prealloc_request, Block};
-use crate::proto::request::{Replies, Request};
 use crate::proto::{as_string, is_module_missing, take_one};
+use crate::request::{Replies, Request};
 use crate::view::{NewGen, View};
 
 /// Grows blocks to their full size, one call per round trip, so Redis never

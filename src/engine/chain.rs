@@ -2,9 +2,9 @@
 //! operation is one machine and its sync and async forms are one-line
 //! wrappers over `exec::run` / `exec::run_async`.
 
-use crate::engine::machine::{Machine, Poll};
 use crate::error::Result;
-use crate::proto::request::Replies;
+use crate::machine::{Machine, Poll};
+use crate::request::Replies;
 
 /// A machine that is already done.
 pub(crate) struct Ready<T>(pub Option<T>);
@@ -220,12 +220,12 @@ impl<M: Machine> Machine for BestEffort<M> {
 
 /// One request, then its replies made into the output by `f`.
 pub(crate) struct Ask<F> {
-    req: Option<crate::proto::request::Request>,
+    req: Option<crate::request::Request>,
     f: Option<F>,
 }
 
 impl<F> Ask<F> {
-    pub fn new(req: crate::proto::request::Request, f: F) -> Ask<F> {
+    pub fn new(req: crate::request::Request, f: F) -> Ask<F> {
         Ask {
             req: Some(req),
             f: Some(f),
@@ -249,7 +249,7 @@ impl<T, F: FnOnce(Replies) -> Result<T>> Machine for Ask<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proto::request::Request;
+    use crate::request::Request;
 
     /// Sends one PING, then returns the number it was made with.
     struct Ping(u32, bool);

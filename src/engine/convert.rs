@@ -7,11 +7,11 @@
 
 use super::chain::MachineExt;
 use super::load::LoadMachine;
-use super::machine::Machine;
 use super::roll::{Decide, RollMachine, Step};
 use super::Core;
 use crate::error::{Error, Result};
 use crate::keys::Keys;
+use crate::machine::Machine;
 use crate::metadata::{field, Kind};
 use crate::view::{Accept, Codec, Roll, View};
 use chrono::{DateTime, Utc};
@@ -107,8 +107,8 @@ fn readable_after(view: &View, to: Codec, set: &[(&'static str, String)]) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::machine::Poll;
-    use crate::proto::request::{Replies, Request};
+    use crate::machine::Poll;
+    use crate::request::{Replies, Request};
     use crate::testkit::{fields, keys};
     use redis::Value;
 

@@ -5,13 +5,13 @@
 use super::alloc::ModuleMachine;
 use super::chain::{MachineExt, MapErr, Ready};
 use super::Core;
-use crate::engine::machine::{Machine, Poll};
 use crate::error::Result;
 use crate::keys::Keys;
+use crate::machine::{Machine, Poll};
 use crate::proto::alloc::{blocks_of, Block};
 use crate::proto::create::{self, Blueprint, Opened};
-use crate::proto::request::Replies;
 use crate::proto::take_one;
+use crate::request::Replies;
 use crate::view::{Accept, NewGen, View};
 
 /// The create script alone.

@@ -3,13 +3,13 @@
 
 use super::load::LoadMachine;
 use super::Core;
-use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
 use crate::generation::Generation;
 use crate::info::{GenerationInfo, Info, Level, Warning, WarningCode};
+use crate::machine::{Machine, Poll};
 use crate::metadata::field;
 use crate::params;
-use crate::proto::request::{Replies, Request};
+use crate::request::{Replies, Request};
 use crate::store::{Held, COUNT_BYTES};
 use crate::view::{Growth, Role, View};
 use redis::Value;
@@ -50,7 +50,7 @@ enum Still {
 fn still(view: &View, reply: Option<redis::RedisResult<Value>>) -> Result<Still> {
     let v = reply.ok_or_else(|| Error::Internal("the recheck's reply is missing".into()))??;
     let Value::Array(parts) = &v else {
-        return Err(crate::proto::unexpected("HMGET", &v));
+        return Err(crate::error::unexpected("HMGET", &v));
     };
     let parts: Vec<Option<String>> = parts
         .iter()

@@ -3,11 +3,11 @@
 use super::alloc::ModuleMachine;
 use super::chain::MachineExt;
 use super::Core;
-use crate::engine::machine::{Machine, Poll};
 use crate::error::Result;
 use crate::keys::Keys;
-use crate::proto::request::Replies;
+use crate::machine::{Machine, Poll};
 use crate::proto::{load, take_one};
+use crate::request::Replies;
 use crate::view::{Accept, View};
 
 /// Reads the metadata hash and the fence into a validated view.

@@ -2,11 +2,11 @@
 //! as each generation's store copies it (`store::mirror`).
 
 use super::Core;
-use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
 use crate::generation::Generation;
-use crate::proto::request::{Replies, Request};
+use crate::machine::{Machine, Poll};
 use crate::proto::take_one;
+use crate::request::{Replies, Request};
 use crate::store::mirror::{CopyStep, MirrorCopy};
 use crate::view::{Role, View};
 use std::sync::Arc;

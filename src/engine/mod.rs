@@ -12,7 +12,6 @@ pub(crate) mod data;
 pub(crate) mod dump;
 pub(crate) mod info;
 pub(crate) mod load;
-pub(crate) mod machine;
 pub(crate) mod memory;
 pub(crate) mod mirror;
 pub(crate) mod now;
@@ -84,7 +83,7 @@ impl Core {
     /// Runs `m` on a blocking connection with this handle's options.
     pub fn run<M, C>(&self, conn: &mut C, m: M) -> Result<M::Output>
     where
-        M: crate::engine::machine::Machine,
+        M: crate::machine::Machine,
         C: redis::ConnectionLike + ?Sized,
     {
         crate::exec::run(conn, m, self.wait)
@@ -94,7 +93,7 @@ impl Core {
     /// Runs `m` on an async connection with this handle's options.
     pub async fn run_async<M, C>(&self, conn: &mut C, m: M) -> Result<M::Output>
     where
-        M: crate::engine::machine::Machine,
+        M: crate::machine::Machine,
         C: redis::aio::ConnectionLike + Send,
     {
         crate::exec::run_async(conn, m, self.wait).await
@@ -139,7 +138,7 @@ impl Core {
     pub fn outgrow(
         &self,
         kind: crate::metadata::Kind,
-    ) -> Option<Box<dyn crate::engine::machine::Machine<Output = View> + Send>> {
+    ) -> Option<Box<dyn crate::machine::Machine<Output = View> + Send>> {
         if self.when_full != crate::full::WhenFull::Expand {
             return None;
         }

@@ -2,10 +2,10 @@
 //! server's (`TIME`), once; the time then travels as an argument. This is
 //! the only machine that asks the server the time.
 
-use crate::engine::machine::{Machine, Poll};
 use crate::error::Result;
-use crate::proto::request::Replies;
+use crate::machine::{Machine, Poll};
 use crate::proto::{take_one, time};
+use crate::request::Replies;
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 

@@ -10,8 +10,8 @@ use super::mirror::FillMachine;
 use super::probe::probed;
 use super::whole::{Which, WholeMachine};
 use super::Core;
-use crate::engine::machine::Machine;
 use crate::error::Error;
+use crate::machine::Machine;
 use crate::proto::count;
 use crate::proto::script::{DataOp, Record};
 

@@ -3,10 +3,10 @@
 //! tells which holds what, and the error says so.
 
 use super::Core;
-use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
-use crate::proto::request::Replies;
+use crate::machine::{Machine, Poll};
 use crate::proto::{is_wrongtype, probe, whole};
+use crate::request::Replies;
 use crate::view::View;
 use std::sync::Arc;
 

@@ -7,10 +7,10 @@
 use super::alloc::PreallocMachine;
 use super::trash::TrashMachine;
 use super::Core;
-use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
-use crate::proto::request::{Replies, Request};
+use crate::machine::{Machine, Poll};
 use crate::proto::{load, roll, take_one};
+use crate::request::{Replies, Request};
 use crate::view::{Due, Growth, NewGen, Roll, View};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;

@@ -6,11 +6,11 @@
 //! list and the keys are in Redis.
 
 use super::chain::MachineExt;
-use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
 use crate::keys::Keys;
-use crate::proto::request::{Replies, Request};
+use crate::machine::{Machine, Poll};
 use crate::proto::{as_string, take_one};
+use crate::request::{Replies, Request};
 use crate::scripts;
 use redis::Value;
 
@@ -142,7 +142,7 @@ impl Machine for SweepMachine {
             },
             _ => (None, 0),
         };
-        let next = next.ok_or_else(|| crate::proto::unexpected("sweep script", &v))?;
+        let next = next.ok_or_else(|| crate::error::unexpected("sweep script", &v))?;
         self.removed += u64::try_from(removed).unwrap_or(0);
         if next == "0" {
             return Ok(Poll::Ready(self.removed));
@@ -206,7 +206,7 @@ impl Machine for UnreadableDrop {
                         name: self.keys.name().to_string(),
                         retries: 1,
                     }),
-                    _ => Err(crate::proto::unexpected("drop-unreadable script", &reply)),
+                    _ => Err(crate::error::unexpected("drop-unreadable script", &reply)),
                 }
             }
         }

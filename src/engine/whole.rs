@@ -4,11 +4,11 @@
 //! the filter changed meanwhile.
 
 use super::Core;
-use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
-use crate::proto::request::Replies;
+use crate::machine::{Machine, Poll};
 use crate::proto::whole::{self, Outcome};
 use crate::proto::{load, take_one};
+use crate::request::Replies;
 use crate::view::View;
 use std::sync::Arc;
 
@@ -122,7 +122,7 @@ mod tests {
     }
 
     /// The command names of a request.
-    fn names(req: &crate::proto::request::Request) -> Vec<String> {
+    fn names(req: &crate::request::Request) -> Vec<String> {
         (0..req.len()).map(|i| req.args(i)[0].clone()).collect()
     }
 

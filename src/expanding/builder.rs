@@ -208,10 +208,12 @@ impl ExpandingBuilder {
     /// A sharded filter's root under the name, said for what it is: the
     /// legacy bits sit where the legacy hashes put them, while a sharded
     /// filter looks for each item in the shard its digest picks.
-    fn not_into_shards(&self, key: &str, e: crate::Error) -> crate::Error {
+    fn not_into_shards(&self, key: &str, e: crate::error::Error) -> crate::error::Error {
         match e {
-            crate::Error::UnsupportedFormat { found, .. } if found == crate::SHARDED_FORMAT => {
-                crate::Error::NotAdoptable {
+            crate::error::Error::UnsupportedFormat { found, .. }
+                if found == crate::shard::root::ROOT_FORMAT =>
+            {
+                crate::error::Error::NotAdoptable {
                     key: key.to_string(),
                     reason: format!(
                         "{:?} is a sharded filter, and a legacy bitmap cannot be adopted into \

@@ -11,7 +11,6 @@
 
 use crate::engine::chain::MachineExt;
 use crate::engine::convert::{convert, Conversion, Plan};
-use crate::engine::machine::Machine;
 use crate::engine::probe::probed;
 use crate::engine::roll::{Grow, RollMachine};
 use crate::engine::{create, Core};
@@ -22,6 +21,7 @@ use crate::handle::{
     Filter, FilterKind, OneKind,
 };
 use crate::keys::{FilterName, Keys};
+use crate::machine::Machine;
 use crate::metadata::{field, fmt_f64, Common, Fields, Kind};
 use crate::params::{BloomParams, ErrorRate, DEFAULT_MAX_BITS, DEFAULT_MAX_BLOCK_BITS};
 use crate::proto::create::{Blueprint, Opened};

@@ -4,7 +4,7 @@
 
 use crate::keys::Keys;
 use crate::metadata::fmt_f64;
-use crate::proto::request::Request;
+use crate::request::Request;
 use crate::scripts;
 use crate::view::NewGen;
 

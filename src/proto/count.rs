@@ -5,7 +5,7 @@
 
 use crate::error::{Error, Result};
 use crate::keys::Keys;
-use crate::proto::request::{Replies, Request};
+use crate::request::{Replies, Request};
 use crate::view::View;
 use redis::Value;
 
@@ -47,8 +47,8 @@ pub(crate) fn decode(keys: &Keys, view: &View, gens: &[usize], replies: Replies)
             (Value::Int(1), Value::Int(n)) => {
                 own.push((i, u64::try_from(n).unwrap_or_default()));
             }
-            (Value::Int(1), other) => return Err(super::unexpected("BF.CARD", &other)),
-            (other, _) => return Err(super::unexpected("EXISTS", &other)),
+            (Value::Int(1), other) => return Err(crate::error::unexpected("BF.CARD", &other)),
+            (other, _) => return Err(crate::error::unexpected("EXISTS", &other)),
         }
     }
     if !missing.is_empty() {

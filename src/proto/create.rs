@@ -1,11 +1,12 @@
 //! Create-or-open (`lua/create.lua`), optionally adopting existing bitmaps.
 
-use super::{as_string, unexpected};
+use super::as_string;
+use crate::error::unexpected;
 use crate::error::{Error, Result};
 use crate::generation::Layout;
 use crate::keys::Keys;
 use crate::metadata::{field, generation_fields, Kind, FORMAT_VERSION};
-use crate::proto::request::Request;
+use crate::request::Request;
 use crate::scripts;
 use crate::view::{Accept, View};
 use redis::Value;

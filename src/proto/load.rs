@@ -1,10 +1,11 @@
 //! Loading a view: the metadata hash and the fence, read atomically.
 
-use super::{pairs, unexpected};
+use super::pairs;
+use crate::error::unexpected;
 use crate::error::{Error, Result};
 use crate::keys::Keys;
 use crate::metadata::Fields;
-use crate::proto::request::Request;
+use crate::request::Request;
 use crate::scripts;
 use crate::view::{Accept, View};
 use redis::Value;

@@ -16,7 +16,6 @@ pub(crate) mod create;
 pub(crate) mod dump;
 pub(crate) mod load;
 pub(crate) mod probe;
-pub(crate) mod request;
 pub(crate) mod roll;
 pub(crate) mod script;
 pub(crate) mod time;
@@ -24,8 +23,9 @@ pub(crate) mod trash;
 pub(crate) mod txn;
 pub(crate) mod whole;
 
+use crate::error::unexpected;
 use crate::error::{Error, Result};
-use crate::proto::request::Replies;
+use crate::request::Replies;
 use redis::Value;
 use std::collections::BTreeMap;
 
@@ -44,15 +44,6 @@ pub(crate) fn as_string(v: &Value) -> Option<String> {
         Value::Int(i) => Some(i.to_string()),
         _ => None,
     }
-}
-
-pub(crate) fn unexpected(what: &str, v: &Value) -> Error {
-    let mut text = format!("{v:?}");
-    if text.len() > 200 {
-        text.truncate(200);
-        text.push('…');
-    }
-    Error::UnexpectedReply(format!("{what}: {text}"))
 }
 
 /// Field/value pairs of an `HGETALL` (RESP2 array or RESP3 map), values

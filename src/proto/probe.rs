@@ -2,7 +2,7 @@
 //! request used, checked against what rotabloom needs there.
 
 use crate::error::Error;
-use crate::proto::request::{Replies, Request};
+use crate::request::{Replies, Request};
 
 pub(crate) fn request(keys: &[(String, &'static str)]) -> Request {
     let mut req = Request::new().read_only();

@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::keys::Keys;
-use crate::proto::request::Request;
+use crate::request::Request;
 use crate::scripts;
 use crate::view::{Roll, View};
 use redis::Value;
@@ -95,7 +95,7 @@ pub(crate) fn decode(name: &str, reply: redis::RedisResult<Value>) -> Result<boo
     match super::as_string(&v).as_deref() {
         Some("OK") => Ok(true),
         Some("STALE") => Ok(false),
-        _ => Err(super::unexpected("roll script", &v)),
+        _ => Err(crate::error::unexpected("roll script", &v)),
     }
 }
 

@@ -3,10 +3,11 @@
 //! batches, capped generations and filters that write more than one
 //! generation.
 
-use super::{as_string, unexpected};
+use super::as_string;
+use crate::error::unexpected;
 use crate::error::{Error, Result};
 use crate::keys::Keys;
-use crate::proto::request::Request;
+use crate::request::Request;
 use crate::scripts;
 use crate::view::{Role, View};
 use redis::Value;

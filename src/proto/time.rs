@@ -1,7 +1,7 @@
 //! The server's clock: the one request that reads it, and its reply.
 
 use crate::error::{Error, Result};
-use crate::proto::request::Request;
+use crate::request::Request;
 use chrono::{DateTime, TimeZone, Utc};
 
 /// `TIME`.

@@ -1,7 +1,7 @@
 //! The requests that empty a filter's trash list (see `engine::trash`).
 
 use crate::keys::Keys;
-use crate::proto::request::Request;
+use crate::request::Request;
 
 /// Deletes block `delete` (if any) and its entry in the trash list, then
 /// reads the list's last entry.

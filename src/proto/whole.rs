@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::keys::Keys;
-use crate::proto::request::Request;
+use crate::request::Request;
 use crate::scripts;
 use crate::view::View;
 use redis::Value;
@@ -103,7 +103,7 @@ pub(crate) fn decode(name: &str, reply: redis::RedisResult<Value>) -> Result<Out
         Some("OK") => Ok(Outcome::Done),
         Some("GONE") => Ok(Outcome::Gone),
         Some("STALE") => Ok(Outcome::Stale),
-        _ => Err(super::unexpected("clear/drop script", &v)),
+        _ => Err(crate::error::unexpected("clear/drop script", &v)),
     }
 }
 

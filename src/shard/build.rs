@@ -122,20 +122,20 @@ macro_rules! shardable {
 shardable!(
     crate::bloom::BloomBuilder,
     crate::kinds::Bloom,
-    crate::BloomFilter,
+    crate::bloom::BloomFilter,
     crate::metadata::Kind::Bloom,
     own
 );
 shardable!(
     crate::expanding::ExpandingBuilder,
     crate::kinds::Expanding,
-    crate::ExpandingFilter,
+    crate::expanding::ExpandingFilter,
     crate::metadata::Kind::Expanding,
 );
 shardable!(
     crate::circular::CircularBuilder,
     crate::kinds::Circular,
-    crate::CircularFilter,
+    crate::circular::CircularFilter,
     crate::metadata::Kind::Circular,
 );
 

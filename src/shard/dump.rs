@@ -6,7 +6,7 @@
 //! once the file's end record is checked: all or nothing.
 
 use super::{ShardPlan, ShardedFilter};
-use crate::dump::{RestoreOptions, Summary};
+use crate::engine::dump::{options::RestoreOptions, summary::Summary};
 use crate::error::{Error, Result};
 use crate::kinds::Any;
 use crate::proto::create::Opened;
@@ -122,7 +122,7 @@ pub(crate) fn dump<C: redis::ConnectionLike + ?Sized, W: Write>(
             buf: Vec::new(),
             bytes: 0,
         };
-        let s = crate::dump::dump_unsharded(conn, sub, &mut chunks)
+        let s = crate::engine::dump::dump_unsharded(conn, sub, &mut chunks)
             .map_err(|e| super::missing(&root, j, e))?;
         chunks.flush().map_err(written)?;
         let bytes = chunks.bytes;
@@ -265,7 +265,7 @@ pub(crate) fn restore<C: redis::ConnectionLike + ?Sized, R: Read>(
             )));
         }
         add(&mut total, &s);
-        let f = crate::AnyFilter::open(conn, sub)?;
+        let f = crate::any::AnyFilter::open(conn, sub)?;
         if j + 1 == shards {
             // The last shard: the end record checked, and nothing after
             // it, before the creation publishes the root. The creation
@@ -310,7 +310,8 @@ fn restore_shard<C: redis::ConnectionLike + ?Sized, R: Read>(
         ended: false,
         failure: None,
     };
-    let restored = crate::dump::restore_unsharded(conn, &mut input, options.name(Some(sub)));
+    let restored =
+        crate::engine::dump::restore_unsharded(conn, &mut input, options.name(Some(sub)));
     let failure = input.failure.take();
     let ended = input.ended;
     match (restored, failure) {

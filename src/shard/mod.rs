@@ -537,7 +537,7 @@ impl ShardedFilter<crate::kinds::Any> {
     pub fn convert_bloom<C: redis::ConnectionLike + ?Sized>(
         &self,
         conn: &mut C,
-        growth: &crate::ExpandingBuilder,
+        growth: &crate::expanding::ExpandingBuilder,
         mut each: impl FnMut(u32, bool),
     ) -> Result<ShardedFilter<crate::kinds::Expanding>> {
         // Every shard checked before any is converted.

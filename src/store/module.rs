@@ -148,7 +148,7 @@ impl Store for RedisBloom {
 
     fn tx_answers(&self, _: &Layout, set: bool, items: usize, reply: &Value) -> Result<Vec<bool>> {
         let Value::Array(bits) = reply else {
-            return Err(crate::proto::unexpected("BF.INSERT", reply));
+            return Err(crate::error::unexpected("BF.INSERT", reply));
         };
         let took = bits
             .iter()

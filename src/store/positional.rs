@@ -69,7 +69,7 @@ pub(super) fn tx_commands(
 /// Per item of a `BITFIELD`'s reply: whether all its k bits were 1.
 pub(super) fn tx_answers(l: &Layout, items: usize, reply: &Value) -> Result<Vec<bool>> {
     let Value::Array(bits) = reply else {
-        return Err(crate::proto::unexpected("BITFIELD", reply));
+        return Err(crate::error::unexpected("BITFIELD", reply));
     };
     let k = l.hashes as usize;
     if k == 0 || bits.len() != k * items {
@@ -117,7 +117,7 @@ fn int(reply: Option<redis::RedisResult<Value>>, what: &str) -> Result<u64> {
     match reply {
         Some(Ok(Value::Int(n))) => u64::try_from(n)
             .map_err(|_| Error::UnexpectedReply(format!("{what} replied a negative count {n}"))),
-        Some(Ok(v)) => Err(crate::proto::unexpected(what, &v)),
+        Some(Ok(v)) => Err(crate::error::unexpected(what, &v)),
         Some(Err(e)) => Err(e.into()),
         None => Err(Error::Internal(format!("the reply to {what} is missing"))),
     }

@@ -2,12 +2,12 @@
 //! a due lazy rotation, growth, a conversion, or a failure to report.
 
 use super::{DataMachine, DataOutput, State};
-use crate::engine::machine::{Machine, Poll};
 use crate::engine::roll::{DueRotation, RollMachine};
 use crate::error::{Error, Result};
-use crate::proto::request::Replies;
+use crate::machine::{Machine, Poll};
 use crate::proto::script::DataOp;
 use crate::proto::{is_module_missing, load};
+use crate::request::Replies;
 use crate::view::View;
 use std::sync::Arc;
 

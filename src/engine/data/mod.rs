@@ -7,14 +7,14 @@
 use super::plan::Pace;
 use super::roll::{DueRotation, Grow, RollMachine};
 use super::Core;
-use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
 use crate::hashing::ItemHash;
 use crate::items::Items;
-use crate::proto::request::Replies;
+use crate::machine::{Machine, Poll};
 use crate::proto::script::{Batch, DataOp, Record};
 use crate::proto::txn::{self, Verdict};
 use crate::proto::{load, now_arg, take_one};
+use crate::request::Replies;
 use crate::view::{NewGen, View};
 use std::sync::Arc;
 

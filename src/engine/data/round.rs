@@ -2,13 +2,13 @@
 //! built from the machine's snapshot.
 
 use super::{needs_hashes, DataMachine, DataOutput, ReadRound, ScriptRound, State, TxRound};
-use crate::engine::machine::Poll;
 use crate::engine::plan::{self, Path};
 use crate::error::Result;
 use crate::hashing::ItemHash;
-use crate::proto::request::Request;
+use crate::machine::Poll;
 use crate::proto::script::{self, DataOp};
 use crate::proto::txn::{self, RoundOf};
+use crate::request::Request;
 use crate::view::View;
 use std::sync::Arc;
 

@@ -3,11 +3,11 @@
 //! rotation, growth, a refusal at capacity, or waiting for reserved room).
 
 use super::{DataMachine, DataOutput, ScriptRound, State, BUSY_ROUNDS};
-use crate::engine::machine::{Machine, Poll};
 use crate::engine::roll::{Grow, RollMachine};
 use crate::error::{Error, Result};
-use crate::proto::request::Replies;
+use crate::machine::{Machine, Poll};
 use crate::proto::script::{self, Status};
+use crate::request::Replies;
 use std::sync::Arc;
 
 impl DataMachine {

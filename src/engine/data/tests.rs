@@ -1,7 +1,7 @@
 //! The pure machine driven with canned replies: no server.
 use super::*;
-use crate::proto::request::Request;
 use crate::proto::script::Record;
+use crate::request::Request;
 use crate::testkit::{fields, keys, view_at, view_of, ALL};
 use crate::view::Accept;
 use redis::Value;

@@ -2,10 +2,10 @@
 //! transaction, the commit of counts and reservations.
 
 use super::{DataMachine, DataOutput, ReadRound, State, TxRound};
-use crate::engine::machine::Poll;
 use crate::error::Result;
-use crate::proto::request::Replies;
+use crate::machine::Poll;
 use crate::proto::txn::{self, TxOutcome, Verdict};
+use crate::request::Replies;
 
 impl DataMachine {
     pub(super) fn on_read(&mut self, r: ReadRound, replies: Replies) -> Result<Poll<DataOutput>> {

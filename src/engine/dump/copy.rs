@@ -1,12 +1,12 @@
 //! The machine behind [`copy_string`](crate::dump::copy_string): a string
 //! key copied slice by slice, across cluster slots too.
 
-use crate::dump::slices::{all_zero, Slices};
-use crate::engine::machine::{Machine, Poll};
+use crate::engine::dump::slices::{all_zero, Slices};
 use crate::error::{Error, Result};
+use crate::machine::{Machine, Poll};
 use crate::proto::dump::{self as format, decode_int as int};
-use crate::proto::request::Replies;
 use crate::proto::take_one;
+use crate::request::Replies;
 
 /// [`copy_string`](crate::dump::copy_string): the target must not exist; the
 /// source's length, the target allocated whole, then the slices that are

@@ -3,16 +3,16 @@
 //! and fence published in one atomic step; on any failure, what it wrote
 //! deleted again.
 
-use crate::dump::lease::Lease;
-use crate::dump::options::RestoreOptions;
-use crate::dump::summary::Summary;
-use crate::engine::machine::{Machine, Poll};
+use crate::engine::dump::lease::Lease;
+use crate::engine::dump::options::RestoreOptions;
+use crate::engine::dump::summary::Summary;
 use crate::error::{Error, Result};
 use crate::keys::{FilterName, Keys};
+use crate::machine::{Machine, Poll};
 use crate::metadata::Fields;
 use crate::proto::dump::{self as format, decode_int as int, Record, CHUNK, DUMP_VERSION};
-use crate::proto::request::Replies;
 use crate::proto::take_one;
+use crate::request::Replies;
 use crate::view::View;
 use std::collections::BTreeSet;
 use std::io::Read;

@@ -2,14 +2,14 @@
 //! and written out as records, then the metadata read again to see that
 //! the bits belong to it.
 
-use crate::dump::slices::{all_zero, Slices};
-use crate::dump::summary::Summary;
+use crate::engine::dump::slices::{all_zero, Slices};
+use crate::engine::dump::summary::Summary;
 use crate::engine::load::LoadMachine;
-use crate::engine::machine::{Machine, Poll};
 use crate::error::{Error, Result};
 use crate::keys::{FilterName, Keys};
+use crate::machine::{Machine, Poll};
 use crate::proto::dump::{decode_int as int, Record, DUMP_VERSION, MAGIC};
-use crate::proto::request::Replies;
+use crate::request::Replies;
 use crate::view::View;
 use std::io::Write;
 

@@ -2,9 +2,10 @@
 //! of each, read in one round trip before anything is judged.
 
 use super::int;
+use crate::error::unexpected;
 use crate::error::{Error, Result};
-use crate::proto::request::{Replies, Request};
-use crate::proto::{as_string, unexpected};
+use crate::proto::as_string;
+use crate::request::{Replies, Request};
 
 /// One legacy key as measured.
 #[derive(Clone, Debug, PartialEq, Eq)]

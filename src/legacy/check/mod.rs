@@ -16,8 +16,8 @@ mod judge;
 mod measure;
 mod verify;
 
+use crate::error::unexpected;
 use crate::error::{Error, Result};
-use crate::proto::unexpected;
 use redis::Value;
 
 pub(crate) use compare::compare;

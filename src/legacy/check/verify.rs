@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::generation::Layout;
 use crate::hashing::ItemHash;
 use crate::legacy::Legacy;
-use crate::proto::request::{Replies, Request};
+use crate::request::{Replies, Request};
 
 /// How many known items one verification round reads (a `GETBIT` per
 /// hash function each).

@@ -9,7 +9,7 @@ mod restore;
 mod sharded;
 
 use crate::error::{Error, Result};
-use crate::proto::request::{Replies, Request};
+use crate::request::{Replies, Request};
 use redis::Value;
 
 pub(crate) use range::{decode_bytes, read_request, write_request};
@@ -61,6 +61,6 @@ pub(crate) fn unlink(key: &str) -> Request {
 pub(crate) fn decode_int(reply: Option<Replies>, what: &str) -> Result<u64> {
     match super::take_one(reply)?? {
         Value::Int(n) => Ok(u64::try_from(n).unwrap_or(0)),
-        v => Err(super::unexpected(what, &v)),
+        v => Err(crate::error::unexpected(what, &v)),
     }
 }

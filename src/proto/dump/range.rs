@@ -1,9 +1,9 @@
 //! The reads and writes of a string key's slices: `GETRANGE` for a dump
 //! and a copy, `SETRANGE` for a copy.
 
+use crate::error::unexpected;
 use crate::error::Result;
-use crate::proto::request::Request;
-use crate::proto::unexpected;
+use crate::request::Request;
 use redis::Value;
 
 /// `GETRANGE` of `len` bytes of `key` from `offset`.

@@ -2,10 +2,11 @@
 //! lease, the leases renewed, and the publication of the metadata and
 //! fence that makes the blocks permanent (docs/FORMAT.md §10.3).
 
+use crate::error::unexpected;
 use crate::error::{Error, Result};
 use crate::keys::Keys;
-use crate::proto::request::Request;
-use crate::proto::{as_string, unexpected};
+use crate::proto::as_string;
+use crate::request::Request;
 use crate::scripts;
 use redis::Value;
 

@@ -3,7 +3,7 @@
 
 use crate::error::Result;
 use crate::keys::Keys;
-use crate::proto::request::Request;
+use crate::request::Request;
 use crate::scripts;
 use crate::view::View;
 use redis::Value;
@@ -39,7 +39,7 @@ pub(crate) fn commit_request(
 /// The commit's reply: each committed generation's count afterwards, by
 /// seq (a generation gone meanwhile is left out).
 pub(crate) fn decode_commit(added: &[(u64, u64)], reply: Value) -> Result<Vec<(u64, u64)>> {
-    use super::super::unexpected;
+    use crate::error::unexpected;
     let Value::Array(counts) = &reply else {
         return Err(unexpected("commit", &reply));
     };

@@ -115,7 +115,8 @@ pub(crate) fn guard_fill(reply: Option<&redis::RedisResult<Value>>) -> Option<u6
 
 /// The guard's answer; missing blocks are the call's error.
 pub(crate) fn verdict(name: &str, reply: &redis::RedisResult<Value>) -> Result<Verdict> {
-    use super::super::{as_string, unexpected, wrong_block_type};
+    use super::super::{as_string, wrong_block_type};
+    use crate::error::unexpected;
     match reply {
         Ok(v) => match as_string(v).as_deref() {
             Some(s) if s == "OK" || reserved_count(s).is_some() => Ok(Verdict::Ok),

@@ -32,7 +32,7 @@ pub(crate) use read::{decode_read, read_request, ReadSent};
 pub(crate) use write::{decode_tx, tx_request, TxOutcome, TxSent};
 
 use crate::error::{Error, Result};
-use crate::proto::request::Request;
+use crate::request::Request;
 use redis::Value;
 
 pub(crate) use super::script::RoundOf;
@@ -110,6 +110,6 @@ fn expect_ok(what: &str, reply: Option<redis::RedisResult<Value>>) -> Result<()>
     match reply.ok_or_else(|| missing(what))?? {
         Value::Okay => Ok(()),
         Value::SimpleString(s) if s == "OK" => Ok(()),
-        other => Err(super::unexpected(what, &other)),
+        other => Err(crate::error::unexpected(what, &other)),
     }
 }

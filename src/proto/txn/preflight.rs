@@ -5,7 +5,7 @@
 use super::expect_ok;
 use crate::error::Result;
 use crate::keys::Keys;
-use crate::proto::request::{Replies, Request};
+use crate::request::{Replies, Request};
 
 /// `WATCH fence; UNWATCH`.
 pub(crate) fn preflight_request(keys: &Keys) -> Request {

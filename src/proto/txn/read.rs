@@ -5,7 +5,7 @@
 use super::guard::{guard, verdict, Verdict};
 use super::{all_ones, commands, missing, Part, RoundOf};
 use crate::error::Result;
-use crate::proto::request::{Replies, Request};
+use crate::request::{Replies, Request};
 use crate::view::View;
 
 /// Phase A as sent.

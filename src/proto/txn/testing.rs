@@ -1,7 +1,7 @@
 //! Canned inputs and replies for the transaction's unit tests.
 
 use crate::hashing::ItemHash;
-use crate::proto::request::Replies;
+use crate::request::Replies;
 use redis::Value;
 
 pub(super) fn hashes(n: usize) -> Vec<ItemHash> {

@@ -4,8 +4,8 @@
 use super::guard::{guard, verdict, Reserve, Verdict};
 use super::{all_ones, commands, expect_ok, missing, Part, RoundOf};
 use crate::error::{Error, Result};
-use crate::proto::request::{Replies, Request};
 use crate::proto::script::{DataOp, Limit};
+use crate::request::{Replies, Request};
 use crate::view::{Role, View};
 use redis::Value;
 
@@ -138,7 +138,7 @@ pub(crate) fn decode_tx(
     present: &[bool],
     replies: Replies,
 ) -> Result<TxOutcome> {
-    use super::super::unexpected;
+    use crate::error::unexpected;
     let mut replies = replies.into_iter();
     // A refused WATCH (an ACL without it) would leave the writes unguarded:
     // it is the call's error.

@@ -5,7 +5,7 @@
 use super::{CopyStep, FrozenBits, Item, Memo, MirrorCopy, Probe};
 use crate::error::Result;
 use crate::generation::Layout;
-use crate::proto::request::Request;
+use crate::request::Request;
 use redis::{RedisResult, Value};
 
 /// Bytes per GETRANGE when mirroring a block: copies stay short for the
@@ -148,7 +148,7 @@ impl MirrorCopy for SliceCopy {
         let chunk = match reply? {
             Value::BulkString(b) => b,
             Value::Nil => Vec::new(),
-            v => return Err(crate::proto::unexpected("GETRANGE", &v)),
+            v => return Err(crate::error::unexpected("GETRANGE", &v)),
         };
         let size = self.block_bytes();
         let left = size.saturating_sub(self.bytes.len() as u64);
@@ -233,7 +233,7 @@ mod tests {
         assert!(c.take(Err(e)).is_err());
         assert!(matches!(
             c.take(Ok(Value::Int(1))),
-            Err(crate::Error::UnexpectedReply(_))
+            Err(crate::error::Error::UnexpectedReply(_))
         ));
     }
 }

@@ -3,8 +3,8 @@
 
 use super::{CopyStep, FrozenBits, Item, Memo, MirrorCopy, Probe};
 use crate::error::{Error, Result};
-use crate::proto::request::Request;
 use crate::rbchain::Chain;
+use crate::request::Request;
 use redis::{RedisResult, Value};
 
 /// A RedisBloom generation, as `BF.SCANDUMP` gave it.
@@ -99,7 +99,7 @@ impl MirrorCopy for DumpCopy {
             }
             Err(e) => return Err(e.into()),
         };
-        let bad = |v: &Value| crate::proto::unexpected("BF.SCANDUMP", v);
+        let bad = |v: &Value| crate::error::unexpected("BF.SCANDUMP", v);
         let (next, data) = match &reply {
             Value::Array(a) if a.len() == 2 => match (&a[0], &a[1]) {
                 (Value::Int(i), Value::BulkString(b)) => (*i, b.as_slice()),

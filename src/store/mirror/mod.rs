@@ -11,8 +11,8 @@ pub(crate) mod chain;
 use crate::error::Result;
 use crate::generation::Layout;
 use crate::hashing::ItemHash;
-use crate::proto::request::Request;
 use crate::rbchain::{Chain, ModuleHash};
+use crate::request::Request;
 use redis::{RedisResult, Value};
 use std::fmt;
 

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::proto::dump::MAGIC;
-use crate::proto::request::Request;
+use crate::request::Request;
 use redis::Value;
 use std::time::Duration;
 

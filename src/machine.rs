@@ -1,9 +1,11 @@
 //! The shape of every operation: a pure state machine that says what to
 //! send next, or what the result is. The I/O driver (`exec`) runs it on a
-//! blocking or an async connection.
+//! blocking or an async connection. It sits below the engine (which
+//! builds machines), the views (whose codecs start one) and the driver,
+//! so that none of them imports another for it.
 
 use crate::error::Result;
-use crate::proto::request::{Replies, Request};
+use crate::request::{Replies, Request};
 
 /// What a machine wants next.
 pub(crate) enum Poll<T> {

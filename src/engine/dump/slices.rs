@@ -4,8 +4,8 @@
 
 use crate::error::Result;
 use crate::proto::dump::{self as format, CHUNK};
-use crate::proto::request::{Replies, Request};
 use crate::proto::take_one;
+use crate::request::{Replies, Request};
 
 /// Walks a string key in slices of at most [`CHUNK`] bytes: the next
 /// `GETRANGE`, and the slice its reply holds.
