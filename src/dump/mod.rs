@@ -17,8 +17,8 @@
 // `engine::dump`'s.
 
 use crate::engine::dump::copy::CopyMachine;
-use crate::engine::dump::restore::RestoreMachine;
-use crate::engine::dump::write::DumpMachine;
+#[cfg(feature = "async")]
+use crate::engine::dump::{restore::RestoreMachine, write::DumpMachine};
 use crate::error::{Error, Result};
 use crate::exec;
 use std::io::{Read, Write};
