@@ -1,0 +1,157 @@
+//! What a sharded filter does by its kind: an `Any` handle's drop of a
+//! half-made filter, conversion and typed views; a circular one's
+//! rotations; an expanding one's growth. Each acts on every shard.
+
+use super::{build::ShardableBuilder, create, read_meta, root::Root, script, ShardedFilter};
+use crate::error::{Error, Result};
+use crate::handle::{Filter, FilterKind};
+use crate::keys::{FilterName, Keys};
+use std::sync::Arc;
+
+impl ShardedFilter<crate::kinds::Any> {
+    /// Drops the sharded filter `name` whatever its state: one with a
+    /// missing shard, one whose creation or drop died half-way (the
+    /// shards that exist, then the root). `false` when `name` is not a
+    /// sharded filter (nothing is done: drop it as an ordinary filter).
+    pub fn drop_if_sharded<C: redis::ConnectionLike + ?Sized>(
+        conn: &mut C,
+        name: &str,
+    ) -> Result<bool> {
+        let keys = Keys::new(FilterName::existing(name)?);
+        let fields = read_meta(conn, keys.meta())?;
+        if !Root::is_root(&fields) {
+            return Ok(false);
+        }
+        let root = Root::decode(name, &fields)?;
+        create::drop_root(conn, &root)
+    }
+
+    /// Whether `name` is a sharded filter's root record, in any state
+    /// (being created or dropped included). One round trip.
+    pub fn has_root<C: redis::ConnectionLike + ?Sized>(conn: &mut C, name: &str) -> Result<bool> {
+        let keys = Keys::new(FilterName::existing(name)?);
+        Ok(Root::is_root(&read_meta(conn, keys.meta())?))
+    }
+
+    /// The kind of every shard.
+    pub fn kind(&self) -> Result<crate::metadata::Kind> {
+        self.shards
+            .first()
+            .map(|f| f.kind())
+            .ok_or_else(|| Error::Internal(format!("filter {:?} has no shards", self.name)))
+    }
+
+    /// Turns a bloom filter, sharded or not, into an expanding one: every
+    /// shard in turn, shard 0 first, as
+    /// [`ExpandingBuilder::convert_bloom`](crate::ExpandingBuilder::convert_bloom)
+    /// does (in place; the growth settings of `growth`, whose name and
+    /// capacity are not used), then the root records the new kind
+    /// (docs/FORMAT.md §11.6). Not atomic across the shards, which no one
+    /// step can reach, but resumable: a run that stops half-way leaves
+    /// some shards expanding, each a complete filter that answers as
+    /// before, and running it again converts the rest (a shard already
+    /// expanding is only opened). `each(j, converted)` is told after shard
+    /// `j`: whether this call converted it. A circular shard is
+    /// [`Error::KindMismatch`].
+    ///
+    /// ```no_run
+    /// # let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+    /// use rotabloom::{kinds::Any, ExpandingFilter, ShardedFilter};
+    /// let f = ShardedFilter::<Any>::open(&mut conn, "crawl")?;
+    /// let e = f.convert_bloom(&mut conn, &ExpandingFilter::builder("crawl"), |j, done| {
+    ///     println!("shard {j}: {}", if done { "converted" } else { "already expanding" });
+    /// })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn convert_bloom<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+        growth: &crate::expanding::ExpandingBuilder,
+        mut each: impl FnMut(u32, bool),
+    ) -> Result<ShardedFilter<crate::kinds::Expanding>> {
+        // Every shard checked before any is converted.
+        for (j, f) in self.shards.iter().enumerate() {
+            if f.kind() == crate::metadata::Kind::Circular {
+                return Err(self.shard_error(
+                    j,
+                    Error::KindMismatch {
+                        name: f.name().to_string(),
+                        expected: "bloom",
+                        found: f.kind().as_str().to_string(),
+                    },
+                ));
+            }
+        }
+        for (j, f) in self.shards.iter().enumerate() {
+            let was_bloom = f.kind() == crate::metadata::Kind::Bloom;
+            let (b, _) = ShardableBuilder::shard_builder(growth, f.name(), self.shard_count())?;
+            b.convert_bloom(conn).map_err(|e| self.shard_error(j, e))?;
+            each(j as u32, was_bloom);
+        }
+        if let Some(root) = &self.root {
+            let meta = Keys::new(FilterName::existing(&root.name)?)
+                .meta()
+                .to_string();
+            let set: i64 = script::query(
+                conn,
+                &script::set_kind(&meta, &root.uid, crate::metadata::Kind::Expanding),
+            )?;
+            if set == 0 {
+                // Dropped (or dropped and made again) meanwhile.
+                return Err(Error::NotFound {
+                    name: root.name.clone(),
+                });
+            }
+        }
+        ShardedFilter::open(conn, &self.name)
+    }
+
+    /// The same filter as a handle on circular shards, when it is one.
+    pub fn circular(&self) -> Option<ShardedFilter<crate::kinds::Circular>> {
+        self.typed(|f| f.circular())
+    }
+
+    /// The same filter as a handle on expanding shards, when it is one.
+    pub fn expanding(&self) -> Option<ShardedFilter<crate::kinds::Expanding>> {
+        self.typed(|f| f.expanding())
+    }
+
+    fn typed<T: FilterKind>(
+        &self,
+        as_t: impl Fn(&Filter<crate::kinds::Any>) -> Option<Filter<T>>,
+    ) -> Option<ShardedFilter<T>> {
+        Some(ShardedFilter {
+            name: self.name.clone(),
+            root: self.root.clone(),
+            shards: self.shards.iter().map(as_t).collect::<Option<_>>()?,
+            nodes: Arc::clone(&self.nodes),
+        })
+    }
+}
+
+impl ShardedFilter<crate::kinds::Circular> {
+    /// Rotates every shard once (each by its own compare-and-set), shard 0
+    /// first.
+    pub fn rotate<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+    ) -> Result<Vec<crate::engine::roll::Rotation>> {
+        self.each(conn, |f, c| f.rotate(c))
+    }
+
+    /// Rotates every shard whose period is due, each exactly once per
+    /// period however many processes call this (its own compare-and-set).
+    pub fn rotate_if_due<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+    ) -> Result<Vec<crate::engine::roll::Rotation>> {
+        self.each(conn, |f, c| f.rotate_if_due(c))
+    }
+}
+
+impl ShardedFilter<crate::kinds::Expanding> {
+    /// Appends a generation to every shard; whether each did.
+    pub fn expand<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Result<Vec<bool>> {
+        self.each(conn, |f, c| f.expand(c))
+    }
+}
