@@ -2,8 +2,8 @@
 //! through the library's table, keywords.rs) and its own operations. The
 //! one place the binding lists the kinds is `wrap`.
 
+use crate::base::{Filter, Handle};
 use crate::errors::{invalid_setting, to_py};
-use crate::filter::{Filter, Handle};
 use crate::info::{self, After};
 use crate::items;
 use crate::keywords::Keywords;

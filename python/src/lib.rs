@@ -1,6 +1,7 @@
 //! The `rotabloom._rotabloom` extension module: rotabloom's filters for
 //! Python. The package `rotabloom` (python/rotabloom) re-exports it.
 
+mod base;
 mod clock;
 mod errors;
 mod filter;
@@ -38,7 +39,7 @@ fn check_settings(
     let kind = parse_kind(kind)?;
     let kw = keywords::Keywords::parse("check_settings", Some(kind), settings)?;
     kinds::spec(py, &kw, name)?;
-    filter::link(py, url, kw.tls).map(|_| ())
+    base::link(py, url, kw.tls).map(|_| ())
 }
 
 fn parse_kind(kind: &str) -> PyResult<Kind> {
@@ -59,7 +60,7 @@ fn _rotabloom(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // crawler's log shows them. A second import in the same process (a
     // sub-interpreter) keeps the logger set by the first.
     let _ = pyo3_log::try_init();
-    m.add_class::<filter::Filter>()?;
+    m.add_class::<base::Filter>()?;
     m.add_class::<kinds::BloomFilter>()?;
     m.add_class::<kinds::ExpandingFilter>()?;
     m.add_class::<kinds::CircularFilter>()?;
