@@ -16,6 +16,7 @@
 // The pure parts are here; the machines that move the bytes are
 // `engine::dump`'s.
 
+use crate::any::ACCEPT_ANY;
 use crate::engine::dump::copy::CopyMachine;
 #[cfg(feature = "async")]
 use crate::engine::dump::{restore::RestoreMachine, write::DumpMachine};
@@ -45,10 +46,10 @@ pub fn dump<C: redis::ConnectionLike + ?Sized, W: Write>(
     name: &str,
     out: &mut W,
 ) -> Result<Summary> {
-    match dump_unsharded(conn, name, out) {
+    match dump_unsharded(conn, name, out, ACCEPT_ANY) {
         // Nothing written yet: the metadata is read first. A sharded
         // filter is dumped whole, in the container of §11.7.
-        Err(Error::UnsupportedFormat { found, .. }) if found == crate::shard::root::ROOT_FORMAT => {
+        Err(Error::UnsupportedFormat { found, .. }) if found == crate::metadata::SHARDED_FORMAT => {
             crate::shard::dump::dump(conn, name, out)
         }
         other => other,
@@ -62,8 +63,8 @@ pub async fn dump_async<C: redis::aio::ConnectionLike + Send, W: Write + Send>(
     name: &str,
     out: &mut W,
 ) -> Result<Summary> {
-    match exec::run_async(conn, DumpMachine::new(name, out)?, None).await {
-        Err(Error::UnsupportedFormat { found, .. }) if found == crate::shard::root::ROOT_FORMAT => {
+    match exec::run_async(conn, DumpMachine::new(name, out, ACCEPT_ANY)?, None).await {
+        Err(Error::UnsupportedFormat { found, .. }) if found == crate::metadata::SHARDED_FORMAT => {
             Err(sharded_not_async())
         }
         other => other,
@@ -128,7 +129,7 @@ pub fn restore_with<C: redis::ConnectionLike + ?Sized, R: Read>(
     if magic == SHARDED_MAGIC {
         return crate::shard::dump::restore(conn, input, options);
     }
-    restore_unsharded(conn, &mut input, options)
+    restore_unsharded(conn, &mut input, options, ACCEPT_ANY)
 }
 
 /// The first 8 bytes of `input` (fewer if it is shorter), and the input
@@ -174,7 +175,7 @@ pub async fn restore_with_async<C: redis::aio::ConnectionLike + Send, R: Read + 
     if magic == SHARDED_MAGIC {
         return Err(sharded_not_async());
     }
-    exec::run_async(conn, RestoreMachine::new(input, options)?, None).await
+    exec::run_async(conn, RestoreMachine::new(input, options, ACCEPT_ANY)?, None).await
 }
 
 /// Copies the string at `from` to `to` (which must not exist), 1 MiB per

@@ -211,7 +211,7 @@ impl ExpandingBuilder {
     fn not_into_shards(&self, key: &str, e: crate::error::Error) -> crate::error::Error {
         match e {
             crate::error::Error::UnsupportedFormat { found, .. }
-                if found == crate::shard::root::ROOT_FORMAT =>
+                if found == crate::metadata::SHARDED_FORMAT =>
             {
                 crate::error::Error::NotAdoptable {
                     key: key.to_string(),

@@ -15,6 +15,11 @@ pub(crate) use text::{fmt_f64, Fields};
 /// The format version this library writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// The `format` value of a sharded filter's root record (docs/FORMAT.md
+/// §11): not `1`, so that a reader of format version 1 alone refuses a
+/// sharded filter instead of answering.
+pub(crate) const SHARDED_FORMAT: &str = "sharded-1";
+
 /// The most generations any filter lists (an expanding filter's limit plus
 /// an adopted legacy generation).
 pub(crate) const MAX_LISTED: usize = 1025;

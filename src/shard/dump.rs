@@ -122,7 +122,7 @@ pub(crate) fn dump<C: redis::ConnectionLike + ?Sized, W: Write>(
             buf: Vec::new(),
             bytes: 0,
         };
-        let s = crate::engine::dump::dump_unsharded(conn, sub, &mut chunks)
+        let s = crate::engine::dump::dump_unsharded(conn, sub, &mut chunks, crate::any::ACCEPT_ANY)
             .map_err(|e| super::missing(&root, j, e))?;
         chunks.flush().map_err(written)?;
         let bytes = chunks.bytes;
@@ -310,8 +310,12 @@ fn restore_shard<C: redis::ConnectionLike + ?Sized, R: Read>(
         ended: false,
         failure: None,
     };
-    let restored =
-        crate::engine::dump::restore_unsharded(conn, &mut input, options.name(Some(sub)));
+    let restored = crate::engine::dump::restore_unsharded(
+        conn,
+        &mut input,
+        options.name(Some(sub)),
+        crate::any::ACCEPT_ANY,
+    );
     let failure = input.failure.take();
     let ended = input.ended;
     match (restored, failure) {

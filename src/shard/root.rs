@@ -10,9 +10,9 @@ use crate::metadata::Kind;
 use crate::params::shard_capacity;
 use std::collections::BTreeMap;
 
-/// The `format` value of a root record: not `1`, so that a reader of
-/// format version 1 alone refuses a sharded filter instead of answering.
-pub const ROOT_FORMAT: &str = "sharded-1";
+/// The `format` value of a root record (defined with the format version,
+/// which every reader checks first).
+pub const ROOT_FORMAT: &str = crate::metadata::SHARDED_FORMAT;
 /// The fewest shards a root records (one shard is an ordinary filter).
 pub const MIN_SHARDS: u32 = 2;
 /// The most shards a filter may have.

@@ -14,6 +14,7 @@ pub(crate) mod write;
 
 use crate::error::Result;
 use crate::exec;
+use crate::view::Accept;
 use options::RestoreOptions;
 use restore::RestoreMachine;
 use std::io::{Read, Write};
@@ -25,8 +26,9 @@ pub(crate) fn dump_unsharded<C: redis::ConnectionLike + ?Sized>(
     conn: &mut C,
     name: &str,
     mut out: &mut dyn Write,
+    accept: Accept,
 ) -> Result<Summary> {
-    exec::run(conn, DumpMachine::new(name, &mut out)?, None)
+    exec::run(conn, DumpMachine::new(name, &mut out, accept)?, None)
 }
 
 /// [`restore_with`](crate::dump::restore_with) of an ordinary filter's dump (a shard's, in a sharded
@@ -35,6 +37,7 @@ pub(crate) fn restore_unsharded<C: redis::ConnectionLike + ?Sized>(
     conn: &mut C,
     input: &mut dyn Read,
     options: RestoreOptions<'_>,
+    accept: Accept,
 ) -> Result<Summary> {
-    exec::run(conn, RestoreMachine::new(input, options)?, None)
+    exec::run(conn, RestoreMachine::new(input, options, accept)?, None)
 }

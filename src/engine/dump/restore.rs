@@ -13,7 +13,7 @@ use crate::metadata::Fields;
 use crate::proto::dump::{self as format, decode_int as int, Record, CHUNK, DUMP_VERSION};
 use crate::proto::take_one;
 use crate::request::Replies;
-use crate::view::View;
+use crate::view::{Accept, View};
 use std::collections::BTreeSet;
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,7 +55,13 @@ pub(crate) struct RestoreMachine<'a, R> {
 
 impl<'a, R: Read> RestoreMachine<'a, R> {
     /// Reads and checks the header and the metadata, before any Redis.
-    pub(crate) fn new(input: R, options: RestoreOptions<'a>) -> Result<RestoreMachine<'a, R>> {
+    /// `accept`: the kinds a restored filter may be (every kind this
+    /// library knows, from the caller above the kinds).
+    pub(crate) fn new(
+        input: R,
+        options: RestoreOptions<'a>,
+        accept: Accept,
+    ) -> Result<RestoreMachine<'a, R>> {
         Lease::check(options.lease)?;
         let mut reader = format::Reader::new(input);
         let dumped_name = match reader.next_record()? {
@@ -92,7 +98,7 @@ impl<'a, R: Read> RestoreMachine<'a, R> {
             name: name.to_string(),
             raw,
         };
-        let view = View::decode(fields, None, &keys.fence(), crate::any::ACCEPT_ANY)
+        let view = View::decode(fields, None, &keys.fence(), accept)
             .map_err(|e| bad(format!("its metadata is not valid: {e}")))?;
         if view.gens.iter().any(|g| !g.layout.store().dumpable()) {
             return Err(bad(

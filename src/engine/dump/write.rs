@@ -10,7 +10,7 @@ use crate::keys::{FilterName, Keys};
 use crate::machine::{Machine, Poll};
 use crate::proto::dump::{decode_int as int, Record, DUMP_VERSION, MAGIC};
 use crate::request::Replies;
-use crate::view::View;
+use crate::view::{Accept, View};
 use std::io::Write;
 
 fn io(what: &str) -> impl Fn(std::io::Error) -> Error + '_ {
@@ -50,14 +50,17 @@ pub(crate) struct DumpMachine<'a, W> {
     /// the dump deletes blocks too, and is said as such).
     short: Vec<String>,
     summary: Option<Summary>,
+    accept: Accept,
 }
 
 impl<'a, W: Write> DumpMachine<'a, W> {
-    pub(crate) fn new(name: &str, out: &'a mut W) -> Result<DumpMachine<'a, W>> {
+    /// `accept`: the kinds the dump may read (every kind this library
+    /// knows, from the caller above the kinds).
+    pub(crate) fn new(name: &str, out: &'a mut W, accept: Accept) -> Result<DumpMachine<'a, W>> {
         let keys = Keys::new(FilterName::new(name)?);
         Ok(DumpMachine {
             name: name.to_string(),
-            state: DumpState::Load(LoadMachine::new(keys.clone(), crate::any::ACCEPT_ANY)),
+            state: DumpState::Load(LoadMachine::new(keys.clone(), accept)),
             keys,
             out,
             records: 0,
@@ -65,6 +68,7 @@ impl<'a, W: Write> DumpMachine<'a, W> {
             targets: Vec::new(),
             short: Vec::new(),
             summary: None,
+            accept,
         })
     }
 
@@ -123,8 +127,7 @@ impl<'a, W: Write> DumpMachine<'a, W> {
                 Ok(Poll::Send(req))
             }
             None => {
-                self.state =
-                    DumpState::Check(LoadMachine::new(self.keys.clone(), crate::any::ACCEPT_ANY));
+                self.state = DumpState::Check(LoadMachine::new(self.keys.clone(), self.accept));
                 self.step(None)
             }
         }

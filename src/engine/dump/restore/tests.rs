@@ -69,7 +69,7 @@ fn ok(v: Value) -> Option<Replies> {
 }
 
 fn machine<'a>(file: &'a [u8], options: RestoreOptions<'a>) -> RestoreMachine<'a, &'a [u8]> {
-    RestoreMachine::new(file, options).unwrap()
+    RestoreMachine::new(file, options, crate::any::ACCEPT_ANY).unwrap()
 }
 
 /// Steps through the existence check and the block's allocation;
@@ -202,7 +202,7 @@ fn leases_are_renewed_and_a_vanished_block_fails_the_restore() {
 fn a_lease_under_a_second_is_refused() {
     let file = whole_dump();
     let options = RestoreOptions::new().lease(Duration::from_millis(999));
-    let e = RestoreMachine::new(&file[..], options).err();
+    let e = RestoreMachine::new(&file[..], options, crate::any::ACCEPT_ANY).err();
     assert!(
         matches!(e, Some(Error::InvalidParameter { name: "lease", .. })),
         "{e:?}"
