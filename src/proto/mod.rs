@@ -2,7 +2,8 @@
 //! a view and the operation's input, and every reply decoded here, against
 //! the same view. No I/O and no shared state: the machines in `engine`
 //! decide what to send next; `exec` sends it. Unit-tested with canned
-//! replies.
+//! replies. A sharded filter's root record and its requests are here too
+//! (`shard`); the sharded layer (`crate::shard`) only sends them.
 //!
 //! Three other pure places build commands, each for what only it knows:
 //! a backend's own commands (`store::*`, chosen per generation), the
@@ -18,6 +19,7 @@ pub(crate) mod load;
 pub(crate) mod probe;
 pub(crate) mod roll;
 pub(crate) mod script;
+pub(crate) mod shard;
 pub(crate) mod time;
 pub(crate) mod trash;
 pub(crate) mod txn;

@@ -5,12 +5,12 @@
 //! shard's record: exactly once per shard.
 
 use super::fanout::{by_master, merge, split, NodeMap};
-use super::root::Root;
 use super::ShardedFilter;
 use crate::batch::IdempotentBatch;
 use crate::error::{Error, Result};
 use crate::handle::FilterKind;
 use crate::items::Items;
+use crate::proto::shard::root::Root;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -2,10 +2,11 @@
 //! half-made filter, conversion and typed views; a circular one's
 //! rotations; an expanding one's growth. Each acts on every shard.
 
-use super::{build::ShardableBuilder, create, read_meta, root::Root, script, ShardedFilter};
+use super::{build::ShardableBuilder, create, read_meta, ShardedFilter};
 use crate::error::{Error, Result};
 use crate::handle::{Filter, FilterKind};
 use crate::keys::{FilterName, Keys};
+use crate::proto::shard::{root::Root, script};
 use std::sync::Arc;
 
 impl ShardedFilter<crate::kinds::Any> {

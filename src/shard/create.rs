@@ -4,13 +4,13 @@
 
 use super::build::ShardableBuilder;
 use super::placement::{self, Master};
-use super::root::{check_root, Root, State};
-use super::script::{self, Claim};
 use super::ShardedFilter;
 use crate::error::{Error, Result};
 use crate::handle::{Filter, FilterKind};
 use crate::keys::{FilterName, Keys};
 use crate::proto::create::Opened;
+use crate::proto::shard::root::{check_root, Root, State};
+use crate::proto::shard::script::{self, Claim};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,7 +33,7 @@ pub(crate) fn cluster_masters<C: redis::ConnectionLike + ?Sized>(
     conn: &mut C,
 ) -> Result<Vec<Master>> {
     let reply = conn
-        .req_command(&redis::cmd("CLUSTER").arg("SLOTS").to_owned())
+        .req_command(&crate::proto::shard::script::cluster_slots())
         .and_then(redis::Value::extract_error);
     match reply {
         Ok(v) => placement::masters_from_slots(&v)

@@ -234,7 +234,10 @@ pub(crate) fn restore<C: redis::ConnectionLike + ?Sized, R: Read>(
     // Restoring never overwrites: a taken name fails before anything is
     // written (the claim below would only find it again).
     let keys = crate::keys::Keys::new(crate::keys::FilterName::new(&name)?);
-    let exists: i64 = super::script::query(conn, redis::cmd("EXISTS").arg(keys.meta()))?;
+    let exists: i64 = crate::proto::shard::script::query(
+        conn,
+        &crate::proto::shard::script::exists(keys.meta()),
+    )?;
     if exists != 0 {
         return Err(Error::AlreadyExists { name });
     }

@@ -15,13 +15,12 @@ mod create;
 pub(crate) mod dump;
 mod fanout;
 pub(crate) mod placement;
-pub(crate) mod root;
-mod script;
 
+pub use crate::proto::shard::root::{MAX_SHARDS, ROOT_FORMAT as SHARDED_FORMAT};
+use crate::proto::shard::{root, script};
 pub use batch::ShardedBatch;
 pub use build::ShardableBuilder;
 pub use create::{ShardPlan, ShardedBuilder, DEFAULT_CREATE_LEASE};
-pub use root::{MAX_SHARDS, ROOT_FORMAT as SHARDED_FORMAT};
 
 use crate::error::{Error, Result};
 use crate::handle::{Filter, FilterKind};
@@ -89,7 +88,7 @@ fn read_meta<C: redis::ConnectionLike + ?Sized>(
     meta: &str,
 ) -> Result<std::collections::BTreeMap<String, String>> {
     let v = match conn
-        .req_command(redis::cmd("HGETALL").arg(meta))
+        .req_command(&script::read_record(meta))
         .and_then(redis::Value::extract_error)
     {
         Ok(v) => v,
@@ -181,10 +180,7 @@ impl<K: FilterKind> ShardedFilter<K> {
             other => return other.map(Self::single),
         }
         let keys = Keys::new(FilterName::existing(name)?);
-        let v: redis::Value = redis::cmd("HGETALL")
-            .arg(keys.meta())
-            .query_async(conn)
-            .await?;
+        let v: redis::Value = script::read_record(keys.meta()).query_async(conn).await?;
         let v = v.extract_error()?;
         let fields = script::hash_fields(&v)
             .ok_or_else(|| Error::UnexpectedReply(format!("HGETALL {}: {v:?}", keys.meta())))?;

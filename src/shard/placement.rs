@@ -3,7 +3,7 @@
 //! tags that put shard `j` on master `j mod M`. Pure: the reply comes in
 //! as a `redis::Value`, the random tags from the caller.
 
-use super::root::shard_name;
+use crate::proto::shard::root::shard_name;
 use redis::Value;
 
 /// Slots of a Redis Cluster.

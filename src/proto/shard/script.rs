@@ -116,6 +116,29 @@ pub fn set_kind(meta: &str, uid: &str, kind: crate::metadata::Kind) -> redis::Cm
     inv
 }
 
+/// Reads a root record (or a shard's metadata): `HGETALL`, decoded by
+/// [`hash_fields`].
+pub fn read_record(key: &str) -> redis::Cmd {
+    let mut cmd = redis::cmd("HGETALL");
+    cmd.arg(key);
+    cmd
+}
+
+/// Whether `key` exists (a restore's target must not).
+pub fn exists(key: &str) -> redis::Cmd {
+    let mut cmd = redis::cmd("EXISTS");
+    cmd.arg(key);
+    cmd
+}
+
+/// The cluster's slot ranges and their masters, decoded by
+/// `shard::placement`.
+pub fn cluster_slots() -> redis::Cmd {
+    let mut cmd = redis::cmd("CLUSTER");
+    cmd.arg("SLOTS");
+    cmd
+}
+
 fn text(v: &Value) -> Option<String> {
     match v {
         Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
