@@ -187,6 +187,55 @@ fn sharded(cluster: &RedisCluster, url: &str) {
     assert!(out.stdout.lines().any(|l| l == "sh"), "{out:?}");
     assert!(!out.stdout.contains(":shard:"), "{out:?}");
 
+    // metrics: one sample per filter, the shards' totals; clear empties
+    // every shard.
+    r(&[
+        "create",
+        "shc",
+        "--kind",
+        "bloom",
+        "--capacity",
+        "3000",
+        "--shards",
+        "3",
+    ])
+    .ok();
+    let input: String = (0..300).map(|i| format!("c{i}\n")).collect();
+    bin::rotabloom(&["--redis", url, "add", "shc"], &[], input.as_bytes()).ok();
+    let items = |name: &str| -> u64 {
+        let out = r(&["status", name, "--json"]).ok();
+        let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        doc["filters"][0]["items"].as_u64().unwrap()
+    };
+    let n = items("shc");
+    assert!(n > 290, "{n} of 300 counted");
+    let out = r(&["metrics", "shc"]).ok();
+    let samples: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("rotabloom_items{") && l.contains("filter=\"shc\""))
+        .collect();
+    assert_eq!(samples.len(), 1, "{out:?}");
+    assert!(
+        samples[0].ends_with(&format!(" {n}")),
+        "{samples:?} (status says {n})"
+    );
+    assert!(!out.stdout.contains(":shard:"), "{out:?}");
+    let out = r(&["clear", "shc", "--yes"]).ok();
+    assert!(out.stdout.contains("cleared"), "{out:?}");
+    assert_eq!(items("shc"), 0);
+    let out = bin::rotabloom(
+        &["--redis", url, "check", "shc", "--absent"],
+        &[],
+        input.as_bytes(),
+    )
+    .ok();
+    assert_eq!(
+        out.stdout.lines().count(),
+        300,
+        "every item absent after clear: {out:?}"
+    );
+
     // A circular sharded filter rotates every shard.
     let circular = |name: &str, extra: &[&str]| {
         let mut args = vec!["create", name, "--kind", "circular", "--generations", "2"];
@@ -265,7 +314,7 @@ fn sharded(cluster: &RedisCluster, url: &str) {
     sharded_dump_expand_convert(url, cluster);
 
     // drop takes the whole, the missing shard notwithstanding.
-    for name in ["sh", "shenv", "shw"] {
+    for name in ["sh", "shenv", "shw", "shc"] {
         r(&["drop", name, "--yes"]).ok();
     }
     for node in cluster.nodes() {
