@@ -333,7 +333,7 @@ fn the_documented_commands_cover_every_command_a_script_calls() {
     let files = std::fs::read_dir(src.join("lua"))
         .unwrap()
         .map(|e| e.unwrap().path())
-        .chain([src.join("shard/script.rs")]);
+        .chain([src.join("proto/shard/script.rs")]);
     for path in files {
         let text = std::fs::read_to_string(&path).unwrap();
         for call in text
