@@ -82,21 +82,13 @@ impl<K: FilterKind> std::fmt::Debug for ShardedFilter<K> {
     }
 }
 
-/// Reads the hash under `meta`: its fields (empty when it does not exist).
+/// Reads the hash under `meta`: its fields (empty when it does not exist
+/// or is not a hash).
 fn read_meta<C: redis::ConnectionLike + ?Sized>(
     conn: &mut C,
     meta: &str,
 ) -> Result<std::collections::BTreeMap<String, String>> {
-    let v = match conn
-        .req_command(&script::read_record(meta))
-        .and_then(redis::Value::extract_error)
-    {
-        Ok(v) => v,
-        // Not a hash: no root; the ordinary open says what it is.
-        Err(e) if e.code() == Some("WRONGTYPE") => return Ok(Default::default()),
-        Err(e) => return Err(e.into()),
-    };
-    script::hash_fields(&v).ok_or_else(|| Error::UnexpectedReply(format!("HGETALL {meta}: {v:?}")))
+    script::decode_record(meta, conn.req_command(&script::read_record(meta)))
 }
 
 /// Whether an ordinary open refused `e` because the name holds a root.
@@ -180,10 +172,8 @@ impl<K: FilterKind> ShardedFilter<K> {
             other => return other.map(Self::single),
         }
         let keys = Keys::new(FilterName::existing(name)?);
-        let v: redis::Value = script::read_record(keys.meta()).query_async(conn).await?;
-        let v = v.extract_error()?;
-        let fields = script::hash_fields(&v)
-            .ok_or_else(|| Error::UnexpectedReply(format!("HGETALL {}: {v:?}", keys.meta())))?;
+        let reply = script::read_record(keys.meta()).query_async(conn).await;
+        let fields = script::decode_record(keys.meta(), reply)?;
         let root = ready_root(name, &fields)?;
         let mut shards = Vec::with_capacity(root.shards.len());
         for (j, sub) in root.shards.iter().enumerate() {

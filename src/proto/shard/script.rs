@@ -162,6 +162,21 @@ pub fn hash_fields(v: &Value) -> Option<BTreeMap<String, String>> {
     }
 }
 
+/// Decodes the reply to [`read_record`] of `key`: its fields; none when
+/// the key does not exist or holds another type (no root: the ordinary
+/// open says what it is).
+pub fn decode_record(
+    key: &str,
+    reply: redis::RedisResult<Value>,
+) -> Result<BTreeMap<String, String>> {
+    let v = match reply.and_then(Value::extract_error) {
+        Ok(v) => v,
+        Err(e) if e.code() == Some("WRONGTYPE") => return Ok(BTreeMap::new()),
+        Err(e) => return Err(e.into()),
+    };
+    hash_fields(&v).ok_or_else(|| Error::UnexpectedReply(format!("HGETALL {key}: {v:?}")))
+}
+
 /// Decodes the claim step's reply.
 pub fn decode_claim(meta: &str, v: &Value) -> Result<Claim> {
     let bad = || Error::UnexpectedReply(format!("claiming {meta}: {v:?}"));
@@ -228,5 +243,18 @@ mod tests {
             Value::Array(vec![bulk("a")]),
         ]);
         assert!(decode_claim(m, &odd).is_err());
+    }
+
+    #[test]
+    fn a_record_reads_as_its_fields_nothing_when_not_a_hash_and_loud_otherwise() {
+        let map = Value::Array(vec![bulk("format"), bulk("sharded-1")]);
+        let f = decode_record("m", Ok(map)).unwrap();
+        assert_eq!(f.get("format").map(String::as_str), Some("sharded-1"));
+        let wrong = redis::make_extension_error("WRONGTYPE".into(), Some("not a hash".into()));
+        assert!(decode_record("m", Err(wrong)).unwrap().is_empty());
+        assert!(matches!(
+            decode_record("m", Ok(Value::Int(3))),
+            Err(Error::UnexpectedReply(_))
+        ));
     }
 }
