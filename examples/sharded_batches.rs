@@ -5,9 +5,11 @@
 //!
 //! Creates `bench-sharded-SHARDS` (capacity ITEMS at 1%), sends ITEMS new
 //! items as check-and-insert batches of BATCH, each batch split by shard
-//! and sent over CONNS cluster connections at once, and prints one JSON
-//! line: items per second and this process's CPU seconds. The filter is
-//! dropped afterwards.
+//! and sent over CONNS cluster connections at once, or with CONNS = 0 over
+//! a plain connection to each master its shards lie on (each master's
+//! parts side by side in one pipeline), and prints one JSON line: items
+//! per second and this process's CPU seconds. The filter is dropped
+//! afterwards.
 
 use rotabloom::BloomFilter;
 use std::time::Instant;
@@ -45,9 +47,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .error_rate(0.01)
         .shards(shards)
         .create_or_open(&mut conn)?;
-    let mut pool = (0..conns)
-        .map(|_| client.get_connection())
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut pool: Vec<rotabloom::connect::Connection> = if conns == 0 {
+        let url = format!(
+            "redis+cluster://{}",
+            seed.trim_start_matches("redis://").trim_end_matches('/')
+        );
+        let target = rotabloom::connect::Target::parse(&url, Default::default())?;
+        let mut pool = Vec::new();
+        for master in f.group_masters(&mut conn) {
+            pool.push(match master {
+                Some(addr) => target.connect_to(&addr)?,
+                None => target.connect()?,
+            });
+        }
+        pool
+    } else {
+        (0..conns)
+            .map(|_| {
+                client
+                    .get_connection()
+                    .map(|c| rotabloom::connect::Connection::Cluster(Box::new(c)))
+            })
+            .collect::<Result<Vec<_>, _>>()?
+    };
     let cpu0 = cpu_seconds();
     let t0 = Instant::now();
     let mut new = 0usize;

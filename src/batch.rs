@@ -236,6 +236,11 @@ impl IdempotentBatch {
         self.window
     }
 
+    /// The handle's options the batch runs with.
+    pub(crate) fn core(&self) -> &Core {
+        &self.core
+    }
+
     /// How many items the batch holds.
     pub fn len(&self) -> usize {
         self.items.len()
@@ -251,7 +256,12 @@ impl IdempotentBatch {
         self.items.iter().map(Vec::as_slice)
     }
 
-    fn machine(&mut self, op: DataOp) -> Result<impl crate::machine::Machine<Output = Vec<bool>>> {
+    /// The machine of one run of the batch for `op`; its result goes
+    /// through [`settle`](Self::settle).
+    pub(crate) fn machine(
+        &mut self,
+        op: DataOp,
+    ) -> Result<impl crate::machine::Machine<Output = Vec<bool>>> {
         match self.op {
             Some(first) if first != op => {
                 return Err(Error::InvalidParameter {
@@ -283,7 +293,7 @@ impl IdempotentBatch {
     /// A run's result, as the delivery makes it: at least once, a run that
     /// may have been applied and whose reply was lost makes the next one
     /// answer every item new (check-and-insert) and count them unknown.
-    fn settle(&mut self, op: DataOp, result: Result<Vec<bool>>) -> Result<Vec<bool>> {
+    pub(crate) fn settle(&mut self, op: DataOp, result: Result<Vec<bool>>) -> Result<Vec<bool>> {
         if self.delivery != Delivery::AtLeastOnce {
             return result;
         }

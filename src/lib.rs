@@ -21,6 +21,7 @@ mod handle;
 mod hashing;
 mod info;
 mod items;
+mod joint;
 mod keys;
 pub mod kinds;
 mod legacy;

@@ -65,6 +65,16 @@ impl Request {
         self.push(cmd, Some(script));
     }
 
+    /// Adds `other`'s commands after these, as one round trip (a joint
+    /// request of several machines); it writes if either does.
+    pub fn append(&mut self, other: Request) {
+        for (cmd, script) in other.pipe.cmd_iter().zip(other.scripts) {
+            self.pipe.add_command(cmd.clone());
+            self.scripts.push(script);
+        }
+        self.writes |= other.writes;
+    }
+
     /// How many commands the request holds.
     pub fn len(&self) -> usize {
         self.scripts.len()

@@ -63,6 +63,23 @@ fn sharded_filters_on_one_server() {
     let items: Vec<String> = (0..300).map(|i| format!("s{i}")).collect();
     assert!(all(f.check_and_insert_many(&mut conn, &items).unwrap()));
     assert!(all(f.contains_many(&mut conn, &items).unwrap()));
+    // One connection: the three shards' parts go side by side, in the
+    // round trips of one shard's.
+    let mut counted_conn = counted(server.connection());
+    assert!(all(f.contains_many(&mut counted_conn, &items).unwrap()));
+    let sharded_trips = counted_conn.trips;
+    let alone = BloomFilter::builder("one-alone")
+        .capacity(1000)
+        .create_or_open(&mut conn)
+        .unwrap();
+    alone.insert_many(&mut conn, &items).unwrap();
+    counted_conn.trips = 0;
+    assert!(all(alone.contains_many(&mut counted_conn, &items).unwrap()));
+    assert_eq!(
+        sharded_trips, counted_conn.trips,
+        "round trips, 3 shards against 1"
+    );
+    assert!(alone.drop(&mut conn).unwrap());
     assert!(f.drop(&mut conn).unwrap());
     assert_eq!(
         harness::scan(&mut conn, "rotabloom:*"),
@@ -129,7 +146,134 @@ fn sharded_filters_on_a_cluster() {
     async_batches(&cluster);
     idempotent_batches(&cluster);
     batches_by_master(&cluster);
+    one_pipeline_per_master(&cluster);
     dump_and_restore(&cluster);
+}
+
+/// A real connection that counts its round trips (each packed command or
+/// pipeline it sends and reads back).
+struct Counted<C> {
+    inner: C,
+    trips: usize,
+}
+
+impl<C: redis::ConnectionLike> redis::ConnectionLike for Counted<C> {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> redis::RedisResult<redis::Value> {
+        self.trips += 1;
+        self.inner.req_packed_command(cmd)
+    }
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisResult<Vec<redis::Value>> {
+        self.trips += 1;
+        self.inner.req_packed_commands(cmd, offset, count)
+    }
+    fn get_db(&self) -> i64 {
+        self.inner.get_db()
+    }
+    fn supports_pipelining(&self) -> bool {
+        self.inner.supports_pipelining()
+    }
+    fn check_connection(&mut self) -> bool {
+        self.inner.check_connection()
+    }
+    fn is_open(&self) -> bool {
+        self.inner.is_open()
+    }
+}
+
+fn counted<C>(inner: C) -> Counted<C> {
+    Counted { inner, trips: 0 }
+}
+
+/// With a plain connection to each master (`group_masters`,
+/// `Target::connect_to`), a master's shards go side by side: a batch
+/// costs each master's connection the round trips one shard's part costs
+/// alone, whatever the number of shards on it. A connection given for the
+/// wrong master applies nothing (MOVED): a retryable error, and the batch
+/// run again on the right ones answers every item new exactly once.
+fn one_pipeline_per_master(cluster: &RedisCluster) {
+    let mut conn = cluster.connection();
+    let f = BloomFilter::builder("pipes")
+        .capacity(60_000)
+        .shards(6)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let alone = BloomFilter::builder("pipes-alone")
+        .capacity(10_000)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let seed = cluster.nodes()[0].url();
+    let url = format!(
+        "redis+cluster://{}",
+        seed.trim_start_matches("redis://").trim_end_matches('/')
+    );
+    let target = rotabloom::connect::Target::parse(&url, Default::default()).unwrap();
+    let masters = f.group_masters(&mut conn);
+    let groups = f.shards_by_master(&mut conn);
+    assert_eq!(masters.len(), groups.len());
+    assert!(masters.len() >= 2, "{masters:?}");
+    let link =
+        |addr: &Option<String>| counted(target.connect_to(addr.as_deref().unwrap()).unwrap());
+    let mut conns: Vec<_> = masters.iter().map(link).collect();
+
+    // What one shard's part costs alone, on a plain connection to its
+    // master (scripts loaded: the second batch is measured).
+    let alone_addr = ShardedFilter::single(alone.clone())
+        .masters(&mut conn)
+        .unwrap()[0]
+        .clone()
+        .unwrap();
+    let mut one = counted(target.connect_to(&alone_addr).unwrap());
+    let items: Vec<String> = (0..6000).map(|i| format!("p{i}")).collect();
+    for part in [&items[..500], &items[500..1000]] {
+        one.trips = 0;
+        let mut b = alone.idempotent_batch(part);
+        assert!(all(b.check_and_insert(&mut one).unwrap()));
+    }
+    let per_part = one.trips;
+    assert!(per_part >= 1);
+
+    // Every master's shards hold part of each batch; the second is measured.
+    for half in items.chunks(3000) {
+        conns.iter_mut().for_each(|c| c.trips = 0);
+        let mut batch = f.idempotent_batch(half);
+        assert!(all(batch.check_and_insert_on(&mut conns).unwrap()));
+    }
+    for (g, c) in groups.iter().zip(&conns) {
+        assert!(
+            (1..=per_part).contains(&c.trips),
+            "master of shards {g:?}: {} round trips for a batch, one shard alone takes {per_part}",
+            c.trips
+        );
+    }
+    assert!(
+        groups.iter().any(|g| g.len() > 1),
+        "some master holds several shards: {groups:?}"
+    );
+
+    // Connections given to the wrong masters: refused, nothing applied.
+    let count = f.count(&mut conn).unwrap();
+    let fresh: Vec<String> = (0..3000).map(|i| format!("q{i}")).collect();
+    conns.rotate_left(1);
+    let mut batch = f.idempotent_batch(&fresh);
+    let e = batch.check_and_insert_on(&mut conns).unwrap_err();
+    assert!(e.is_retryable(), "{e}");
+    assert!(e.to_string().to_lowercase().contains("moved"), "{e}");
+    assert_eq!(
+        f.count(&mut conn).unwrap(),
+        count,
+        "a refused part wrote nothing"
+    );
+    // Run again on the right ones: every item new, once.
+    let mut conns: Vec<_> = f.group_masters(&mut conn).iter().map(link).collect();
+    assert!(all(batch.check_and_insert_on(&mut conns).unwrap()));
+    assert_eq!(f.count(&mut conn).unwrap(), count + 3000);
+    assert!(f.drop(&mut conn).unwrap());
+    assert!(alone.drop(&mut conn).unwrap());
 }
 
 /// A batch over one connection per master: the shards are grouped by the

@@ -144,6 +144,20 @@ impl Ctx {
     /// Opens the connection: one server, a cluster, or the primary the
     /// Sentinels name. A failure is one line, exit code 3.
     pub fn connect(&self) -> anyhow::Result<Connection> {
+        self.open(|t| t.connect())
+    }
+
+    /// Opens a plain connection to the cluster node at `addr` (a master a
+    /// sharded filter's shards lie on), as [`connect`](Self::connect)
+    /// would; outside a cluster, the usual connection.
+    pub fn connect_to(&self, addr: &str) -> anyhow::Result<Connection> {
+        self.open(|t| t.connect_to(addr))
+    }
+
+    fn open(
+        &self,
+        how: impl FnOnce(&rotabloom::connect::Target) -> Result<Connection, Error>,
+    ) -> anyhow::Result<Connection> {
         let url = self.url.clone()?;
         let target = url
             .target(self.tls.clone())
@@ -155,7 +169,7 @@ impl Ctx {
                  anyone on the path can read and change the traffic",
             );
         }
-        target.connect().map_err(|e| match e {
+        how(&target).map_err(|e| match e {
             Error::Connect { .. } | Error::TimedOut { .. } => anyhow::Error::new(FromUrl {
                 error: e,
                 origin: self.origin.clone(),

@@ -14,16 +14,23 @@ use std::time::Duration;
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
-/// A connection (or several, for a sharded filter's masters) replaced
-/// when it fails.
+/// A connection (and, for a sharded filter, one to each master its
+/// shards lie on) replaced when it fails.
 pub struct Resilient<'a> {
     ctx: &'a Ctx,
-    /// Never empty: the first is made by `connect`, the others when a run
-    /// asks for them.
-    conns: Vec<Connection>,
+    /// The connection everything but a sharded batch goes over.
+    conn: Connection,
+    /// A sharded batch's connections, made by its [`Links`] on first use
+    /// and made again after any reconnection (the masters may have
+    /// changed).
+    links: Option<Vec<Connection>>,
     /// What the lines are called in messages ("lines", "items").
     unit: &'static str,
 }
+
+/// How a batch's connections are made, given the first (which it may ask
+/// where the masters are).
+pub type Links<'l> = &'l dyn Fn(&Ctx, &mut Connection) -> anyhow::Result<Vec<Connection>>;
 
 impl<'a> Resilient<'a> {
     /// Connects (a first failure is not retried: it is usually the URL or
@@ -31,7 +38,8 @@ impl<'a> Resilient<'a> {
     pub fn connect(ctx: &'a Ctx, unit: &'static str) -> anyhow::Result<Resilient<'a>> {
         Ok(Resilient {
             ctx,
-            conns: vec![ctx.connect()?],
+            conn: ctx.connect()?,
+            links: None,
             unit,
         })
     }
@@ -48,17 +56,18 @@ impl<'a> Resilient<'a> {
         len: usize,
         mut batch: impl FnMut(&mut Connection) -> rotabloom::Result<T>,
     ) -> anyhow::Result<T> {
-        self.run_on(first, len, 1, |c| batch(&mut c[0]))
+        self.run_on(first, len, None, |c| batch(&mut c[0]))
     }
 
-    /// [`run`](Self::run) on `want` connections at once (a sharded
-    /// filter's batch sends each master's shards on its own): they are
-    /// made on first use, and all made again after a retryable error.
+    /// [`run`](Self::run) on the connections `links` makes (a sharded
+    /// filter's batch sends each master's shards on its own), or on the
+    /// one connection without: they are made on first use, and all made
+    /// again after a retryable error.
     pub fn run_on<T>(
         &mut self,
         first: u64,
         len: usize,
-        want: usize,
+        links: Option<Links>,
         mut batch: impl FnMut(&mut [Connection]) -> rotabloom::Result<T>,
     ) -> anyhow::Result<T> {
         let what = format!(
@@ -67,7 +76,7 @@ impl<'a> Resilient<'a> {
             self.unit.trim_end_matches('s'),
             first + 1
         );
-        self.retrying(&what, want, |c| batch(c).map_err(anyhow::Error::from))
+        self.retrying(&what, links, |c| batch(c).map_err(anyhow::Error::from))
     }
 
     /// Opens what the run works on (a filter handle), or runs another
@@ -77,7 +86,7 @@ impl<'a> Resilient<'a> {
         &mut self,
         mut open: impl FnMut(&mut Connection) -> anyhow::Result<H>,
     ) -> anyhow::Result<H> {
-        self.retrying("opening the filter", 1, |c| open(&mut c[0]))
+        self.retrying("opening the filter", None, |c| open(&mut c[0]))
             .map_err(|e| match e.downcast::<GaveUp>() {
                 Ok(g) => anyhow::Error::new(Fail {
                     code: 3,
@@ -87,30 +96,43 @@ impl<'a> Resilient<'a> {
             })
     }
 
-    /// Makes connections until there are `want` (at least the first).
-    fn fill(&mut self, want: usize) -> anyhow::Result<()> {
-        while self.conns.len() < want {
-            self.conns.push(self.ctx.connect()?);
+    /// Runs `step` on the connections it asks for: `links`' (made if
+    /// they are not), or the one connection. Returns the reason to retry
+    /// for a retryable failure.
+    fn attempt<T>(
+        &mut self,
+        links: Option<Links>,
+        step: &mut impl FnMut(&mut [Connection]) -> anyhow::Result<T>,
+    ) -> anyhow::Result<Result<T, String>> {
+        let conns = match (links, &mut self.links) {
+            (None, _) => std::slice::from_mut(&mut self.conn),
+            (Some(_), Some(made)) => made.as_mut_slice(),
+            (Some(make), made) => match make(self.ctx, &mut self.conn) {
+                Ok(conns) => made.insert(conns).as_mut_slice(),
+                // A connection of the batch that cannot be made is a
+                // reconnection that failed: retried like one.
+                Err(e) => return Ok(Err(e.to_string())),
+            },
+        };
+        match step(conns) {
+            Ok(v) => Ok(Ok(v)),
+            Err(e) => retryable(e).map(Err),
         }
-        Ok(())
     }
 
     fn retrying<T>(
         &mut self,
         what: &str,
-        want: usize,
+        links: Option<Links>,
         mut step: impl FnMut(&mut [Connection]) -> anyhow::Result<T>,
     ) -> anyhow::Result<T> {
         let mut wait = FIRST_BACKOFF;
         let mut attempt = 0;
-        let mut last = match self.fill(want) {
-            // A connection more that cannot be made is a reconnection
-            // that failed: retried like one.
-            Err(e) => e.to_string(),
-            Ok(()) => match step(&mut self.conns[..want.max(1)]) {
-                Ok(v) => return Ok(v),
-                Err(e) => retryable(e)?,
-            },
+        // A batch's connection that cannot be made is a reconnection that
+        // failed: retried like one.
+        let mut last = match self.attempt(links, &mut step)? {
+            Ok(v) => return Ok(v),
+            Err(why) => why,
         };
         while attempt < self.ctx.retries {
             attempt += 1;
@@ -122,20 +144,17 @@ impl<'a> Resilient<'a> {
             ));
             std::thread::sleep(wait);
             wait = (wait * 2).min(MAX_BACKOFF);
+            self.links = None;
             match self.ctx.connect() {
-                Ok(c) => self.conns = vec![c],
+                Ok(c) => self.conn = c,
                 Err(e) => {
                     last = e.to_string();
                     continue;
                 }
             }
-            if let Err(e) = self.fill(want) {
-                last = e.to_string();
-                continue;
-            }
-            match step(&mut self.conns[..want.max(1)]) {
+            match self.attempt(links, &mut step)? {
                 Ok(v) => return Ok(v),
-                Err(e) => last = retryable(e)?,
+                Err(why) => last = why,
             }
         }
         Err(anyhow::Error::new(GaveUp {

@@ -1,38 +1,33 @@
 //! The handle `filter`, `add` and `load` write with: the filter, and how
 //! many masters its shards lie on. A sharded filter's batch is cut so that
-//! each shard's part is about `--batch` lines, and goes over one
-//! connection per master, the masters at once: a batch costs the round
-//! trips of its busiest master, not those of every shard.
+//! each shard's part is about `--batch` lines, and goes over a plain
+//! connection to each master, its shards' parts side by side in one
+//! pipeline, the masters at once: a batch costs one round trip per master
+//! and step, not one per shard.
 
 use crate::connect::{Ctx, Sharded};
 use crate::pipeline::{Handle, Job};
-use crate::resilient::Resilient;
+use crate::resilient::{Links, Resilient};
 use rotabloom::connect::Connection;
 use rotabloom::ShardedBatch;
 
-/// A filter to write to, and the connections a batch of it goes over.
+/// A filter to write to.
 #[derive(Clone)]
 pub struct Writer {
     pub f: Sharded,
-    /// Masters the shards lie on (1 when unsharded or outside a cluster).
-    masters: usize,
 }
 
 impl Writer {
-    /// Opens (or creates, from the configuration) the filter `name`, and
-    /// reads which masters serve its shards.
+    /// Opens (or creates, from the configuration) the filter `name`.
     pub fn open(ctx: &Ctx, conn: &mut Connection, name: &str) -> anyhow::Result<Writer> {
-        let f = ctx.open_for_write(conn, name)?;
-        let masters = if f.is_sharded() {
-            f.shards_by_master(conn).len().max(1)
-        } else {
-            1
-        };
-        Ok(Writer { f, masters })
+        Ok(Writer {
+            f: ctx.open_for_write(conn, name)?,
+        })
     }
 
     /// Runs `batch` (the job's lines, prepared) until it succeeds or the
-    /// retries run out: `op` on the batch over one connection per master.
+    /// retries run out: `op` on the batch, over a connection to each
+    /// master when the filter is sharded.
     pub fn run(
         &self,
         redis: &mut Resilient,
@@ -40,7 +35,24 @@ impl Writer {
         batch: &mut ShardedBatch,
         op: fn(&mut ShardedBatch, &mut [Connection]) -> rotabloom::Result<Vec<bool>>,
     ) -> anyhow::Result<Vec<bool>> {
-        redis.run_on(job.first, job.lines.len(), self.masters, |c| op(batch, c))
+        let links = |ctx: &Ctx, conn: &mut Connection| self.links(ctx, conn);
+        let links: Links = &links;
+        let links = self.f.is_sharded().then_some(links);
+        redis.run_on(job.first, job.lines.len(), links, |c| op(batch, c))
+    }
+
+    /// A plain connection to each master the shards lie on, in the order
+    /// of the filter's groups (read on `conn` when the filter does not
+    /// know them: at first, and after a failed batch).
+    fn links(&self, ctx: &Ctx, conn: &mut Connection) -> anyhow::Result<Vec<Connection>> {
+        self.f
+            .group_masters(conn)
+            .iter()
+            .map(|master| match master {
+                Some(addr) => ctx.connect_to(addr),
+                None => ctx.connect(),
+            })
+            .collect()
     }
 }
 

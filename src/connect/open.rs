@@ -9,7 +9,7 @@ use super::{Connection, Target};
 #[cfg(feature = "cluster")]
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::sentinel::{SentinelClientBuilder, SentinelServerType};
-use redis::{Client, ConnectionInfo, RedisResult, TlsMode, Value};
+use redis::{Client, ConnectionAddr, ConnectionInfo, RedisResult, TlsMode, Value};
 
 impl Target {
     fn tls_mode(&self) -> Option<TlsMode> {
@@ -157,6 +157,49 @@ impl Target {
             Deployment::Cluster(_) => return Err(self.unsupported("cluster")),
             Deployment::Sentinel { .. } => self.primary_client().and_then(single),
         };
+        conn.map_err(|e| self.failed(&e))
+    }
+
+    /// Opens a blocking connection to the cluster node at `addr`
+    /// (`host:port`, as [`ShardedFilter::group_masters`](crate::ShardedFilter::group_masters)
+    /// names it) with the target's credentials, TLS and timeouts: a plain
+    /// connection, which pipelines, where a cluster connection sends every
+    /// command alone. It follows no redirection: a key the node does not
+    /// serve is refused with `MOVED`, unapplied. Any other target opens
+    /// its usual connection.
+    pub fn connect_to(&self, addr: &str) -> Result<Connection, crate::error::Error> {
+        let Deployment::Cluster(nodes) = &self.deployment else {
+            return self.connect();
+        };
+        let bad = || crate::error::Error::InvalidParameter {
+            name: "addr",
+            reason: format!("{addr:?} is not host:port"),
+        };
+        let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
+        let port: u16 = port.parse().map_err(|_| bad())?;
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let first = nodes.first().ok_or_else(bad)?;
+        let at = match first.addr().clone() {
+            ConnectionAddr::TcpTls {
+                insecure,
+                tls_params,
+                ..
+            } => ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure,
+                tls_params,
+            },
+            _ => ConnectionAddr::Tcp(host, port),
+        };
+        let conn = self.client(first.clone().set_addr(at)).and_then(|client| {
+            let mut conn = client.get_connection_with_timeout(self.connect_timeout)?;
+            self.ping(&mut conn)?;
+            Ok(Connection::Single(conn))
+        });
         conn.map_err(|e| self.failed(&e))
     }
 

@@ -152,6 +152,33 @@ impl Error {
 }
 
 impl Error {
+    /// The same failure for another operation it stopped (the other
+    /// shards of a joint request whose connection failed): as retryable
+    /// as this one, so that each of them knows its reply may be lost.
+    pub(crate) fn again(&self) -> Error {
+        match self {
+            Error::Redis(RedisError(e)) => Error::Redis(RedisError(e.clone())),
+            Error::ReplicasTimeout {
+                acked,
+                wanted,
+                timeout_ms,
+            } => Error::ReplicasTimeout {
+                acked: *acked,
+                wanted: *wanted,
+                timeout_ms: *timeout_ms,
+            },
+            Error::TimedOut { target, after } => Error::TimedOut {
+                target: target.clone(),
+                after: *after,
+            },
+            Error::Contention { name, retries } => Error::Contention {
+                name: name.clone(),
+                retries: *retries,
+            },
+            other => Error::Internal(other.to_string()),
+        }
+    }
+
     /// Whether trying the same call again later may succeed: connection
     /// failures, timeouts, a server that is loading or busy, cluster
     /// reconfiguration, and contention between processes.
@@ -197,6 +224,28 @@ impl Error {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_failure_said_again_is_as_retryable() {
+        let io = redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        let cases = [
+            super::Error::from(io),
+            super::Error::ReplicasTimeout {
+                acked: 0,
+                wanted: 1,
+                timeout_ms: 5,
+            },
+            super::Error::Contention {
+                name: "f".into(),
+                retries: 3,
+            },
+            super::Error::Internal("x".into()),
+        ];
+        for e in cases {
+            assert_eq!(e.again().is_retryable(), e.is_retryable(), "{e}");
+            assert!(e.again().to_string().contains(&e.to_string()), "{e}");
+        }
+    }
+
     use super::*;
     use redis::{make_extension_error, ErrorKind};
 

@@ -4,14 +4,15 @@
 //! reply, in this process or after a restart), is answered again by every
 //! shard's record: exactly once per shard.
 
-use super::fanout::{by_master, merge, split, NodeMap};
+use super::fanout::{by_master, merge, served, side_by_side, split, NodeMap, Served};
 use super::ShardedFilter;
 use crate::batch::IdempotentBatch;
 use crate::error::{Error, Result};
 use crate::handle::FilterKind;
 use crate::items::Items;
+use crate::proto::script::DataOp;
 use crate::proto::shard::root::Root;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The longest token a sharded batch takes: its shards' tokens add
@@ -38,6 +39,58 @@ pub struct ShardedBatch {
     /// What every shard's batch was made with: an empty batch, with no
     /// shard's batch, still answers it.
     delivery: crate::batch::Delivery,
+}
+
+/// Each shard's batch behind a lock, so that the one thread that runs it
+/// can take it: the lock is never contended, it only hands the batch over.
+fn cells(batches: &mut [Option<IdempotentBatch>]) -> Vec<Mutex<Option<&mut IdempotentBatch>>> {
+    batches.iter_mut().map(|b| Mutex::new(b.as_mut())).collect()
+}
+
+/// Runs the batches of shards `list` side by side on `conn` (one pipeline
+/// a round); each shard's result is settled by its own batch (at least
+/// once, a lost reply makes it count its items unknown).
+fn serve<C: redis::ConnectionLike + ?Sized>(
+    cells: &[Mutex<Option<&mut IdempotentBatch>>],
+    root: &Option<Arc<Root>>,
+    list: &[usize],
+    conn: &mut C,
+    op: DataOp,
+) -> Served<Vec<bool>> {
+    let named = |j, e| ShardedBatch::shard_error(root, j, e);
+    let fail = |e: Error| (Vec::new(), Some(e));
+    let mut held = Vec::with_capacity(list.len());
+    for &j in list {
+        match cells[j].lock() {
+            Ok(g) if g.is_some() => held.push(g),
+            _ => return fail(Error::Internal(format!("shard {j} has no part to send"))),
+        }
+    }
+    let mut machines = Vec::with_capacity(list.len());
+    for (g, &j) in held.iter_mut().zip(list) {
+        match g.as_mut().map(|b| b.machine(op)) {
+            Some(Ok(m)) => machines.push(m),
+            Some(Err(e)) => return fail(named(j, e)),
+            None => return fail(Error::Internal(format!("shard {j} has no part to send"))),
+        }
+    }
+    let Some(core) = held
+        .first()
+        .and_then(|g| g.as_ref())
+        .map(|b| b.core().clone())
+    else {
+        return (Vec::new(), None);
+    };
+    let results = side_by_side(&core, conn, list, machines);
+    let settled = results
+        .into_iter()
+        .zip(held.iter_mut())
+        .map(|((j, r), g)| match g.as_mut() {
+            Some(b) => (j, b.settle(op, r)),
+            None => (j, r),
+        })
+        .collect();
+    served(settled, named)
 }
 
 /// Shard `j`'s token of a batch under `token`.
@@ -185,28 +238,38 @@ impl ShardedBatch {
         }
     }
 
+    /// The shards with a part that has not answered yet.
+    fn todo(&self) -> Vec<bool> {
+        self.batches
+            .iter()
+            .zip(&self.answers)
+            .map(|(b, a)| b.is_some() && a.is_none())
+            .collect()
+    }
+
+    /// Runs every shard's batch that has not answered on `conn`, side by
+    /// side (one pipeline a round).
     fn run<C: redis::ConnectionLike + ?Sized>(
         &mut self,
         conn: &mut C,
-        op: fn(&mut IdempotentBatch, &mut C) -> Result<Vec<bool>>,
+        op: DataOp,
     ) -> Result<Vec<bool>> {
-        for (j, b) in self.batches.iter_mut().enumerate() {
-            if let (Some(b), None) = (b, &self.answers[j]) {
-                let answered = op(b, conn).map_err(|e| Self::shard_error(&self.root, j, e))?;
-                self.answers[j] = Some(answered);
-            }
-        }
-        self.merged()
+        let todo = self.todo();
+        let list: Vec<usize> = (0..todo.len()).filter(|&j| todo[j]).collect();
+        let cells = cells(&mut self.batches);
+        let served = serve(&cells, &self.root, &list, conn, op);
+        drop(cells);
+        self.keep(served)
     }
 
     /// [`run`](Self::run) over several connections, each master's shards
-    /// on one of them, the masters at once. A shard that answered keeps
-    /// its answers whatever another did: a run again sends only to those
-    /// that did not.
+    /// side by side on one of them, the masters at once. A shard that
+    /// answered keeps its answers whatever another did: a run again sends
+    /// only to those that did not.
     fn run_on<C: redis::ConnectionLike + Send>(
         &mut self,
         conns: &mut [C],
-        op: fn(&mut IdempotentBatch, &mut C) -> Result<Vec<bool>>,
+        op: DataOp,
     ) -> Result<Vec<bool>> {
         let n = conns.len();
         let Some(first) = conns.first_mut() else {
@@ -219,30 +282,19 @@ impl ShardedBatch {
             return self.run(first, op);
         }
         let groups = self.nodes.groups(first);
-        let todo: Vec<bool> = self
-            .batches
-            .iter()
-            .zip(&self.answers)
-            .map(|(b, a)| b.is_some() && a.is_none())
-            .collect();
-        // Each shard's batch is taken by the one thread that runs it: the
-        // lock is never contended, it only hands the batch over.
-        let cells: Vec<std::sync::Mutex<Option<&mut IdempotentBatch>>> = self
-            .batches
-            .iter_mut()
-            .map(|b| std::sync::Mutex::new(b.as_mut()))
-            .collect();
+        let todo = self.todo();
+        let cells = cells(&mut self.batches);
         let root = &self.root;
-        let (answered, error) = by_master(&groups, &todo, conns, |j, conn| {
-            let mut cell = cells[j]
-                .lock()
-                .map_err(|_| Error::Internal(format!("shard {j}'s batch was poisoned")))?;
-            let b = cell
-                .as_mut()
-                .ok_or_else(|| Error::Internal(format!("shard {j} has no part to send")))?;
-            op(b, conn).map_err(|e| Self::shard_error(root, j, e))
+        let served = by_master(&groups.groups, &todo, conns, |list, conn| {
+            serve(&cells, root, list, conn, op)
         });
         drop(cells);
+        self.keep(served)
+    }
+
+    /// Keeps the answers of the shards that gave them; after an error, the
+    /// masters are read again by the next run.
+    fn keep(&mut self, (answered, error): Served<Vec<bool>>) -> Result<Vec<bool>> {
         for (j, a) in answered {
             self.answers[j] = Some(a);
         }
@@ -271,13 +323,13 @@ impl ShardedBatch {
         &mut self,
         conn: &mut C,
     ) -> Result<Vec<bool>> {
-        self.run(conn, |b, c| b.check_and_insert(c))
+        self.run(conn, DataOp::CheckAdd)
     }
 
     /// Insert of every item, shard by shard (see
     /// [`check_and_insert`](Self::check_and_insert)).
     pub fn insert<C: redis::ConnectionLike + ?Sized>(&mut self, conn: &mut C) -> Result<Vec<bool>> {
-        self.run(conn, |b, c| b.insert(c))
+        self.run(conn, DataOp::Add)
     }
 
     /// [`check_and_insert`](Self::check_and_insert) over several
@@ -300,7 +352,7 @@ impl ShardedBatch {
         &mut self,
         conns: &mut [C],
     ) -> Result<Vec<bool>> {
-        self.run_on(conns, |b, c| b.check_and_insert(c))
+        self.run_on(conns, DataOp::CheckAdd)
     }
 
     /// [`insert`](Self::insert) over several connections at once (see
@@ -309,6 +361,6 @@ impl ShardedBatch {
         &mut self,
         conns: &mut [C],
     ) -> Result<Vec<bool>> {
-        self.run_on(conns, |b, c| b.insert(c))
+        self.run_on(conns, DataOp::Add)
     }
 }

@@ -1,15 +1,20 @@
 //! A batch split by shard, its parts sent at once, the answers put back in
 //! input order. Splitting, merging and grouping shards by master are pure
-//! (`split`, `merge`, `placement::group_by_master`); the sending is one
-//! scoped thread per master's group of shards (blocking) or one future per
+//! (`split`, `merge`, `placement::group_by_master`, the joint machine); the
+//! sending is one scoped thread per master's group of shards, whose
+//! machines run side by side in one pipeline (blocking), or one future per
 //! shard (async).
 
 use super::placement;
 use super::ShardedFilter;
+use crate::engine::{operation, Core};
 use crate::error::{Error, Result};
-use crate::handle::{Filter, FilterKind};
+use crate::handle::FilterKind;
 use crate::hashing::ItemHash;
 use crate::items::Items;
+use crate::joint::Joint;
+use crate::machine::Machine;
+use crate::proto::script::DataOp;
 use std::sync::{Arc, RwLock};
 
 /// Shards' answers: the shard, and its part's answers in order.
@@ -68,7 +73,15 @@ pub(super) fn merge(len: usize, parts: &[Vec<usize>], answers: Answers) -> Resul
 pub(super) struct NodeMap {
     /// Each shard's slot.
     slots: Vec<u16>,
-    groups: RwLock<Option<Arc<Vec<Vec<usize>>>>>,
+    groups: RwLock<Option<Arc<Grouping>>>,
+}
+
+/// The shards of each master, and each group's master (`host:port`, none
+/// for the group of shards no master serves, or outside a cluster).
+#[derive(Debug)]
+pub(super) struct Grouping {
+    pub groups: Vec<Vec<usize>>,
+    pub addrs: Vec<Option<String>>,
 }
 
 impl NodeMap {
@@ -83,21 +96,36 @@ impl NodeMap {
     /// on `conn` once and kept. A server that refuses `CLUSTER SLOTS` (an
     /// ACL, a proxy) gets one group per shard, spread over the connections
     /// given.
-    pub(super) fn groups<C: redis::ConnectionLike + ?Sized>(
-        &self,
-        conn: &mut C,
-    ) -> Arc<Vec<Vec<usize>>> {
-        if let Some(g) = self.groups.read().ok().and_then(|g| g.clone()) {
-            return g;
+    pub(super) fn groups<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Arc<Grouping> {
+        match self.groups.read().ok().and_then(|g| g.clone()) {
+            Some(g) => g,
+            None => self.read(conn),
         }
-        let groups = Arc::new(match super::create::cluster_masters(conn) {
-            Ok(masters) => placement::group_by_master(&masters, &self.slots),
-            Err(_) => (0..self.slots.len()).map(|j| vec![j]).collect(),
+    }
+
+    /// The shards of each master, read on `conn` now and kept.
+    pub(super) fn read<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Arc<Grouping> {
+        let grouping = Arc::new(match super::create::cluster_masters(conn) {
+            Ok(masters) => {
+                let groups = placement::group_by_master(&masters, &self.slots);
+                let addrs = groups
+                    .iter()
+                    .map(|g| {
+                        let slot = g.first().map(|&j| self.slots[j])?;
+                        placement::master_of(&masters, slot).map(|m| m.addr.clone())
+                    })
+                    .collect();
+                Grouping { groups, addrs }
+            }
+            Err(_) => Grouping {
+                groups: (0..self.slots.len()).map(|j| vec![j]).collect(),
+                addrs: vec![None; self.slots.len()],
+            },
         });
         if let Ok(mut g) = self.groups.write() {
-            *g = Some(Arc::clone(&groups));
+            *g = Some(Arc::clone(&grouping));
         }
-        groups
+        grouping
     }
 
     /// Forgets the groups: the next batch reads the cluster again.
@@ -109,19 +137,20 @@ impl NodeMap {
 }
 
 /// What one connection's shards gave: their answers, and the error that
-/// stopped it.
+/// stopped one of them (or the connection).
 pub(super) type Served<T> = (Vec<(usize, T)>, Option<Error>);
 
-/// Runs `work` for every shard of `todo` (shard indices), a master's group
-/// of shards on one connection, back to back: group `g` on
+/// Runs `work` for the shards of `todo` (shard indices), a master's group
+/// of shards on one connection at once (`work` is given the list, and runs
+/// the shards' machines side by side: see [`side_by_side`]): group `g` on
 /// `conns[g % conns.len()]`, each connection in use in its own thread
-/// (this one included). A connection stops at its first error. Returns
-/// the answers of the shards that gave them, and the first error.
+/// (this one included). Returns the answers of the shards that gave them,
+/// and the first error.
 pub(super) fn by_master<C, T>(
     groups: &[Vec<usize>],
     todo: &[bool],
     conns: &mut [C],
-    work: impl Fn(usize, &mut C) -> Result<T> + Sync,
+    work: impl Fn(&[usize], &mut C) -> Served<T> + Sync,
 ) -> Served<T>
 where
     C: redis::ConnectionLike + Send,
@@ -132,27 +161,17 @@ where
     for (g, shards) in groups.iter().enumerate() {
         lists[g % n].extend(shards.iter().copied().filter(|&j| todo[j]));
     }
-    let serve = |list: &[usize], conn: &mut C| {
-        let mut out = Vec::with_capacity(list.len());
-        for &j in list {
-            match work(j, conn) {
-                Ok(a) => out.push((j, a)),
-                Err(e) => return (out, Some(e)),
-            }
-        }
-        (out, None)
-    };
     let mut busy = conns.iter_mut().zip(&lists).filter(|(_, l)| !l.is_empty());
     let Some((own_conn, own_list)) = busy.next() else {
         return (Vec::new(), None);
     };
     let results: Vec<Served<T>> = std::thread::scope(|scope| {
-        let serve = &serve;
+        let work = &work;
         let handles: Vec<_> = busy
-            .map(|(conn, list)| scope.spawn(move || serve(list, conn)))
+            .map(|(conn, list)| scope.spawn(move || work(list, conn)))
             .collect();
         // This thread serves one connection itself: one spawn fewer.
-        let mut results = vec![serve(own_list, own_conn)];
+        let mut results = vec![work(own_list, own_conn)];
         results.extend(handles.into_iter().map(|h| {
             h.join().unwrap_or_else(|_| {
                 let e = Error::Internal("a shard's sending thread panicked".into());
@@ -170,16 +189,51 @@ where
     (answers, first_error)
 }
 
-fn run<K: FilterKind, C: redis::ConnectionLike>(
-    f: &Filter<K>,
+/// Runs the machines of shards `list` (in that order) side by side on
+/// `conn`, with `core`'s options: every round of theirs is one pipeline,
+/// so a master's shards cost the round trips of one. Each shard keeps its
+/// own result; an error of the connection itself is every shard's (each
+/// may have been applied with its reply lost).
+pub(super) fn side_by_side<M, C>(
+    core: &Core,
     conn: &mut C,
-    op: Op,
-    items: Vec<&[u8]>,
-) -> Result<Vec<bool>> {
-    match op {
-        Op::Insert => f.insert_many(conn, items),
-        Op::Contains => f.contains_many(conn, items),
-        Op::CheckAndInsert => f.check_and_insert_many(conn, items),
+    list: &[usize],
+    machines: Vec<M>,
+) -> Vec<(usize, Result<M::Output>)>
+where
+    M: Machine,
+    C: redis::ConnectionLike + ?Sized,
+{
+    match core.run(conn, Joint::new(machines)) {
+        Ok(results) => list.iter().copied().zip(results).collect(),
+        Err(e) => list.iter().map(|&j| (j, Err(e.again()))).collect(),
+    }
+}
+
+/// The answers of the shards that gave them and the first error, each
+/// error named by `named` after its shard.
+pub(super) fn served<T>(
+    results: Vec<(usize, Result<T>)>,
+    named: impl Fn(usize, Error) -> Error,
+) -> Served<T> {
+    let mut answers = Vec::with_capacity(results.len());
+    let mut error = None;
+    for (j, r) in results {
+        match r {
+            Ok(a) => answers.push((j, a)),
+            Err(e) => error = error.or(Some(named(j, e))),
+        }
+    }
+    (answers, error)
+}
+
+impl Op {
+    fn data(self) -> DataOp {
+        match self {
+            Op::Insert => DataOp::Add,
+            Op::Contains => DataOp::Has,
+            Op::CheckAndInsert => DataOp::CheckAdd,
+        }
     }
 }
 
@@ -191,8 +245,9 @@ impl<K: FilterKind> ShardedFilter<K> {
             .collect()
     }
 
-    /// Sends the batch: each master's shards' parts on one connection,
-    /// back to back, the masters at once (see [`by_master`]).
+    /// Sends the batch: each master's shards' parts side by side on one
+    /// connection (one pipeline a round), the masters at once (see
+    /// [`by_master`]).
     pub(super) fn fan<C, I>(&self, conns: &mut [C], op: Op, items: I) -> Result<Vec<bool>>
     where
         C: redis::ConnectionLike + Send,
@@ -208,21 +263,25 @@ impl<K: FilterKind> ShardedFilter<K> {
                 reason: "no connection given".into(),
             });
         };
-        if s == 1 {
-            let all = Self::part(&items, &(0..items.len()).collect::<Vec<_>>());
-            return run(&self.shards[0], first, op, all);
-        }
         let parts = split(&items, s as u32);
         let todo: Vec<bool> = parts.iter().map(|p| !p.is_empty()).collect();
-        let groups = if n == 1 {
+        let groups = if n == 1 || s == 1 {
             // One connection: no need to know the masters.
-            Arc::new(vec![(0..s).collect()])
+            vec![(0..s).collect()]
         } else {
-            self.nodes.groups(first)
+            self.nodes.groups(first).groups.clone()
         };
-        let (answers, error) = by_master(&groups, &todo, conns, |j, conn| {
-            run(&self.shards[j], conn, op, Self::part(&items, &parts[j]))
-                .map_err(|e| self.shard_error(j, e))
+        let (answers, error) = by_master(&groups, &todo, conns, |list, conn| {
+            let machines = list
+                .iter()
+                .map(|&j| {
+                    let part = Self::part(&items, &parts[j]);
+                    operation::data(&self.shards[j].core, op.data(), part, None)
+                })
+                .collect();
+            let core = &self.shards[list.first().copied().unwrap_or_default()].core;
+            let results = side_by_side(core, conn, list, machines);
+            served(results, |j, e| self.shard_error(j, e))
         });
         if let Some(e) = error {
             self.nodes.forget();

@@ -336,10 +336,12 @@ impl<K: FilterKind> ShardedFilter<K> {
     /// [`insert_many`](Self::insert_many) over several connections at
     /// once: the shards are grouped by the master that serves them
     /// ([`shards_by_master`](Self::shards_by_master), read once per handle),
-    /// each master's parts go on one connection back to back (group `g` on
+    /// each master's parts go on one connection side by side (group `g` on
     /// `conns[g % conns.len()]`), each connection in use in its own thread.
-    /// Give one cluster connection per master: a batch then costs the
-    /// round trips of its busiest master, not those of every shard.
+    /// Give a plain connection to each master
+    /// ([`group_masters`](Self::group_masters)): a batch then costs one
+    /// pipeline per master and step, the masters at once. On cluster
+    /// connections every command goes alone.
     pub fn insert_many_on<C, I>(&self, conns: &mut [C], items: I) -> Result<Vec<bool>>
     where
         C: redis::ConnectionLike + Send,
@@ -396,9 +398,47 @@ impl<K: FilterKind> ShardedFilter<K> {
         }
         self.nodes
             .groups(conn)
+            .groups
             .iter()
             .map(|g| g.iter().map(|&j| j as u32).collect())
             .collect()
+    }
+
+    /// The master (`host:port`) of each group of shards, read from the
+    /// cluster now (`CLUSTER SLOTS`: after a failover, the new masters) and
+    /// kept for the `*_on` batches, which send group `g` on `conns[g]`:
+    /// `None` for a group no master serves (outside a cluster, or when
+    /// `CLUSTER SLOTS` is refused). Give the `*_on` methods a plain
+    /// connection to each ([`Target::connect_to`](crate::connect::Target::connect_to)):
+    /// each master's shards then go in one pipeline per step, where a
+    /// cluster connection sends every command alone. A master that no
+    /// longer serves a shard (after a resharding or a failover) refuses its
+    /// part with `MOVED`, unapplied: a retryable error, after which the
+    /// groups are read again.
+    ///
+    /// ```no_run
+    /// # fn demo(target: &rotabloom::connect::Target) -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut conn = target.connect()?;
+    /// let f = rotabloom::ShardedFilter::<rotabloom::kinds::Bloom>::open(&mut conn, "crawl")?;
+    /// let mut conns = Vec::new();
+    /// for master in f.group_masters(&mut conn) {
+    ///     conns.push(match master {
+    ///         Some(addr) => target.connect_to(&addr)?,
+    ///         None => target.connect()?,
+    ///     });
+    /// }
+    /// let mut batch = f.idempotent_batch(["a", "b", "c"]);
+    /// let new = batch.check_and_insert_on(&mut conns)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn group_masters<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+    ) -> Vec<Option<String>> {
+        if self.shards.len() == 1 {
+            return vec![None];
+        }
+        self.nodes.read(conn).addrs.clone()
     }
 
     /// Items inserted, summed over the shards.
