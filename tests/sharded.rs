@@ -627,6 +627,19 @@ fn a_missing_shard_is_loud(cluster: &RedisCluster) {
     assert!(is_shard_4(&e), "{e}");
     let e = ShardedFilter::<rotabloom::kinds::Any>::open(&mut conn, "holed").unwrap_err();
     assert!(is_shard_4(&e), "{e}");
+    // A dump, blocking or async, fails naming the shard.
+    let e = rotabloom::dump::dump(&mut conn, "holed", &mut Vec::new()).unwrap_err();
+    assert!(is_shard_4(&e), "{e}");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let e = rt.block_on(async {
+        let mut aconn = cluster.client().get_async_connection().await.unwrap();
+        rotabloom::dump::dump_async(&mut aconn, "holed", &mut Vec::new()).await
+    });
+    let e = e.unwrap_err();
+    assert!(is_shard_4(&e), "{e}");
     // Items routed elsewhere still answer.
     let elsewhere: Vec<&String> = items.iter().filter(|i| f.shard_of(i) != 4).collect();
     assert!(f

@@ -226,3 +226,76 @@ impl<W: Write> Machine for ShardedDump<W> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hash(pairs: &[(&str, &str)]) -> Option<Replies> {
+        let items = pairs
+            .iter()
+            .flat_map(|(k, v)| [k, v])
+            .map(|t| redis::Value::BulkString(t.as_bytes().to_vec()))
+            .collect();
+        Some(vec![Ok(redis::Value::Array(items))])
+    }
+
+    fn root(state: &str) -> Vec<(&str, &str)> {
+        vec![
+            ("format", "sharded-1"),
+            ("uid", "0123456789abcdef"),
+            ("shards", "2"),
+            ("kind", "bloom"),
+            ("capacity", "1000"),
+            ("state", state),
+            ("created_at", "1700000000000"),
+            ("deadline", "1700000600000"),
+            ("shard.0", "crawl:shard:0:0a1b2c3d"),
+            ("shard.1", "crawl:shard:1:00000007"),
+        ]
+    }
+
+    /// Reads the root, then answers `reply`: the error, with nothing written.
+    fn refused(reply: Option<Replies>) -> Error {
+        let mut out = Vec::new();
+        let mut m = ShardedDump::new("crawl", &mut out).unwrap();
+        let Ok(Poll::Send(req)) = m.step(None) else {
+            panic!("the root is read first")
+        };
+        assert_eq!(req.args(0), ["HGETALL", "rotabloom:{crawl}:meta"]);
+        let Err(e) = m.step(reply) else {
+            panic!("dumped")
+        };
+        drop(m);
+        assert!(out.is_empty(), "nothing written before the root is usable");
+        e
+    }
+
+    #[test]
+    fn a_root_not_ready_or_gone_is_refused_before_any_byte() {
+        let e = refused(hash(&root("creating")));
+        assert!(matches!(e, Error::ShardedBusy { .. }), "{e}");
+        let e = refused(hash(&[]));
+        assert!(matches!(e, Error::NotFound { .. }), "{e}");
+    }
+
+    #[test]
+    fn a_ready_root_starts_the_container_and_shard_0() {
+        let mut out = Vec::new();
+        let mut m = ShardedDump::new("crawl", &mut out).unwrap();
+        m.step(None).unwrap();
+        // Shard 0's own dump starts: its metadata read.
+        let Ok(Poll::Send(req)) = m.step(hash(&root("ready"))) else {
+            panic!("shard 0 is dumped next")
+        };
+        assert!(
+            (0..req.len()).any(|i| req
+                .args(i)
+                .iter()
+                .any(|a| a.contains("crawl:shard:0:0a1b2c3d"))),
+            "shard 0's keys are read first"
+        );
+        drop(m);
+        assert!(out.starts_with(&SHARDED_MAGIC));
+    }
+}
