@@ -149,7 +149,9 @@ impl<K: OneKind> From<Filter<K>> for AnyFilter {
 }
 
 /// The drop of an unreadable filter, then the sweep of its name.
-fn unreadable_drop(keys: crate::keys::Keys) -> impl crate::machine::Machine<Output = bool> + Send {
+pub(crate) fn unreadable_drop(
+    keys: crate::keys::Keys,
+) -> impl crate::machine::Machine<Output = bool> + Send {
     use crate::engine::chain::MachineExt;
     let k = keys.clone();
     crate::engine::trash::UnreadableDrop::new(keys)

@@ -148,6 +148,7 @@ fn sharded_filters_on_a_cluster() {
     batches_by_master(&cluster);
     one_pipeline_per_master(&cluster);
     dump_and_restore(&cluster);
+    async_dump_and_restore(&cluster);
 }
 
 /// A real connection that counts its round trips (each packed command or
@@ -367,19 +368,30 @@ fn batches_by_master(cluster: &RedisCluster) {
     assert!(f.drop(&mut conn).unwrap());
 }
 
+/// A bloom filter `name` of 6 shards holding 5000 items, each `prefix`
+/// and a number; the items.
+fn six_shards_filled(
+    conn: &mut redis::cluster::ClusterConnection,
+    name: &str,
+    prefix: &str,
+) -> (ShardedFilter<rotabloom::kinds::Bloom>, Vec<String>) {
+    let f = BloomFilter::builder(name)
+        .capacity(60_000)
+        .shards(6)
+        .create_or_open(conn)
+        .unwrap();
+    let items: Vec<String> = (0..5000).map(|i| format!("{prefix}{i}")).collect();
+    assert!(all(f.check_and_insert_many(conn, &items).unwrap()));
+    (f, items)
+}
+
 /// A sharded filter dumped, dropped and restored is the same filter: same
 /// shards count, kind and count, every item found; a restore never
 /// overwrites; a truncated dump restores nothing and says what is missing.
 fn dump_and_restore(cluster: &RedisCluster) {
     use rotabloom::dump;
     let mut conn = cluster.connection();
-    let f = BloomFilter::builder("dumped")
-        .capacity(60_000)
-        .shards(6)
-        .create_or_open(&mut conn)
-        .unwrap();
-    let items: Vec<String> = (0..5000).map(|i| format!("d{i}")).collect();
-    assert!(all(f.check_and_insert_many(&mut conn, &items).unwrap()));
+    let (f, items) = six_shards_filled(&mut conn, "dumped", "d");
     let count = f.count(&mut conn).unwrap();
     let mut file = Vec::new();
     let s = dump::dump(&mut conn, "dumped", &mut file).unwrap();
@@ -436,6 +448,109 @@ fn dump_and_restore(cluster: &RedisCluster) {
     );
 
     assert!(g.drop(&mut conn).unwrap());
+}
+
+/// The async dump of a sharded filter writes the blocking dump's bytes;
+/// its async restore, through an async cluster connection, makes the same
+/// filter under a new name (every item found, every shard's count), is
+/// refused onto a name that exists as the blocking one is (nothing
+/// written), and of a truncated file leaves nothing.
+fn async_dump_and_restore(cluster: &RedisCluster) {
+    use rotabloom::dump;
+    let mut conn = cluster.connection();
+    let (f, items) = six_shards_filled(&mut conn, "adumped", "ad");
+    let mut blocking = Vec::new();
+    let s = dump::dump(&mut conn, "adumped", &mut blocking).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (file, restored) = rt.block_on(async {
+        let mut aconn = cluster.client().get_async_connection().await.unwrap();
+        let mut file = Vec::new();
+        let a = dump::dump_async(&mut aconn, "adumped", &mut file)
+            .await
+            .unwrap();
+        assert_eq!(a, s);
+        assert!(
+            file == blocking,
+            "the async dump differs from the blocking one"
+        );
+
+        // Onto a name that exists: refused as the blocking restore is,
+        // nothing written.
+        let before = keys_by_node(cluster, "rotabloom:*");
+        let e = dump::restore_async(&mut aconn, &file[..], None)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::AlreadyExists { ref name } if name == "adumped"),
+            "{e}"
+        );
+        let e = dump::restore(&mut conn, &file[..], None).unwrap_err();
+        assert!(
+            matches!(e, Error::AlreadyExists { ref name } if name == "adumped"),
+            "{e}"
+        );
+        assert_eq!(keys_by_node(cluster, "rotabloom:*"), before);
+
+        // Truncated after some shards: refused, nothing left.
+        let cut = &file[..file.len() * 2 / 3];
+        let e = dump::restore_async(&mut aconn, cut, Some("acut"))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, Error::BadDump { .. }), "{e}");
+        assert_eq!(keys_by_node(cluster, "rotabloom:*"), before);
+
+        let r = dump::restore_async(&mut aconn, &file[..], Some("arestored"))
+            .await
+            .unwrap();
+        let g = ShardedFilter::<rotabloom::kinds::Bloom>::open_async(&mut aconn, "arestored")
+            .await
+            .unwrap();
+        let present = g.contains_many_async(&aconn, &items).await.unwrap();
+        let missed = present.iter().filter(|&&p| !p).count();
+        assert_eq!(missed, 0, "false negatives over the inserted items");
+        (file, r)
+    });
+    assert_eq!(file.len(), blocking.len());
+    assert_eq!(
+        (
+            restored.items,
+            restored.kind,
+            restored.generations,
+            restored.blocks
+        ),
+        (s.items, s.kind, s.generations, s.blocks)
+    );
+    assert_eq!(restored.name, "arestored");
+    let g = ShardedFilter::<rotabloom::kinds::Bloom>::open(&mut conn, "arestored").unwrap();
+    assert!(g.is_sharded());
+    assert_eq!(g.shard_count(), 6);
+    assert_eq!(g.count(&mut conn).unwrap(), f.count(&mut conn).unwrap());
+    // Every shard as its original: kind, count, epoch, and each
+    // generation's size, hashes, count and bits set.
+    let shards = |h: &ShardedFilter<rotabloom::kinds::Bloom>| {
+        h.info(&mut cluster.connection())
+            .unwrap()
+            .into_iter()
+            .map(|i| {
+                let gens: Vec<_> = i
+                    .generations
+                    .iter()
+                    .map(|g| (g.bits, g.hashes, g.count, g.set_bits))
+                    .collect();
+                (i.kind, i.count, i.epoch, gens)
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(shards(&g), shards(&f));
+    let nodes: BTreeSet<usize> = keys_by_node(cluster, "rotabloom:{arestored:shard:*")
+        .into_values()
+        .collect();
+    assert!(nodes.len() >= 2, "the restored shards are on {nodes:?}");
+    assert!(g.drop(&mut conn).unwrap());
+    assert!(f.drop(&mut conn).unwrap());
 }
 
 /// A sharded idempotent batch sent again (its reply lost) answers as the
@@ -655,6 +770,19 @@ fn a_missing_shard_is_loud(cluster: &RedisCluster) {
     let e = f.count(&mut conn).unwrap_err();
     assert!(is_shard_4(&e), "{e}");
     let e = ShardedFilter::<rotabloom::kinds::Any>::open(&mut conn, "holed").unwrap_err();
+    assert!(is_shard_4(&e), "{e}");
+    // A dump, blocking or async, fails naming the shard.
+    let e = rotabloom::dump::dump(&mut conn, "holed", &mut Vec::new()).unwrap_err();
+    assert!(is_shard_4(&e), "{e}");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let e = rt.block_on(async {
+        let mut aconn = cluster.client().get_async_connection().await.unwrap();
+        rotabloom::dump::dump_async(&mut aconn, "holed", &mut Vec::new()).await
+    });
+    let e = e.unwrap_err();
     assert!(is_shard_4(&e), "{e}");
     // Items routed elsewhere still answer.
     let elsewhere: Vec<&String> = items.iter().filter(|i| f.shard_of(i) != 4).collect();

@@ -135,7 +135,11 @@ pub fn expand(ctx: &Ctx, name: &str, output: Output) -> anyhow::Result<u8> {
         let expanded = match shard.expand(&mut conn) {
             Ok(expanded) => expanded,
             Err(e) if f.is_sharded() => {
-                return Err(anyhow::Error::new(e).context(partial(name, "expanded", &done, j)))
+                let context = format!(
+                    "{}; running `rotabloom expand {name}` again expands every shard once more",
+                    partial(name, "expanded", &done, j)
+                );
+                return Err(anyhow::Error::new(e).context(context));
             }
             Err(e) => return Err(e.into()),
         };
@@ -195,16 +199,45 @@ impl<'a> Shown<'a> {
 /// What a stopped run on a sharded filter did: the shards done before
 /// shard `failed` failed.
 fn partial(name: &str, what: &str, done: &[u32], failed: u32) -> String {
-    let list: Vec<String> = done.iter().map(u32::to_string).collect();
     format!(
         "{name}: stopped at shard {failed}; {what} before it: {} (each shard is a complete filter \
          and answers as before)",
-        if list.is_empty() {
-            "none".to_string()
-        } else {
+        shards(done)
+    )
+}
+
+/// `shards 0, 2`, or `none`.
+fn shards(list: &[u32]) -> String {
+    match list {
+        [] => "none".to_string(),
+        [one] => format!("shard {one}"),
+        _ => {
+            let list: Vec<String> = list.iter().map(u32::to_string).collect();
             format!("shards {}", list.join(", "))
         }
-    )
+    }
+}
+
+/// What a failed `convert` of a sharded filter did, and what to run: the
+/// shards each tell whether this run converted them (`lines`, in order).
+/// Past the last shard, only the root's record of the kind is left.
+fn convert_failed(name: &str, shard_count: u32, lines: &[(u32, bool)]) -> String {
+    let converted: Vec<u32> = lines.iter().filter(|l| l.1).map(|l| l.0).collect();
+    let already: Vec<u32> = lines.iter().filter(|l| !l.1).map(|l| l.0).collect();
+    let failed = lines.last().map_or(0, |(j, _)| j + 1);
+    let mut text = if failed < shard_count {
+        partial(name, "converted", &converted, failed)
+    } else {
+        format!(
+            "{name}: every shard is expanding (converted by this run: {}), but the filter's \
+             kind is not recorded yet",
+            shards(&converted)
+        )
+    };
+    if !already.is_empty() {
+        text += &format!("; expanding already: {}", shards(&already));
+    }
+    text + &format!("; run `rotabloom convert {name}` again to convert the rest")
 }
 
 /// `rotabloom convert NAME`: a bloom filter becomes generation 0 of an
@@ -221,22 +254,14 @@ pub fn convert(ctx: &Ctx, name: &str, growth: &GrowthFlags, output: Output) -> a
         )));
     }
     let mut out = io::stdout();
-    let mut done = Vec::new();
     let mut lines = Vec::new();
     let converted = before.convert_bloom(&mut conn, &growth.builder(name), |j, converted| {
         lines.push((j, converted));
-        if converted {
-            done.push(j);
-        }
     });
     let f = match converted {
         Ok(f) => f,
         Err(e) if before.is_sharded() => {
-            let failed = lines.last().map_or(0, |(j, _)| j + 1);
-            let context = format!(
-                "{}; run `rotabloom convert {name}` again to convert the rest",
-                partial(name, "converted", &done, failed)
-            );
+            let context = convert_failed(name, before.shard_count(), &lines);
             return Err(anyhow::Error::new(e).context(context));
         }
         Err(e) => return Err(e.into()),
@@ -497,4 +522,39 @@ fn into_slot(
         Legacy::Seed000 { blocks, .. } => Legacy::Seed000 { prefix, blocks },
     };
     Ok((legacy, copies))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_convert_says_what_each_shard_is_and_what_to_run() {
+        let at_shard_2 = convert_failed("crawl", 3, &[(0, true), (1, true)]);
+        assert_eq!(
+            at_shard_2,
+            "crawl: stopped at shard 2; converted before it: shards 0, 1 (each shard is a \
+             complete filter and answers as before); run `rotabloom convert crawl` again to \
+             convert the rest"
+        );
+        // Run again: shard 0 was converted by the first run.
+        let again = convert_failed("crawl", 3, &[(0, false), (1, true)]);
+        assert!(
+            again.contains("stopped at shard 2; converted before it: shard 1 "),
+            "{again}"
+        );
+        assert!(again.contains("expanding already: shard 0;"), "{again}");
+        // Every shard done, the root's step failed: no shard 3 to name.
+        let root = convert_failed("crawl", 2, &[(0, true), (1, true)]);
+        assert!(!root.contains("shard 2"), "{root}");
+        assert!(
+            root.contains("every shard is expanding") && root.contains("not recorded"),
+            "{root}"
+        );
+        assert_eq!(
+            convert_failed("crawl", 2, &[]),
+            "crawl: stopped at shard 0; converted before it: none (each shard is a complete \
+             filter and answers as before); run `rotabloom convert crawl` again to convert the rest"
+        );
+    }
 }

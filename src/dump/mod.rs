@@ -22,6 +22,7 @@ use crate::engine::dump::copy::CopyMachine;
 use crate::engine::dump::{restore::RestoreMachine, write::DumpMachine};
 use crate::error::{Error, Result};
 use crate::exec;
+use crate::shard::{dump::ShardedDump, restore::ShardedRestore};
 use std::io::{Read, Write};
 
 pub use crate::engine::dump::lease::{DEFAULT_LEASE, MIN_LEASE};
@@ -40,7 +41,7 @@ pub use crate::proto::dump::{DUMP_VERSION, MAGIC, SHARDED_DUMP_VERSION, SHARDED_
 /// ([`Error::InvalidParameter`](crate::Error::InvalidParameter)). A
 /// sharded filter is dumped whole, every shard's dump in one container
 /// (docs/FORMAT.md §11.7, [`SHARDED_MAGIC`]) that [`restore`] turns back
-/// into the sharded filter (the async functions do not take one yet).
+/// into the sharded filter (by the async functions too).
 pub fn dump<C: redis::ConnectionLike + ?Sized, W: Write>(
     conn: &mut C,
     name: &str,
@@ -49,38 +50,29 @@ pub fn dump<C: redis::ConnectionLike + ?Sized, W: Write>(
     match dump_unsharded(conn, name, out, ACCEPT_ANY) {
         // Nothing written yet: the metadata is read first. A sharded
         // filter is dumped whole, in the container of §11.7.
-        Err(Error::UnsupportedFormat { found, .. }) if found == crate::metadata::SHARDED_FORMAT => {
-            crate::shard::dump::dump(conn, name, out)
-        }
+        Err(e) if is_sharded(&e) => exec::run(conn, ShardedDump::new(name, out)?, None),
         other => other,
     }
 }
 
 #[cfg(feature = "async")]
-/// Async [`dump`] (the writes to `out` block).
+/// Async [`dump`] (the writes to `out` block): the same bytes for the
+/// same filter, sharded or not.
 pub async fn dump_async<C: redis::aio::ConnectionLike + Send, W: Write + Send>(
     conn: &mut C,
     name: &str,
     out: &mut W,
 ) -> Result<Summary> {
-    match exec::run_async(conn, DumpMachine::new(name, out, ACCEPT_ANY)?, None).await {
-        Err(Error::UnsupportedFormat { found, .. }) if found == crate::metadata::SHARDED_FORMAT => {
-            Err(sharded_not_async())
-        }
+    match exec::run_async(conn, DumpMachine::new(name, &mut *out, ACCEPT_ANY)?, None).await {
+        Err(e) if is_sharded(&e) => exec::run_async(conn, ShardedDump::new(name, out)?, None).await,
         other => other,
     }
 }
 
-/// The async functions' refusal of a sharded filter or dump: loud, rather
-/// than "not a dump" or "another format".
-#[cfg(feature = "async")]
-fn sharded_not_async() -> Error {
-    Error::InvalidParameter {
-        name: "dump",
-        reason: "a sharded filter is dumped and restored by the blocking `dump` and `restore` \
-                 (or `rotabloom dump` and `restore`), not yet by the async ones"
-            .into(),
-    }
+/// Whether the ordinary dump refused `e` because the name holds a sharded
+/// filter's root.
+fn is_sharded(e: &Error) -> bool {
+    matches!(e, Error::UnsupportedFormat { found, .. } if found == crate::metadata::SHARDED_FORMAT)
 }
 
 /// Restores a dump read from `input` as filter `name` (default: the
@@ -127,7 +119,7 @@ pub fn restore_with<C: redis::ConnectionLike + ?Sized, R: Read>(
 ) -> Result<Summary> {
     let (magic, mut input) = signature(input)?;
     if magic == SHARDED_MAGIC {
-        return crate::shard::dump::restore(conn, input, options);
+        return exec::run(conn, ShardedRestore::new(input, options)?, None);
     }
     restore_unsharded(conn, &mut input, options, ACCEPT_ANY)
 }
@@ -173,7 +165,7 @@ pub async fn restore_with_async<C: redis::aio::ConnectionLike + Send, R: Read + 
 ) -> Result<Summary> {
     let (magic, input) = signature(input)?;
     if magic == SHARDED_MAGIC {
-        return Err(sharded_not_async());
+        return exec::run_async(conn, ShardedRestore::new(input, options)?, None).await;
     }
     exec::run_async(conn, RestoreMachine::new(input, options, ACCEPT_ANY)?, None).await
 }

@@ -32,10 +32,13 @@ pub struct ShardedBuilder<B> {
 pub(crate) fn cluster_masters<C: redis::ConnectionLike + ?Sized>(
     conn: &mut C,
 ) -> Result<Vec<Master>> {
-    let reply = conn
-        .req_command(&crate::proto::shard::script::cluster_slots())
-        .and_then(redis::Value::extract_error);
-    match reply {
+    decode_masters(conn.req_command(&crate::proto::shard::script::cluster_slots()))
+}
+
+/// Decodes the reply to `CLUSTER SLOTS`: the masters, none when the server
+/// is not a cluster.
+pub(crate) fn decode_masters(reply: redis::RedisResult<redis::Value>) -> Result<Vec<Master>> {
+    match reply.and_then(redis::Value::extract_error) {
         Ok(v) => placement::masters_from_slots(&v)
             .ok_or_else(|| Error::UnexpectedReply(format!("CLUSTER SLOTS: {v:?}"))),
         // A single server: "ERR This instance has cluster support disabled".
@@ -117,6 +120,28 @@ pub struct ShardPlan {
     pub lease: Duration,
 }
 
+impl ShardPlan {
+    /// A new root of the plan, `creating`, its shards placed on `masters`.
+    pub(crate) fn root(&self, masters: &[Master]) -> Root {
+        Root {
+            name: self.name.clone(),
+            uid: crate::uid::new_uid(),
+            shards: placement::place(&self.name, self.shards, masters, random_tag),
+            kind: self.kind,
+            capacity: self.capacity,
+            state: State::Creating,
+            deadline: None,
+            created_at: None,
+        }
+    }
+
+    /// The claim of `root` on `meta`, for the plan's lease.
+    pub(crate) fn claim(&self, meta: &str, root: &Root) -> redis::Cmd {
+        let lease_ms = u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX);
+        script::claim(meta, root, lease_ms)
+    }
+}
+
 impl<B: ShardableBuilder> ShardedBuilder<B> {
     pub(crate) fn new(builder: B, shards: u32) -> Self {
         ShardedBuilder {
@@ -190,20 +215,8 @@ impl<K: FilterKind> ShardedFilter<K> {
         let fname = check_root(&name, plan.shards)?;
         let meta = Keys::new(fname).meta().to_string();
         for _attempt in 0..3 {
-            let masters = cluster_masters(conn)?;
-            let names = placement::place(&name, plan.shards, &masters, random_tag);
-            let root = Root {
-                name: name.clone(),
-                uid: crate::uid::new_uid(),
-                shards: names,
-                kind: plan.kind,
-                capacity: plan.capacity,
-                state: State::Creating,
-                deadline: None,
-                created_at: None,
-            };
-            let lease_ms = u64::try_from(plan.lease.as_millis()).unwrap_or(u64::MAX);
-            let reply: redis::Value = script::query(conn, &script::claim(&meta, &root, lease_ms))?;
+            let root = plan.root(&cluster_masters(conn)?);
+            let reply: redis::Value = script::query(conn, &plan.claim(&meta, &root))?;
             match script::decode_claim(&meta, &reply)? {
                 Claim::Claimed => {
                     return build(conn, &meta, root, &mut make).map(|f| (f, Opened::Created))

@@ -15,6 +15,7 @@ mod create;
 pub(crate) mod dump;
 mod fanout;
 pub(crate) mod placement;
+pub(crate) mod restore;
 
 pub use crate::proto::shard::root::{MAX_SHARDS, ROOT_FORMAT as SHARDED_FORMAT};
 use crate::proto::shard::{root, script};

@@ -25,10 +25,10 @@ use write::DumpMachine;
 pub(crate) fn dump_unsharded<C: redis::ConnectionLike + ?Sized>(
     conn: &mut C,
     name: &str,
-    mut out: &mut dyn Write,
+    out: &mut dyn Write,
     accept: Accept,
 ) -> Result<Summary> {
-    exec::run(conn, DumpMachine::new(name, &mut out, accept)?, None)
+    exec::run(conn, DumpMachine::new(name, out, accept)?, None)
 }
 
 /// [`restore_with`](crate::dump::restore_with) of an ordinary filter's dump (a shard's, in a sharded

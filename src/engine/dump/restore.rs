@@ -62,6 +62,17 @@ impl<'a, R: Read> RestoreMachine<'a, R> {
         options: RestoreOptions<'a>,
         accept: Accept,
     ) -> Result<RestoreMachine<'a, R>> {
+        RestoreMachine::to(input, options, options.name, accept)
+    }
+
+    /// [`new`](Self::new), restoring as `target` (a shard's name, which a
+    /// sharded restore owns and cannot lend for as long as `options`).
+    pub(crate) fn to(
+        input: R,
+        options: RestoreOptions<'a>,
+        target: Option<&str>,
+        accept: Accept,
+    ) -> Result<RestoreMachine<'a, R>> {
         Lease::check(options.lease)?;
         let mut reader = format::Reader::new(input);
         let dumped_name = match reader.next_record()? {
@@ -81,7 +92,7 @@ impl<'a, R: Read> RestoreMachine<'a, R> {
             }
             _ => return Err(bad("the first record is not the header")),
         };
-        let name = FilterName::new(options.name.unwrap_or(&dumped_name))?;
+        let name = FilterName::new(target.unwrap_or(&dumped_name))?;
         let keys = Keys::new(name.clone());
         let Record::Meta(fields) = reader.next_record()? else {
             return Err(bad("the second record is not the metadata"));
@@ -118,6 +129,11 @@ impl<'a, R: Read> RestoreMachine<'a, R> {
             cancel: options.cancel,
             lease: Lease::start(options.lease),
         })
+    }
+
+    /// The input back, once the machine is done with it.
+    pub(crate) fn into_input(self) -> R {
+        self.reader.into_inner()
     }
 
     fn cancelled(&self) -> bool {

@@ -37,10 +37,13 @@ enum DumpState {
     Check(LoadMachine),
 }
 
-pub(crate) struct DumpMachine<'a, W> {
+pub(crate) struct DumpMachine<W> {
     name: String,
     keys: Keys,
-    out: &'a mut W,
+    /// Owned, so that a sharded dump can hand each shard's machine its
+    /// writer and take it back ([`into_out`](Self::into_out)); a caller
+    /// that keeps its writer passes `&mut` it.
+    out: W,
     records: u64,
     state: DumpState,
     view: Option<View>,
@@ -53,10 +56,10 @@ pub(crate) struct DumpMachine<'a, W> {
     accept: Accept,
 }
 
-impl<'a, W: Write> DumpMachine<'a, W> {
+impl<W: Write> DumpMachine<W> {
     /// `accept`: the kinds the dump may read (every kind this library
     /// knows, from the caller above the kinds).
-    pub(crate) fn new(name: &str, out: &'a mut W, accept: Accept) -> Result<DumpMachine<'a, W>> {
+    pub(crate) fn new(name: &str, out: W, accept: Accept) -> Result<DumpMachine<W>> {
         let keys = Keys::new(FilterName::new(name)?);
         Ok(DumpMachine {
             name: name.to_string(),
@@ -70,6 +73,11 @@ impl<'a, W: Write> DumpMachine<'a, W> {
             summary: None,
             accept,
         })
+    }
+
+    /// The writer back, once the machine is done with it.
+    pub(crate) fn into_out(self) -> W {
+        self.out
     }
 
     fn raw(&mut self, bytes: &[u8]) -> Result<()> {
@@ -169,7 +177,7 @@ impl<'a, W: Write> DumpMachine<'a, W> {
     }
 }
 
-impl<W: Write> Machine for DumpMachine<'_, W> {
+impl<W: Write> Machine for DumpMachine<W> {
     type Output = Summary;
 
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<Summary>> {

@@ -35,6 +35,11 @@ impl<R: Read> Reader<R> {
         }
     }
 
+    /// The input back (a sharded dump's reader, from a shard's restore).
+    pub(crate) fn into_inner(self) -> R {
+        self.input
+    }
+
     fn fill(&mut self, buf: &mut [u8], what: &str) -> Result<()> {
         self.input.read_exact(buf).map_err(|e| match e.kind() {
             std::io::ErrorKind::UnexpectedEof => bad(format!("truncated ({what} missing)")),

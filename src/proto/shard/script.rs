@@ -124,13 +124,6 @@ pub fn read_record(key: &str) -> redis::Cmd {
     cmd
 }
 
-/// Whether `key` exists (a restore's target must not).
-pub fn exists(key: &str) -> redis::Cmd {
-    let mut cmd = redis::cmd("EXISTS");
-    cmd.arg(key);
-    cmd
-}
-
 /// The cluster's slot ranges and their masters, decoded by
 /// `shard::placement`.
 pub fn cluster_slots() -> redis::Cmd {
