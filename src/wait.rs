@@ -21,11 +21,15 @@ use std::time::Duration;
 /// keeps them. Redis 7.2 adds `WAITAOF` for fsync on the primary and
 /// replicas; this library uses `WAIT`, which every supported server has.
 ///
-/// On a Redis Cluster the redis crate sends `WAIT` to every master and
-/// keeps the smallest count: a write waits for a replica of every master,
-/// not only of its own, so while a master has fewer replicas (after a
-/// failover, until a new replica is in sync) every write is
-/// `ReplicasTimeout`, whatever its shard.
+/// On a Redis Cluster connection the redis crate sends `WAIT` to every
+/// master and keeps the smallest count: a write waits for a replica of
+/// every master, not only of its own, so while a master has fewer replicas
+/// (after a failover, until a new replica is in sync) every write is
+/// `ReplicasTimeout`, whatever its shard. Over plain connections to the
+/// masters (a sharded filter's `*_on` batches given
+/// [`Target::connect_to`](crate::connect::Target::connect_to) connections,
+/// as the command line writes) each master's `WAIT` counts its own
+/// replicas: only the shards of a master short of replicas wait.
 ///
 /// ```
 /// use rotabloom::WaitReplicas;
