@@ -45,7 +45,13 @@ impl<M: Machine> Joint<M> {
         let done = match m.step(replies) {
             Ok(Poll::Send(req)) => {
                 self.asked.push((i, req.len()));
-                next.append(req);
+                // The first part is taken as it is: a machine alone (every
+                // unsharded batch) costs no copy of its commands.
+                if next.len() == 0 {
+                    *next = req;
+                } else {
+                    next.append(req);
+                }
                 return;
             }
             Ok(Poll::Ready(v)) => Ok(v),

@@ -39,6 +39,11 @@ mod version;
 mod warnings;
 mod window;
 mod words;
+
+/// See `mimalloc` in Cargo.toml: the batches' big buffers are reused, not
+/// handed back to the kernel and faulted in again.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod writer;
 
 use chrono::{DateTime, Utc};
