@@ -5,6 +5,7 @@
 //! module; `connect` and `errors` serve them all.
 
 mod add;
+mod alloc;
 mod any;
 mod check;
 mod complete;
@@ -39,11 +40,6 @@ mod version;
 mod warnings;
 mod window;
 mod words;
-
-/// See `mimalloc` in Cargo.toml: the batches' big buffers are reused, not
-/// handed back to the kernel and faulted in again.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod writer;
 
 use chrono::{DateTime, Utc};
@@ -349,6 +345,7 @@ fn parse_now(s: &str) -> Result<DateTime<Utc>, String> {
 }
 
 fn main() -> ExitCode {
+    alloc::keep_batch_buffers();
     // Before anything is printed: --color decides how clap prints too.
     term::init(std::env::args_os());
     errors::install_panic_hook(Secrets::default());
