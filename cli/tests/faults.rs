@@ -146,10 +146,22 @@ fn printed(stdout: &str) -> Vec<String> {
 
 #[test]
 fn filter_prints_every_new_line_once_across_20_lost_replies() {
+    filter_through_20_lost_replies(&[]);
+}
+
+/// The same with a filter of 3 shards on one server: every batch's three
+/// parts go side by side in one pipeline, and a lost reply loses all
+/// three answers at once.
+#[test]
+fn a_sharded_filter_prints_every_new_line_once_across_20_lost_replies() {
+    filter_through_20_lost_replies(&["--shards", "3"]);
+}
+
+fn filter_through_20_lost_replies(settings: &[&str]) {
     let server = RedisServer::start();
     let proxy = Proxy::start(server.port());
     let url = server.url();
-    bin::create_roomy(&url, "cut");
+    bin::create_roomy_with(&url, "cut", settings);
     let (input, expected) = lines_with_repeats("cut", 20_000);
     proxy.cut_every(4, 20);
     let run = bin::rotabloom(
@@ -189,7 +201,7 @@ fn filter_prints_every_new_line_once_across_20_lost_replies() {
     assert!(run.stderr.contains("retrying"), "{}", run.stderr);
     assert!(!run.stderr.contains("password"));
     eprintln!(
-        "filter through 20 lost replies: {} of {} new lines printed, 0 missing, 0 twice",
+        "filter {settings:?} through 20 lost replies: {} of {} new lines printed, 0 missing, 0 twice",
         out.len(),
         expected.len()
     );
@@ -581,11 +593,25 @@ fn lost_lines(stderr: &str) -> u64 {
 
 #[test]
 fn filter_at_least_once_prints_every_new_line_across_lost_replies_and_counts_the_unknown() {
+    at_least_once_through_20_lost_replies(&[]);
+}
+
+/// The same with a filter of 3 shards on one server (its parts side by
+/// side in one pipeline): a lost reply makes every part of its batch
+/// unknown.
+#[test]
+fn a_sharded_filter_at_least_once_prints_every_new_line_across_lost_replies() {
+    at_least_once_through_20_lost_replies(&["--shards", "3"]);
+}
+
+fn at_least_once_through_20_lost_replies(settings: &[&str]) {
     let server = RedisServer::start();
     let proxy = Proxy::start(server.port());
-    bin::create_roomy(&server.url(), "alo-cut");
+    bin::create_roomy_with(&server.url(), "alo-cut", settings);
     let (input, expected) = lines_with_repeats("alo", 20_000);
-    proxy.cut_every(4, 20);
+    // Opening a sharded filter takes more round trips in a row (the root,
+    // then its shards) than a cut every 4th reply lets through.
+    proxy.cut_every(if settings.is_empty() { 4 } else { 9 }, 20);
     let run = bin::rotabloom(
         &[
             "--redis",
@@ -629,7 +655,7 @@ fn filter_at_least_once_prints_every_new_line_across_lost_replies_and_counts_the
         assert!(at.any(|l| l == line), "{line} printed out of order");
     }
     eprintln!(
-        "filter at least once through 20 lost replies: {} of {} new lines printed, 0 missing, {extra} printed again, {unknown} lines counted unknown",
+        "filter {settings:?} at least once through 20 lost replies: {} of {} new lines printed, 0 missing, {extra} printed again, {unknown} lines counted unknown",
         expected.len(),
         expected.len()
     );
