@@ -30,16 +30,24 @@ fn send(p: Poll<DataOutput>) -> Request {
 fn tx_replies(req: &Request, bit: i64) -> Replies {
     let mut out: Replies = Vec::new();
     let mut results = Vec::new();
+    let mut queued = false;
     for i in 0..req.len() {
         let args = req.args(i);
         match args[0].as_str() {
-            "WATCH" | "MULTI" => out.push(Ok(Value::Okay)),
-            "EVAL" => out.push(Ok(Value::BulkString(b"OK".to_vec()))),
-            "EXEC" => out.push(Ok(Value::Array(std::mem::take(&mut results)))),
+            "WATCH" => out.push(Ok(Value::Okay)),
+            "MULTI" => {
+                queued = true;
+                out.push(Ok(Value::Okay))
+            }
+            "EVAL" | "EVALSHA" => out.push(Ok(Value::BulkString(b"OK".to_vec()))),
+            "EXEC" => {
+                queued = false;
+                out.push(Ok(Value::Array(std::mem::take(&mut results))))
+            }
             "BITFIELD" | "BITFIELD_RO" => {
                 let n = args.iter().filter(|a| *a == "u1").count();
                 let v = Value::Array(vec![Value::Int(bit); n]);
-                if req.args(0)[0] == "WATCH" {
+                if queued {
                     out.push(Ok(Value::SimpleString("QUEUED".into())));
                     results.push(v);
                 } else {
@@ -88,6 +96,43 @@ fn a_reload_by_a_clone_between_build_and_decode_changes_nothing() {
         Poll::Ready((out, _)) => assert!(out.iter().all(|&new| new)),
         Poll::Send(_) => panic!("expected the answers"),
     }
+}
+
+#[test]
+fn a_long_batch_sends_each_commit_in_front_of_the_next_transaction() {
+    // 2,500 items: three transactions of at most 1,000. The counts of the
+    // first two ride in front of the next one's commands; the last commit
+    // goes alone. Four round trips instead of six.
+    let mut c = core(view_of("bloom", 1));
+    c.when_full = crate::full::WhenFull::Warn;
+    let mut m = machine(&c, DataOp::Add, 2500);
+    let mut req = send(m.step(None).unwrap());
+    assert_eq!(req.args(0)[0], "WATCH");
+    let mut trips = 1;
+    let mut credited = Vec::new();
+    let out = loop {
+        let mut replies = tx_replies(&req, 0);
+        if req.args(0)[0].starts_with("EVAL") {
+            // The commit's reply: the count after it.
+            let args = req.args(0);
+            credited.push(args[args.len() - 1].clone());
+            replies[0] = Ok(Value::Array(vec![Value::Int(1000)]));
+        }
+        match m.step(Some(replies)).unwrap() {
+            Poll::Send(next) => {
+                trips += 1;
+                req = next;
+            }
+            Poll::Ready((out, _)) => break out,
+        }
+    };
+    assert_eq!(trips, 4, "three transactions and the last commit");
+    assert_eq!(
+        credited,
+        ["1000", "1000", "500"],
+        "every round's count, once"
+    );
+    assert!(out.iter().all(|&changed| changed));
 }
 
 #[test]

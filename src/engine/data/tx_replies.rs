@@ -94,11 +94,38 @@ impl DataMachine {
         };
         // Counts follow the bits they describe; the reservation ends.
         match txn::commit_request(&self.core.keys, &t.view, reserved.as_ref(), &added) {
+            Some(req) if matches!(verdict, Verdict::Ok) && !self.pending.is_empty() => {
+                self.commit_then_next(req, added)
+            }
             Some(req) => {
                 self.state = State::Commit(added, verdict);
                 Ok(Poll::Send(req))
             }
             None => self.after_verdict(verdict),
+        }
+    }
+
+    /// Sends `commit` in front of the next round's request: it runs before
+    /// that round's guard, as it would alone, without a round trip of its
+    /// own. The next round is planned before the commit's reply, so
+    /// without the count it adds: a count only serves to allocate a
+    /// generation ahead of need, which the round after it does as well.
+    fn commit_then_next(
+        &mut self,
+        mut commit: crate::request::Request,
+        added: Vec<(u64, u64)>,
+    ) -> Result<Poll<DataOutput>> {
+        match self.after_verdict(Verdict::Ok)? {
+            Poll::Send(next) => {
+                let then = std::mem::replace(&mut self.state, State::Start);
+                self.state = State::CommitThen(added, Box::new(then));
+                commit.append(next);
+                Ok(Poll::Send(commit))
+            }
+            // Items are pending: a round is always sent for them.
+            Poll::Ready(_) => Err(crate::error::Error::Internal(
+                "a data operation finished with items pending".into(),
+            )),
         }
     }
 
