@@ -1112,9 +1112,19 @@ impl Run {
         }
         let spec = pre.spec;
         // A fresh line ends the first part: its answer marks, in the
-        // output, where the change came.
-        let marker = self.fresh;
-        self.fresh += 1;
+        // output, where the change came. One the filter answers present
+        // already (a false positive) would never be printed: the next.
+        let marker = loop {
+            let m = self.fresh;
+            self.fresh += 1;
+            let present = self
+                .world
+                .any(f)
+                .and_then(|a| a.contains(&mut self.world.admin(), crate::world::item(m)));
+            if !matches!(present, Ok(true)) {
+                break m;
+            }
+        };
         let mut first = first.to_vec();
         first.push(marker);
         let first = &first[..];

@@ -499,12 +499,17 @@ impl World {
             .spawn()
             .unwrap();
         let mut stdin = child.stdin.take().unwrap();
-        let mut out = child.stdout.take().unwrap();
+        let out = child.stdout.take().unwrap();
         let mut err = child.stderr.take().unwrap();
+        // Lines as they are printed: the first part is over when its last
+        // line, the marker (new to the filter), comes out.
+        let (lines, printed_rx) = std::sync::mpsc::channel::<String>();
         let reader = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = std::io::Read::read_to_string(&mut out, &mut s);
-            s
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if lines.send(line).is_err() {
+                    break;
+                }
+            }
         });
         let errors = std::thread::spawn(move || {
             let mut s = String::new();
@@ -514,28 +519,39 @@ impl World {
         let text = |ids: &[u32]| ids.iter().map(|&i| item(i) + "\n").collect::<String>();
         let _ = stdin.write_all(text(first).as_bytes());
         let _ = stdin.flush();
-        // Waits on the filter itself: every line of the first part in it.
-        let wanted: Vec<String> = first.iter().map(|&i| item(i)).collect();
+        // Waits for the marker's answer: output comes in input order, so
+        // every batch of the first part was answered then, and none is in
+        // flight when the filter changes (its lines being in the filter
+        // says less: a line already there is, before its batch ran). A
+        // run that stopped prints it never.
+        let marker = first.last().map(|&i| item(i));
+        let mut printed = Vec::new();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         while std::time::Instant::now() < deadline {
-            let done = self
-                .any(f)
-                .and_then(|a| a.contains_many(&mut self.admin(), &wanted))
-                .map(|p| p.iter().all(|&x| x))
-                .unwrap_or(true);
-            if done || child.try_wait().ok().flatten().is_some() {
-                break;
+            match printed_rx.recv_timeout(std::time::Duration::from_millis(20)) {
+                Ok(line) => {
+                    let done = Some(&line) == marker.as_ref();
+                    printed.push(line);
+                    if done {
+                        break;
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if child.try_wait().ok().flatten().is_some() {
+                        break;
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
             }
-            std::thread::sleep(std::time::Duration::from_millis(5));
         }
         midway();
         let _ = stdin.write_all(text(second).as_bytes());
         drop(stdin);
         let status = child.wait().unwrap();
-        let printed = reader
-            .join()
-            .unwrap()
-            .lines()
+        let _ = reader.join();
+        printed.extend(printed_rx.try_iter());
+        let printed = printed
+            .iter()
             .filter_map(|l| l.strip_prefix('i')?.parse().ok())
             .collect();
         (printed, status.code().unwrap_or(-1), errors.join().unwrap())
