@@ -163,11 +163,16 @@ impl Ctx {
             .target(self.tls.clone())
             .map_err(usage)?
             .with_timeouts(self.timeouts.0, self.timeouts.1);
+        // Said once per run, however many connections it makes (one per
+        // master of a sharded filter, new ones after each failure).
+        static INSECURE: std::sync::Once = std::sync::Once::new();
         if target.is_insecure() {
-            crate::term::warning_line(
-                "insecure TLS: the server's certificate is not verified, \
-                 anyone on the path can read and change the traffic",
-            );
+            INSECURE.call_once(|| {
+                crate::term::warning_line(
+                    "insecure TLS: the server's certificate is not verified, \
+                     anyone on the path can read and change the traffic",
+                )
+            });
         }
         how(&target).map_err(|e| match e {
             Error::Connect { .. } | Error::TimedOut { .. } => anyhow::Error::new(FromUrl {

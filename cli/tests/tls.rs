@@ -86,6 +86,15 @@ fn command_line_over_tls() {
         out.stderr.starts_with("rotabloom: warning: insecure TLS"),
         "{out:?}"
     );
+    // Once a run, however many connections it makes (one per worker here).
+    let args = ["--redis", &url, "--tls-insecure", "--in-flight", "3"];
+    let out = rotabloom(
+        &[&args[..], &["load", "b0", "-"]].concat(),
+        &[],
+        b"a\nb\nc\n",
+    )
+    .ok();
+    assert_eq!(out.stderr.matches("insecure TLS").count(), 1, "{out:?}");
     let out = rb(&[
         "--redis",
         &url.replace("rediss", "redis"),

@@ -134,33 +134,14 @@ for _, grp in ipairs(groups) do
     local size = tonumber(string.match(grp.must, '^=(%d+)$'))
     for b = 0, grp.nb - 1 do
       local key = KEYS[grp.key0 + b]
-      local t
-      if size then
-        -- One call for a bitmap block: STRLEN answers 0 for a missing key
-        -- (and for an empty string, short all the same) and fails on
-        -- another type, which TYPE then names.
-        local len = redis.pcall('STRLEN', key)
-        if type(len) == 'number' then
-          if len < size or len == 0 then
-            missing = missing or {}
-            missing[#missing + 1] = key
-          end
-        else
-          t = redis.call('TYPE', key)['ok']
-        end
-      else
-        -- A module's key answers STRLEN with an error: TYPE it is.
-        t = redis.call('TYPE', key)['ok']
-        if t == 'none' then
-          missing = missing or {}
-          missing[#missing + 1] = key
-          t = nil
-        end
-      end
-      if t and (size or CORE_TYPES[t]) then
+      local fault = block_fault(key, size)
+      if fault == 'none' then
+        missing = missing or {}
+        missing[#missing + 1] = key
+      elseif fault then
         -- A bitmap block, or a module's key, replaced by another type:
         -- damaged, and said so.
-        return {'WRONGTYPE', 0, key .. ' ' .. t .. ' ' .. (size and 'string' or 'module'), -1}
+        return {'WRONGTYPE', 0, key .. ' ' .. fault .. ' ' .. (size and 'string' or 'module'), -1}
       end
     end
   end

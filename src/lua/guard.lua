@@ -40,11 +40,11 @@ if verdict == 'OK' then
   local missing = {}
   for i = 4, #KEYS do
     local size = tonumber(ARGV[5 + i] or '')
-    local t = redis.call('TYPE', KEYS[i])['ok']
-    if t == 'none' or (size and t == 'string' and redis.call('STRLEN', KEYS[i]) < size) then
+    local fault = block_fault(KEYS[i], size)
+    if fault == 'none' then
       missing[#missing + 1] = KEYS[i]
-    elseif (size and t ~= 'string') or (not size and CORE_TYPES[t]) then
-      verdict = 'WRONGTYPE ' .. KEYS[i] .. ' ' .. t .. ' ' .. (size and 'string' or 'module')
+    elseif fault then
+      verdict = 'WRONGTYPE ' .. KEYS[i] .. ' ' .. fault .. ' ' .. (size and 'string' or 'module')
     end
   end
   if #missing > 0 then verdict = 'MISSING ' .. table.concat(missing, ' ') end

@@ -11,6 +11,28 @@ end
 -- holds one of them was replaced.
 local CORE_TYPES = {string = true, hash = true, list = true, set = true, zset = true, stream = true}
 
+-- What is wrong with a block key, if anything: nil (whole), 'none'
+-- (missing, empty or shorter than `size` bytes: lost data, which would
+-- answer "absent" for everything it held) or the Redis type found where
+-- another must be. `size` is a bitmap block's size in bytes, nil for a
+-- RedisBloom key (which must exist and be a module's key). One call for a
+-- bitmap block: STRLEN answers 0 for a missing key and fails on another
+-- type, which TYPE then names; a module's key answers STRLEN with an error
+-- too, so TYPE it is.
+local function block_fault(key, size)
+  if size then
+    local len = redis.pcall('STRLEN', key)
+    if type(len) == 'number' then
+      if len < size or len == 0 then return 'none' end
+      return nil
+    end
+    return redis.call('TYPE', key)['ok']
+  end
+  local t = redis.call('TYPE', key)['ok']
+  if t == 'none' or CORE_TYPES[t] then return t end
+  return nil
+end
+
 -- Whether the metadata still is what the caller's view says: same instance,
 -- same structure, same clear count (absent means 0).
 local function current(meta, uid, epoch, cleared)
