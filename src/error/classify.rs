@@ -65,33 +65,51 @@ pub(crate) fn plain(e: &redis::RedisError) -> Option<String> {
 
 /// The server's words without the location a script error ends with
 /// (`script: <sha>, on @user_script:23.`), which says nothing to a user.
+/// The last one: Valkey's words begin with `ACL failure in script: `.
 fn without_location(text: &str) -> &str {
-    text.split(" script: ").next().unwrap_or(text).trim()
+    text.rsplit_once(" script: ")
+        .map_or(text, |(words, _)| words)
+        .trim()
 }
 
 /// `(sha, line)` of the script line an error reply points to.
 fn location(text: &str) -> Option<(&str, usize)> {
-    let at = text.split(" script: ").nth(1)?;
+    let (_, at) = text.rsplit_once(" script: ")?;
     let (sha, rest) = at.split_once(", on @user_script:")?;
     let line = rest.trim_end_matches('.').trim().parse().ok()?;
     Some((sha.trim(), line))
 }
 
 /// What an ACL refused, when `e` is such a refusal: `NOPERM` (a command
-/// the client sent; on Redis 7.2 and later also one a script runs), or
-/// Redis 7.0's words for a command a script runs, which do not name it:
-/// the script's line does.
+/// the client sent; on Redis 7.2 and later also one a script runs),
+/// Valkey's `ERR ACL failure in script: ...` for a command a script runs,
+/// or Redis 7.0's words for one, which do not name it: the script's line
+/// does.
 pub(crate) fn acl_refusal(e: &redis::RedisError) -> Option<String> {
     let detail = e.detail().unwrap_or_default();
     let scripted = e.code() == Some("ERR")
-        && detail.contains("The user executing the script can't run this command");
+        && (detail.contains("The user executing the script can't run this command")
+            || detail.starts_with("ACL failure in script:"));
     if e.code() != Some("NOPERM") && !scripted {
         return None;
     }
     let words = crate::redact::redact_urls(without_location(detail));
-    let command = location(detail).and_then(|(sha, line)| crate::scripts::command_at(sha, line));
+    // Valkey names the command, but no script to look its line up in.
+    let named = || {
+        Some(
+            words
+                .split_once("run the '")?
+                .1
+                .split_once('\'')?
+                .0
+                .to_string(),
+        )
+    };
+    let command = location(detail)
+        .and_then(|(sha, line)| crate::scripts::command_at(sha, line))
+        .or_else(|| if scripted { named() } else { None });
     Some(match command {
-        Some(c) if !words.contains(&format!("'{c}'")) => {
+        Some(c) if scripted || !words.contains(&format!("'{c}'")) => {
             format!("this user has no permissions to run the '{c}' command (a rotabloom script calls it)")
         }
         _ if words.is_empty() => "NOPERM".to_string(),
@@ -347,6 +365,15 @@ mod tests {
         ));
         assert!(
             matches!(&e, Error::PermissionDenied { message } if message == "this user has no permissions to run the 'scan' command"),
+            "{e:?}"
+        );
+        // Valkey's words, with no script to look up.
+        let e = Error::from(server(
+            "ERR",
+            "ACL failure in script: User u has no permissions to run the 'scan' command script: on @user_script:21.",
+        ));
+        assert!(
+            matches!(&e, Error::PermissionDenied { message } if message == "this user has no permissions to run the 'scan' command (a rotabloom script calls it)"),
             "{e:?}"
         );
         // Another ERR is no refusal.
