@@ -172,16 +172,30 @@ local BITS_PER_COMMAND = 128
 -- item -> true when the module already held it, and, when the module
 -- refused an insert (a non-scaling filter at its capacity: its reply stops
 -- with an error), the index of the first item it did not take.
+--
+-- Valkey's Lua raises the whole reply as an error when one of its elements
+-- is one, losing the answers before the refusal: so an insert never asks
+-- for more new items than the module has room for (capacity less its
+-- count; an item it holds takes none), and once it has none, the items it
+-- holds are answered by BF.MEXISTS up to the first that would need room.
 local function apply_bf(grp, items, set)
   local full = {}
   local key = KEYS[grp.key0]
+  local room
+  if set then
+    local cap = redis.call('BF.INFO', key, 'CAPACITY')
+    if type(cap) == 'table' then cap = cap[1] end
+    room = cap - redis.call('BF.CARD', key)
+  end
   local s = 1
   while s <= #items do
     local e = math.min(#items, s + MAXARGS - 1)
+    local insert = set and room > 0
+    if insert then e = math.min(e, s + room - 1) end
     local cmd = {}
     for t = s, e do cmd[#cmd + 1] = ARGV[grp.base + items[t]] end
     local r
-    if set then
+    if insert then
       r = redis.call('BF.INSERT', key, 'NOCREATE', 'ITEMS', unpack(cmd))
     else
       r = redis.call('BF.MEXISTS', key, unpack(cmd))
@@ -189,7 +203,13 @@ local function apply_bf(grp, items, set)
     for t = s, e do
       local v = r[t - s + 1]
       if type(v) ~= 'number' then return full, items[t] end
-      if set then full[items[t]] = (v == 0) else full[items[t]] = (v == 1) end
+      if insert then
+        full[items[t]] = (v == 0)
+        if v == 1 then room = room - 1 end
+      else
+        full[items[t]] = (v == 1)
+        if set and v == 0 then return full, items[t] end
+      end
     end
     s = e + 1
   end
