@@ -62,11 +62,15 @@ if [ -f Cargo.lock ]; then
     locked=(--locked)
 fi
 
-# The sharded tests check what Python made with the command line.
-cargo build ${locked[@]+"${locked[@]}"} --quiet -p rotabloom-cli
-target_dir="$(cargo metadata ${locked[@]+"${locked[@]}"} --format-version 1 --no-deps \
-    | "$venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
-export ROTABLOOM_BIN="$target_dir/debug/rotabloom"
+# The sharded tests check what Python made with the command line: the
+# binary in $ROTABLOOM_BIN (scripts/test.sh's, built with the Rust tests),
+# else a build of its own.
+if [ ! -x "${ROTABLOOM_BIN:-}" ]; then
+    cargo build ${locked[@]+"${locked[@]}"} --quiet -p rotabloom-cli
+    target_dir="$(cargo metadata ${locked[@]+"${locked[@]}"} --format-version 1 --no-deps \
+        | "$venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+    export ROTABLOOM_BIN="$target_dir/debug/rotabloom"
+fi
 
 rm -rf target/wheels/debug
 (cd python && "$venv/bin/maturin" build ${locked[@]+"${locked[@]}"} --quiet -o "$root/target/wheels/debug")
