@@ -30,8 +30,18 @@ if [ -f Cargo.lock ]; then
     locked=(--locked)
 fi
 
+# Built aside, then renamed into place: a script installing the previous
+# wheel meanwhile never sees a missing or half-written file.
 out="$root/target/wheels/release"
-rm -rf "$out"
+mkdir -p "$out"
+tmp="$(mktemp -d "$root/target/wheels/build.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
 (cd python && "$tools/bin/maturin" build ${locked[@]+"${locked[@]}"} --release --strip --quiet \
-    --compatibility "${WHEEL_COMPATIBILITY:-manylinux_2_34}" -o "$out" "$@") >&2
-ls "$out"/rotabloom-*.whl
+    --compatibility "${WHEEL_COMPATIBILITY:-manylinux_2_34}" -o "$tmp" "$@") >&2
+built=("$tmp"/rotabloom-*.whl)
+if [ "${#built[@]}" -ne 1 ] || [ ! -f "${built[0]}" ]; then
+    echo "wheel: expected one wheel in $tmp, found: ${built[*]}" >&2
+    exit 1
+fi
+mv -f "${built[0]}" "$out/"
+echo "$out/$(basename "${built[0]}")"
