@@ -221,3 +221,47 @@ def test_of_makes_the_class_of_the_kind(redis_url):
         assert len((await made.info())["generations"]) == 2
 
     run(main())
+
+
+def test_an_object_connects_again_after_its_connection_was_killed(tmp_path):
+    from redis_server import RedisServer
+
+    server = RedisServer(tmp_path)
+    try:
+        async def main():
+            f = await aio.BloomFilter.create(server.url, "re", capacity=1000)
+            assert await f.add("a") is True
+            server.client.client_kill_filter(_type="normal", skipme=True)
+            # The killed connection fails one call at most, never silently.
+            try:
+                assert await f.add("b") is True
+            except errors.RedisConnectionError as e:
+                assert e.retryable
+            assert await f.contains("a") is True
+            assert await f.check_and_insert("c") is True
+
+        run(main())
+    finally:
+        server.stop()
+
+
+def test_a_lost_server_is_a_connection_error_without_the_password(tmp_path):
+    from redis_server import RedisServer
+
+    server = RedisServer(tmp_path, "--requirepass", "hunter2-secret")
+    try:
+        url = f"redis://:hunter2-secret@127.0.0.1:{server.port}/0"
+
+        async def main():
+            f = await aio.BloomFilter.create(url, "pw", capacity=1000)
+            assert await f.add("a") is True
+            assert "secret" not in f.url and "secret" not in repr(f)
+            server.stop()
+            with pytest.raises(errors.RedisConnectionError) as e:
+                await f.check_and_insert_many(["b", "c"])
+            assert e.value.retryable
+            assert "secret" not in str(e.value) and "secret" not in repr(e.value)
+
+        run(main())
+    finally:
+        server.stop()
