@@ -9,6 +9,9 @@
 # 5 runs) about 4 minutes. Both run the command-line rows (1,000,000 lines).
 # Results: a table on stdout and JSON in target/bench/results.json (or --out
 # PATH). The method and the latest numbers are in docs/BENCHMARKS.md.
+# `scripts/bench.sh --sharded` and `scripts/bench.sh --aio` (Python's
+# blocking and asyncio batches beside the Rust async API) are runs of
+# their own.
 #
 # What it sets up, on a fresh Debian/Ubuntu machine:
 #   * redis-server and redis-cli (scripts/ensure-redis.sh; Debian's package);
@@ -39,6 +42,12 @@ done
 if [ "${1:-}" = "--sharded" ]; then
     shift
     exec bash scripts/bench/sharded.sh "$@"
+fi
+# Python's blocking and asyncio batches against the Rust async API
+# (scripts/bench/aio.sh), also a run of its own.
+if [ "${1:-}" = "--aio" ]; then
+    shift
+    exec bash scripts/bench/aio.sh "$@"
 fi
 work="$root/target/bench"
 mkdir -p "$work"

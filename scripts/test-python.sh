@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Build the Python wheel (debug: the tests need answers, not speed) into a
-# venv of its own under target/, then run python/tests against private
-# redis-server processes. Extra arguments go to pytest. Without any, the
-# Scrapy tests (test_dupefilter.py, test_crawl.py) then run again against
-# the oldest Scrapy supported, in a second venv
+# Build the Python wheel as users get it (scripts/wheel.sh: release,
+# abi3, manylinux, audited), install it into a fresh venv, and run
+# python/tests there against private redis-server processes, with no
+# `cargo` or `rustc` on PATH: the wheel must work on a host without Rust.
+# One build, release: the dev profile optimises dependencies too
+# (opt-level 2), so a debug wheel costs about as much to compile, and
+# would not be the one users get.
+# Extra arguments go to pytest. Without any, the Scrapy tests
+# (test_dupefilter.py, test_crawl.py) then run again against the oldest
+# Scrapy supported, in a second venv
 # (python/tests/constraints-scrapy-oldest.txt).
 set -euo pipefail
 
@@ -12,36 +17,19 @@ cd "$root"
 
 bash scripts/ensure-redis.sh
 
-# A fresh venv at $1, installing python3-venv first where Debian's python3
-# comes without it (root or password-less sudo, as ensure-redis.sh does).
-make_venv() {
-    if python3 -m venv --clear "$1" 2>/dev/null; then
-        return
-    fi
-    SUDO=()
-    if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-        SUDO=(sudo -n)
-    fi
-    if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" -eq 0 ] || [ ${#SUDO[@]} -gt 0 ]; }; then
-        echo "test-python: installing python3-venv with apt-get..." >&2
-        ${SUDO[@]+"${SUDO[@]}"} apt-get update -qq >/dev/null
-        DEBIAN_FRONTEND=noninteractive ${SUDO[@]+"${SUDO[@]}"} apt-get install -y -qq python3 python3-venv >/dev/null
-    fi
-    if ! python3 -m venv --clear "$1"; then
-        echo "test-python: 'python3 -m venv' failed; install Python 3.9+ with venv support (Debian/Ubuntu: apt-get install python3-venv)" >&2
-        exit 1
-    fi
-}
+# shellcheck source=lib/venv.sh
+source "$root/scripts/lib/venv.sh"
 
-pip_quiet() {
-    "$1/bin/pip" install --quiet --disable-pip-version-check "${@:2}"
-}
-
-venv="$root/target/py-venv"
-if [ ! -f "$venv/.installed-v1" ]; then
-    make_venv "$venv"
-    pip_quiet "$venv" "maturin>=1.9.4,<2" pytest scrapy scrapy-redis scrapy-redis-bloomfilter redis
-    touch "$venv/.installed-v1"
+# The test dependencies as wheels, fetched once: each run's fresh venv
+# installs from here without the network.
+deps=(pytest scrapy scrapy-redis scrapy-redis-bloomfilter redis)
+wheelhouse="$root/target/py-wheelhouse"
+house_marker="$wheelhouse/.fetched-$(printf '%s\n' "${deps[@]}" | cksum | cut -d' ' -f1)"
+wheel="$(bash scripts/wheel.sh)"
+if [ ! -f "$house_marker" ]; then
+    "$root/target/py-build/bin/pip" wheel --quiet --disable-pip-version-check \
+        -w "$wheelhouse" "${deps[@]}"
+    touch "$house_marker"
 fi
 
 oldest=()
@@ -68,14 +56,24 @@ fi
 if [ ! -x "${ROTABLOOM_BIN:-}" ]; then
     cargo build ${locked[@]+"${locked[@]}"} --quiet -p rotabloom-cli
     target_dir="$(cargo metadata ${locked[@]+"${locked[@]}"} --format-version 1 --no-deps \
-        | "$venv/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
+        | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')"
     export ROTABLOOM_BIN="$target_dir/debug/rotabloom"
 fi
 
-rm -rf target/wheels/debug
-(cd python && "$venv/bin/maturin" build ${locked[@]+"${locked[@]}"} --quiet -o "$root/target/wheels/debug")
-for v in "$venv" ${oldest[@]+"${oldest[@]}"}; do
-    pip_quiet "$v" --force-reinstall --no-deps target/wheels/debug/rotabloom-*.whl
+# From here on, no Rust: the venv, the install and the tests.
+PATH="$(path_without_rust)"
+export PATH
+if command -v cargo >/dev/null 2>&1 || command -v rustc >/dev/null 2>&1; then
+    echo "test-python: cargo or rustc is still on PATH ($PATH)" >&2
+    exit 1
+fi
+export ROTABLOOM_TEST_NO_RUST=1
+
+venv="$root/target/py-venv"
+make_venv "$venv"
+pip_quiet "$venv" --no-index --find-links "$wheelhouse" "${deps[@]}" "$wheel"
+for v in ${oldest[@]+"${oldest[@]}"}; do
+    pip_quiet "$v" --force-reinstall --no-deps "$wheel"
 done
 
 cd python/tests

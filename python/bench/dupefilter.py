@@ -5,7 +5,7 @@ on one private redis-server, one request at a time as Scrapy calls them.
 
     python python/bench/dupefilter.py [--requests 100000] [--stored 1000000]
 
-Install a release wheel first (maturin build --release). Not run by CI.
+Install the release wheel first (scripts/wheel.sh, then pip install it). Not run by CI.
 """
 
 import argparse

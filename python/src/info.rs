@@ -108,6 +108,27 @@ pub struct After {
     pub next_rotation_at: Option<DateTime<Utc>>,
 }
 
+/// The dict of a rotation call on every shard (`each`: the shard's name,
+/// its outcome, its state after): the rotation's own for an unsharded
+/// filter, the whole's for a sharded one.
+pub fn rotations<'py>(
+    py: Python<'py>,
+    sharded: bool,
+    name: &str,
+    each: &[(String, Rotation, After)],
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut dicts = each
+        .iter()
+        .map(|(shard, r, after)| rotation(py, shard, r, *after))
+        .collect::<PyResult<Vec<_>>>()?;
+    if !sharded && dicts.len() == 1 {
+        if let Some(one) = dicts.pop() {
+            return Ok(one);
+        }
+    }
+    sharded_rotation(py, name, dicts)
+}
+
 /// A rotation's outcome as a dict with every key always present: `result`
 /// is `rotated`, `not_due` or `superseded`; `rotations` is 0 unless it
 /// rotated.

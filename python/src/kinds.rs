@@ -297,7 +297,7 @@ impl ExpandingFilter {
 pub struct CircularFilter {}
 
 /// The error for a handle of another kind than the class says: a bug.
-fn not_a(f: &Handle, kind: Kind) -> rotabloom::Error {
+pub(crate) fn not_a(f: &Handle, kind: Kind) -> rotabloom::Error {
     let found = f.kind().map_or("no", |k| k.with_article());
     rotabloom::Error::Internal(format!(
         "filter {:?} is {found}, its object {}",
@@ -329,23 +329,13 @@ fn rotation<'py>(
         }
         Ok((f.name().to_string(), each))
     })?;
-    let py = slf.py();
-    let dicts = each
-        .iter()
-        .map(|(shard, r, after)| info::rotation(py, shard, r, *after))
-        .collect::<PyResult<Vec<_>>>()?;
-    let mut dicts = dicts;
-    if !slf.as_super().get().handle.is_sharded() && dicts.len() == 1 {
-        if let Some(one) = dicts.pop() {
-            return Ok(one);
-        }
-    }
-    info::sharded_rotation(py, &name, dicts)
+    let sharded = slf.as_super().get().handle.is_sharded();
+    info::rotations(slf.py(), sharded, &name, &each)
 }
 
 /// Shard `j`'s error, a missing shard named as such (as the library's own
 /// calls on the whole do).
-fn shard_error(f: &Handle, j: u32, e: rotabloom::Error) -> rotabloom::Error {
+pub(crate) fn shard_error(f: &Handle, j: u32, e: rotabloom::Error) -> rotabloom::Error {
     match e {
         rotabloom::Error::NotFound { .. } if f.is_sharded() => rotabloom::Error::ShardMissing {
             name: f.name().to_string(),

@@ -1,6 +1,7 @@
 //! The `rotabloom._rotabloom` extension module: rotabloom's filters for
 //! Python. The package `rotabloom` (python/rotabloom) re-exports it.
 
+mod aio;
 mod base;
 mod clock;
 mod errors;
@@ -65,6 +66,7 @@ fn _rotabloom(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<kinds::ExpandingFilter>()?;
     m.add_class::<kinds::CircularFilter>()?;
     m.add_class::<clock::ManualClock>()?;
+    m.add_class::<aio::AsyncCore>()?;
     m.add_function(wrap_pyfunction!(kind_keywords, m)?)?;
     m.add_function(wrap_pyfunction!(error_classes, m)?)?;
     m.add_function(wrap_pyfunction!(check_settings, m)?)?;

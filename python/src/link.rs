@@ -20,6 +20,20 @@ impl Link {
         })
     }
 
+    /// The same target, without the connection: for a handle that talks
+    /// to it otherwise (the async classes).
+    pub fn detached(&self) -> Link {
+        Link {
+            target: self.target.clone(),
+            conn: Mutex::new(None),
+        }
+    }
+
+    /// Where Redis is.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
     /// The URL without credentials.
     pub fn shown(&self) -> String {
         self.target.to_string()
@@ -56,7 +70,7 @@ impl Link {
 
 /// Whether the connection itself is suspect after `e` (as opposed to an
 /// error reply on a working connection).
-fn broken(e: &rotabloom::Error) -> bool {
+pub fn broken(e: &rotabloom::Error) -> bool {
     matches!(e, rotabloom::Error::Redis(r) if connection_failed(r.inner()))
 }
 
