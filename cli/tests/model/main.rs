@@ -183,8 +183,15 @@ fn replay(steps: &[Step]) {
     }
 }
 
-/// The cluster model's fixed seeds in CI (within 3 minutes on 2 cores:
-/// see docs/BENCHMARKS.md).
+/// The cluster model's fixed seeds in CI: 3 sequences in 12 s (21 s with
+/// the build check) at a load of 11 on 2 cores. Seeds that fail on the
+/// code of 2026-11-28 (issue 28), to add here once it is fixed:
+/// 3, 5, 6, 9 (a full shard: items of the other shards stored, counted,
+/// never printed nor named: `add`/`filter` exit 3); 12, 14 (`drop` of a
+/// filter whose shard lost its metadata leaves that shard's fence and
+/// blocks). Not yet told apart (the model's or the code's): 2, 7, 11 (an
+/// item printed new a second time), 13 (a circular shard counts more
+/// than the items printed), 8 (refused as full where the model has room).
 const CLUSTER_FIXED: &[u64] = &[1, 4, 10];
 
 /// The model on a local 3-master cluster (`cluster/`): the fixed seeds,
