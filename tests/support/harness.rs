@@ -822,6 +822,14 @@ impl RedisCluster {
             .get_connection()
             .unwrap_or_else(|e| panic!("cannot connect to cluster {:?}: {e}", self.urls()))
     }
+
+    /// Restarts node `i` without persistence (its keys are gone, its
+    /// slots and node id stay, from its nodes file); returns once every
+    /// node says `cluster_state:ok` again.
+    pub fn restart(&mut self, i: usize) {
+        self.nodes[i].restart();
+        self.wait_until_ok();
+    }
 }
 
 impl Drop for RedisCluster {

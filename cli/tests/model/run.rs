@@ -44,6 +44,9 @@ pub struct Stats {
     /// answers with a reply (sent again, counted unknown).
     pub least: u64,
     pub lost: u64,
+    /// Cluster model: keys of a filter whose root a master's restart lost,
+    /// which no command finds (deleted by hand).
+    pub orphans: u64,
 }
 
 /// What may go wrong during a step, besides the model's own answers.

@@ -6,31 +6,10 @@ use crate::steps::Step;
 use std::time::{Duration, Instant};
 
 /// The smallest sequence found, within `budget`, for which `fails` holds.
-pub fn shrink(
-    mut steps: Vec<Step>,
-    budget: Duration,
-    fails: impl Fn(&[Step]) -> bool,
-) -> Vec<Step> {
+pub fn shrink(steps: Vec<Step>, budget: Duration, fails: impl Fn(&[Step]) -> bool) -> Vec<Step> {
     let start = Instant::now();
     let out_of_time = || start.elapsed() > budget;
-    // Remove chunks of steps, halving the chunk size.
-    let mut chunk = (steps.len() / 2).max(1);
-    loop {
-        let mut i = 0;
-        while i < steps.len() && !out_of_time() {
-            let mut candidate = steps.clone();
-            candidate.drain(i..(i + chunk).min(candidate.len()));
-            if fails(&candidate) {
-                steps = candidate;
-            } else {
-                i += chunk;
-            }
-        }
-        if chunk == 1 || out_of_time() {
-            break;
-        }
-        chunk /= 2;
-    }
+    let mut steps = shrink_steps(steps, budget, &fails);
     // Then make each data step smaller: fewer calls, fewer items.
     for s in 0..steps.len() {
         if out_of_time() {
@@ -69,6 +48,35 @@ pub fn shrink(
                 steps = candidate;
             }
         }
+    }
+    steps
+}
+
+/// Steps removed in chunks, halving the chunk size down to one (for any
+/// kind of step: the cluster model's too), within `budget`.
+pub fn shrink_steps<S: Clone>(
+    mut steps: Vec<S>,
+    budget: Duration,
+    mut fails: impl FnMut(&[S]) -> bool,
+) -> Vec<S> {
+    let start = Instant::now();
+    let out_of_time = || start.elapsed() > budget;
+    let mut chunk = (steps.len() / 2).max(1);
+    loop {
+        let mut i = 0;
+        while i < steps.len() && !out_of_time() {
+            let mut candidate = steps.clone();
+            candidate.drain(i..(i + chunk).min(candidate.len()));
+            if fails(&candidate) {
+                steps = candidate;
+            } else {
+                i += chunk;
+            }
+        }
+        if chunk == 1 || out_of_time() {
+            break;
+        }
+        chunk /= 2;
     }
     steps
 }

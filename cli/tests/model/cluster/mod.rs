@@ -1,0 +1,84 @@
+//! The model-based test on a local 3-master Redis Cluster: sharded
+//! filters (1 to 8 shards, and unsharded ones beside them) of every kind,
+//! driven through the `rotabloom` command line (`filter`, `add`, `load`,
+//! `check`, `rotate`, `rotate --if-due`, `expand`, `convert`, `clear`,
+//! `dump`/`restore`, `drop`, `--state`/`--resume` after a kill), with drops
+//! and re-creates under a running `filter`, slots migrated mid-batch
+//! (MOVED and ASK), and faults on one master (out of memory, paused,
+//! connections killed, restarted) or one shard (metadata or blocks
+//! deleted). Properties: see `run.rs`, `data.rs` and `whole.rs`.
+//!
+//! Bitmap filters only: RedisBloom is not loaded on the cluster's nodes.
+//! No Python client: the unsharded model has no Python client path either.
+
+mod data;
+mod live;
+mod model;
+mod props;
+pub mod run;
+pub mod steps;
+mod whole;
+mod world;
+
+use crate::run::Stats;
+use run::CRun;
+use std::time::Duration;
+use steps::{CGenerator, CStep};
+pub use world::CWorld;
+
+/// Steps per cluster sequence.
+pub const STEPS: usize = 30;
+
+/// The sequence of `seed`: even seeds inject faults.
+pub fn sequence(seed: u64) -> Vec<CStep> {
+    let mut g = CGenerator::new(seed);
+    let faults = seed.is_multiple_of(2);
+    (0..STEPS).map(|_| g.step(faults)).collect()
+}
+
+/// Runs `steps` from an empty cluster.
+pub fn play(world: &mut CWorld, steps: &[CStep]) -> (Result<(), crate::run::Failure>, Stats) {
+    let mut r = CRun::new(world);
+    let out = r.steps(steps);
+    (out, r.stats)
+}
+
+/// Runs the sequence of `seed`; a failure is shrunk and returned as a
+/// report (seed, property, the shrunk sequence as Rust to replay).
+pub fn check_seed(world: &mut CWorld, seed: u64, total: &mut Stats) -> Result<(), String> {
+    let steps = sequence(seed);
+    let (out, stats) = play(world, &steps);
+    total.steps += stats.steps;
+    total.calls += stats.calls;
+    total.items += stats.items;
+    total.orphans += stats.orphans;
+    let Err(failure) = out else {
+        return Ok(());
+    };
+    eprintln!(
+        "cluster model: seed {seed} failed at step {}: {}\nshrinking...",
+        failure.step, failure.message
+    );
+    let budget = std::env::var("ROTABLOOM_MODEL_SHRINK_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(90);
+    let shrunk = crate::shrink::shrink_steps(
+        steps[..=failure.step].to_vec(),
+        Duration::from_secs(budget),
+        |s| play(world, s).0.is_err(),
+    );
+    let (again, _) = play(world, &shrunk);
+    Err(format!(
+        "cluster model: seed {seed} failed at step {} of {STEPS}: {}\n\
+         shrunk to {} steps ({}), replay with:\n\nreplay_cluster(&{:#?});\n",
+        failure.step,
+        failure.message,
+        shrunk.len(),
+        again
+            .err()
+            .map(|f| f.message)
+            .unwrap_or_else(|| "passes alone: a race".into()),
+        shrunk
+    ))
+}
