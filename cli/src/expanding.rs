@@ -247,7 +247,8 @@ pub fn convert(ctx: &Ctx, name: &str, growth: &GrowthFlags, output: Output) -> a
     let mut conn = ctx.connect()?;
     // Opened first for the hint when it does not exist, and to say
     // whether this run converted it.
-    let before = connect::open_sharded(&mut conn, name)?;
+    // Unconverged: this run is what finishes an interrupted conversion.
+    let before = connect::open_sharded_unconverged(&mut conn, name)?;
     if before.circular().is_some() {
         return Err(usage(format!(
             "{name}: a circular filter cannot be converted (only a bloom filter can)"

@@ -6,7 +6,8 @@ use super::{build::ShardableBuilder, create, read_meta, ShardedFilter};
 use crate::error::{Error, Result};
 use crate::handle::{Filter, FilterKind};
 use crate::keys::{FilterName, Keys};
-use crate::proto::shard::{root::Root, script};
+use crate::metadata::Kind;
+use crate::proto::shard::root::Root;
 use std::sync::Arc;
 
 impl ShardedFilter<crate::kinds::Any> {
@@ -83,28 +84,46 @@ impl ShardedFilter<crate::kinds::Any> {
                 ));
             }
         }
-        for (j, f) in self.shards.iter().enumerate() {
-            let was_bloom = f.kind() == crate::metadata::Kind::Bloom;
-            let (b, _) = ShardableBuilder::shard_builder(growth, f.name(), self.shard_count())?;
-            b.convert_bloom(conn).map_err(|e| self.shard_error(j, e))?;
+        // The target first: from here on the root says expanding, and
+        // every reader sees the shards not converted yet as behind it.
+        if self.root.is_some() {
+            self.record_kind(conn, Kind::Expanding)?;
+        }
+        let count = self.shard_count();
+        let convert = |f: &Filter<crate::kinds::Any>, c: &mut C| {
+            let was_bloom = f.kind() == Kind::Bloom;
+            let (b, _) = ShardableBuilder::shard_builder(growth, f.name(), count)?;
+            b.convert_bloom(c).map(|_| was_bloom)
+        };
+        let done = self.converge(conn, "the conversion to expanding", convert)?;
+        for (j, was_bloom) in done.into_iter().enumerate() {
             each(j as u32, was_bloom);
         }
-        if let Some(root) = &self.root {
-            let meta = Keys::new(FilterName::existing(&root.name)?)
-                .meta()
-                .to_string();
-            let set: i64 = script::query(
-                conn,
-                &script::set_kind(&meta, &root.uid, crate::metadata::Kind::Expanding),
-            )?;
-            if set == 0 {
-                // Dropped (or dropped and made again) meanwhile.
-                return Err(Error::NotFound {
-                    name: root.name.clone(),
-                });
+        ShardedFilter::open(conn, &self.name)
+    }
+
+    /// Records `kind` as the root's kind (the conversion's target), unless
+    /// it is recorded already.
+    fn record_kind<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+        kind: Kind,
+    ) -> Result<()> {
+        for _ in 0..super::whole::RETARGET_RETRIES {
+            let now = self.snapshot(conn)?;
+            if now.root.kind == kind {
+                return Ok(());
+            }
+            let was = Some(now.root.kind.as_str().to_string());
+            let set = [("kind", kind.as_str().to_string())];
+            if self.retarget(conn, &now, &[("kind", was)], &set)? {
+                return Ok(());
             }
         }
-        ShardedFilter::open(conn, &self.name)
+        Err(Error::Contention {
+            name: self.name.clone(),
+            retries: super::whole::RETARGET_RETRIES,
+        })
     }
 
     /// The same filter as a handle on circular shards, when it is one.
@@ -127,26 +146,6 @@ impl ShardedFilter<crate::kinds::Any> {
             shards: self.shards.iter().map(as_t).collect::<Option<_>>()?,
             nodes: Arc::clone(&self.nodes),
         })
-    }
-}
-
-impl ShardedFilter<crate::kinds::Circular> {
-    /// Rotates every shard once (each by its own compare-and-set), shard 0
-    /// first.
-    pub fn rotate<C: redis::ConnectionLike + ?Sized>(
-        &self,
-        conn: &mut C,
-    ) -> Result<Vec<crate::engine::roll::Rotation>> {
-        self.each(conn, |f, c| f.rotate(c))
-    }
-
-    /// Rotates every shard whose period is due, each exactly once per
-    /// period however many processes call this (its own compare-and-set).
-    pub fn rotate_if_due<C: redis::ConnectionLike + ?Sized>(
-        &self,
-        conn: &mut C,
-    ) -> Result<Vec<crate::engine::roll::Rotation>> {
-        self.each(conn, |f, c| f.rotate_if_due(c))
     }
 }
 
