@@ -218,31 +218,10 @@ fn shards(list: &[u32]) -> String {
     }
 }
 
-/// What a failed `convert` of a sharded filter did, and what to run: the
-/// shards each tell whether this run converted them (`lines`, in order).
-/// Past the last shard, only the root's record of the kind is left.
-fn convert_failed(name: &str, shard_count: u32, lines: &[(u32, bool)]) -> String {
-    let converted: Vec<u32> = lines.iter().filter(|l| l.1).map(|l| l.0).collect();
-    let already: Vec<u32> = lines.iter().filter(|l| !l.1).map(|l| l.0).collect();
-    let failed = lines.last().map_or(0, |(j, _)| j + 1);
-    let mut text = if failed < shard_count {
-        partial(name, "converted", &converted, failed)
-    } else {
-        format!(
-            "{name}: every shard is expanding (converted by this run: {}), but the filter's \
-             kind is not recorded yet",
-            shards(&converted)
-        )
-    };
-    if !already.is_empty() {
-        text += &format!("; expanding already: {}", shards(&already));
-    }
-    text + &format!("; run `rotabloom convert {name}` again to convert the rest")
-}
-
 /// `rotabloom convert NAME`: a bloom filter becomes generation 0 of an
-/// expanding filter, in place; a sharded one shard by shard, then its
-/// root (resumable: run it again after a failure).
+/// expanding filter, in place; a sharded one records the kind in its root,
+/// then converts shard by shard (docs/FORMAT.md §11.8: run it again after
+/// a failure to finish it).
 pub fn convert(ctx: &Ctx, name: &str, growth: &GrowthFlags, output: Output) -> anyhow::Result<u8> {
     let mut conn = ctx.connect()?;
     // Opened first for the hint when it does not exist, and to say
@@ -259,14 +238,10 @@ pub fn convert(ctx: &Ctx, name: &str, growth: &GrowthFlags, output: Output) -> a
     let converted = before.convert_bloom(&mut conn, &growth.builder(name), |j, converted| {
         lines.push((j, converted));
     });
-    let f = match converted {
-        Ok(f) => f,
-        Err(e) if before.is_sharded() => {
-            let context = convert_failed(name, before.shard_count(), &lines);
-            return Err(anyhow::Error::new(e).context(context));
-        }
-        Err(e) => return Err(e.into()),
-    };
+    // A failure on a shard names the shards converted and not
+    // (Error::ShardsDisagree); the root holds the target, and a rerun
+    // converts the rest.
+    let f = converted?;
     for (j, converted) in lines {
         let Some(shard) = f.shard(j) else { break };
         let label = label(&f, name, j);
@@ -523,39 +498,4 @@ fn into_slot(
         Legacy::Seed000 { blocks, .. } => Legacy::Seed000 { prefix, blocks },
     };
     Ok((legacy, copies))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_failed_convert_says_what_each_shard_is_and_what_to_run() {
-        let at_shard_2 = convert_failed("crawl", 3, &[(0, true), (1, true)]);
-        assert_eq!(
-            at_shard_2,
-            "crawl: stopped at shard 2; converted before it: shards 0, 1 (each shard is a \
-             complete filter and answers as before); run `rotabloom convert crawl` again to \
-             convert the rest"
-        );
-        // Run again: shard 0 was converted by the first run.
-        let again = convert_failed("crawl", 3, &[(0, false), (1, true)]);
-        assert!(
-            again.contains("stopped at shard 2; converted before it: shard 1 "),
-            "{again}"
-        );
-        assert!(again.contains("expanding already: shard 0;"), "{again}");
-        // Every shard done, the root's step failed: no shard 3 to name.
-        let root = convert_failed("crawl", 2, &[(0, true), (1, true)]);
-        assert!(!root.contains("shard 2"), "{root}");
-        assert!(
-            root.contains("every shard is expanding") && root.contains("not recorded"),
-            "{root}"
-        );
-        assert_eq!(
-            convert_failed("crawl", 2, &[]),
-            "crawl: stopped at shard 0; converted before it: none (each shard is a complete \
-             filter and answers as before); run `rotabloom convert crawl` again to convert the rest"
-        );
-    }
 }

@@ -190,11 +190,9 @@ impl Error {
     /// ```
     pub fn is_retryable(&self) -> bool {
         match self {
-            Error::Contention { .. }
-            | Error::ReplicasTimeout { .. }
-            | Error::TimedOut { .. }
-            // Another run of the change (or this one again) converges them.
-            | Error::ShardsDisagree { .. } => true,
+            Error::Contention { .. } | Error::ReplicasTimeout { .. } | Error::TimedOut { .. } => {
+                true
+            }
             Error::Redis(RedisError(e)) => {
                 e.is_io_error()
                     || e.is_timeout()

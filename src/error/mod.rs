@@ -356,9 +356,10 @@ pub enum Error {
 
     /// Shards of a sharded filter disagree with the whole-filter targets
     /// of its root (docs/FORMAT.md §11.8): a rotation, clear or conversion
-    /// recorded there has not reached them (interrupted, or refused by a
-    /// shard's master). Running the change again finishes it, doing no
-    /// shard's part twice; `shards` are the shards concerned.
+    /// recorded there has not reached them (refused by a shard's master),
+    /// or they changed outside the root. Not retryable as such: running
+    /// the change again finishes it, doing no shard's part twice; `shards`
+    /// are the shards concerned.
     #[error("filter {name:?}: {what}")]
     ShardsDisagree {
         /// The sharded filter's name.

@@ -137,7 +137,7 @@ impl ShardedFilter<Circular> {
         t: &Targets,
     ) -> Result<Vec<Rotation>> {
         let epoch = t.epoch.unwrap_or(0);
-        let change = format!("the rotation to {epoch} rotations");
+        let change = format!("the rotation to epoch {epoch}");
         self.converge(conn, &change, |f, c| f.rotate_to(c, epoch, t.period))
     }
 

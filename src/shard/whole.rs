@@ -245,14 +245,11 @@ impl<K: FilterKind> ShardedFilter<K> {
         }
         let forward = found.iter().all(|d| d.off == ShardOff::Behind)
             && now.facts.iter().all(|s| s.kind == now.root.kind);
-        let cause = match forward {
-            true => match self.bring_forward(conn, &now) {
-                Ok(()) => return Ok(self),
-                Err(e) => format!(": bringing them forward failed: {e}"),
-            },
-            false => String::new(),
-        };
-        Err(self.disagree(&found, &cause))
+        if forward {
+            // Its error names the shards reached and not, and why.
+            return self.bring_forward(conn, &now).map(|()| self);
+        }
+        Err(self.disagree(&found, ""))
     }
 
     /// The error for shards `found` to disagree with the root, `cause`
@@ -288,19 +285,15 @@ impl<K: FilterKind> ShardedFilter<K> {
         let t = now.targets();
         if now.rotation_pending() {
             let epoch = t.epoch.unwrap_or(0);
-            self.converge(
-                conn,
-                &format!("the rotation to {epoch} rotations"),
-                |f, c| {
-                    let circular = Filter::<crate::kinds::Circular>::from_core(f.core.clone());
-                    circular.rotate_to(c, epoch, t.period)
-                },
-            )?;
+            self.converge(conn, &format!("the rotation to epoch {epoch}"), |f, c| {
+                let circular = Filter::<crate::kinds::Circular>::from_core(f.core.clone());
+                circular.rotate_to(c, epoch, t.period)
+            })?;
         }
         if now.clear_pending() {
             let n = t.cleared.unwrap_or(0);
             let op = crate::engine::operation::clear_to;
-            self.converge(conn, &format!("the clear to {n} clears"), |f, c| {
+            self.converge(conn, &format!("clear number {n}"), |f, c| {
                 f.core.run(c, op(&f.core, n))
             })?;
         }
@@ -325,7 +318,7 @@ impl<K: FilterKind> ShardedFilter<K> {
                 }
             }
             let n = t.cleared.unwrap_or(0);
-            let change = format!("the clear to {n} clears");
+            let change = format!("clear number {n}");
             let op = crate::engine::operation::clear_to;
             return self
                 .converge(conn, &change, |f, c| f.core.run(c, op(&f.core, n)))
