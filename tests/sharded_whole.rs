@@ -243,6 +243,12 @@ fn a_conversion_refused_by_one_master_is_finished_by_a_rerun(cluster: &RedisClus
         disagreeing(ShardedFilter::<Any>::open(&mut conn, "conv")),
         vec![j]
     );
+    // Its dump refuses loudly rather than write a file restore refuses.
+    let mut file = Vec::new();
+    assert_eq!(
+        disagreeing(rotabloom::dump::dump(&mut conn, "conv", &mut file)),
+        vec![j]
+    );
 
     let half = ShardedFilter::<Any>::open_unconverged(&mut conn, "conv").unwrap();
     let mut said = Vec::new();

@@ -175,6 +175,20 @@ impl<W: Write> ShardedDump<W> {
         m: DumpMachine<Chunks<W>>,
         s: Summary,
     ) -> Result<Poll<Summary>> {
+        let root = self.root.as_ref().ok_or_else(no_root)?;
+        if s.kind != root.kind {
+            // A conversion that did not reach this shard (§11.8): a file of
+            // it is one no restore takes.
+            return Err(Error::ShardsDisagree {
+                name: self.name.clone(),
+                shards: vec![j as u32],
+                what: format!(
+                    "cannot dump: shard {j} is {}, the root says {}: a conversion did not \
+                     reach it; run it again, then dump",
+                    s.kind, root.kind
+                ),
+            });
+        }
         let mut chunks = m.into_out();
         chunks.flush().map_err(written)?;
         let mut records = chunks.records;
