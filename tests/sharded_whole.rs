@@ -103,6 +103,43 @@ fn whole_filter_changes_with_one_master_refusing_writes() {
     a_rotation_refused_by_one_master_is_finished_by_a_rerun(&cluster);
     a_conversion_refused_by_one_master_is_finished_by_a_rerun(&cluster);
     a_clear_refused_by_one_master_is_finished_by_a_rerun(&cluster);
+    an_expansion_refused_by_one_master_is_finished_by_a_rerun(&cluster);
+}
+
+/// An expansion refused on one shard: the root holds every shard's
+/// target, the rerun grows that shard alone (each ends with 2 generations,
+/// none with 3).
+fn an_expansion_refused_by_one_master_is_finished_by_a_rerun(cluster: &RedisCluster) {
+    let mut conn = cluster.connection();
+    let f = ExpandingFilter::builder("grow")
+        .capacity(900)
+        .shards(3)
+        .create_or_open(&mut conn)
+        .unwrap();
+    let (j, node) = faultable(cluster, &f);
+    maxmemory(&cluster.nodes()[node], "1");
+    let failed = f.expand(&mut conn);
+    maxmemory(&cluster.nodes()[node], "0");
+    assert_eq!(disagreeing(failed), vec![j]);
+    let targets: Vec<String> = (0..3)
+        .map(|s| {
+            conn.hget(meta("grow"), format!("target.expanded.{s}"))
+                .unwrap()
+        })
+        .collect();
+    assert!(targets.iter().all(|t| t == &targets[0]), "{targets:?}");
+    let h =
+        ShardedFilter::<rotabloom::kinds::Expanding>::open_unconverged(&mut conn, "grow").unwrap();
+    let grown = h.expand(&mut conn).unwrap();
+    assert_eq!(grown, (0..3).map(|s| s == j).collect::<Vec<_>>());
+    let gens: Vec<usize> = h
+        .info(&mut conn)
+        .unwrap()
+        .iter()
+        .map(|i| i.generations.len())
+        .collect();
+    assert_eq!(gens, vec![2, 2, 2], "every shard expanded once");
+    assert!(h.drop(&mut conn).unwrap());
 }
 
 /// Reproduction 2 of issue 28: the scheduled rotation of day 1 fails on

@@ -102,7 +102,8 @@ fn open_expanding(
     conn: &mut Connection,
     name: &str,
 ) -> anyhow::Result<ShardedFilter<rotabloom::kinds::Expanding>> {
-    let f = connect::open_sharded(conn, name)?;
+    // Unconverged: `expand` is what finishes an interrupted expansion.
+    let f = connect::open_sharded_unconverged(conn, name)?;
     f.expanding().ok_or_else(|| {
         let kind = f.kind().map_or("no", |k| k.with_article());
         usage(format!(
@@ -121,28 +122,18 @@ fn label(f: &ShardedFilter<impl rotabloom::FilterKind>, name: &str, j: u32) -> S
 }
 
 /// `rotabloom expand NAME`: freezes the newest generation and adds the
-/// next one now; of a sharded filter, to every shard in turn, one line
-/// each. Each shard's expansion is its own atomic step: a failure on one
-/// is reported after the lines of those done, naming them.
+/// next one now; of a sharded filter, as one change (docs/FORMAT.md
+/// §11.8): every shard's target recorded in the root, then every shard
+/// grown to it, one line each. A failure on a shard names the shards
+/// grown and not; a rerun grows only those not.
 pub fn expand(ctx: &Ctx, name: &str, output: Output) -> anyhow::Result<u8> {
     let mut conn = ctx.connect()?;
     let f = open_expanding(&mut conn, name)?;
+    let grown = f.expand(&mut conn)?;
     let mut out = io::stdout();
-    let mut done = Vec::new();
-    for j in 0..f.shard_count() {
+    for (j, expanded) in (0..f.shard_count()).zip(grown) {
         let Some(shard) = f.shard(j) else { break };
         let label = label(&f, name, j);
-        let expanded = match shard.expand(&mut conn) {
-            Ok(expanded) => expanded,
-            Err(e) if f.is_sharded() => {
-                let context = format!(
-                    "{}; running `rotabloom expand {name}` again expands every shard once more",
-                    partial(name, "expanded", &done, j)
-                );
-                return Err(anyhow::Error::new(e).context(context));
-            }
-            Err(e) => return Err(e.into()),
-        };
         let yes = ("expanded", "expanded");
         let no = (
             "not expanded: another process changed it first",
@@ -150,9 +141,6 @@ pub fn expand(ctx: &Ctx, name: &str, output: Output) -> anyhow::Result<u8> {
         );
         let shown = Shown::new(name, &label, shard, if expanded { yes } else { no });
         shown.print(output, &mut out, &f, j, shard, expanded)?;
-        if expanded {
-            done.push(j);
-        }
     }
     Ok(0)
 }
@@ -193,28 +181,6 @@ impl<'a> Shown<'a> {
         }
         output.print(out, &self.text, &doc, changed)?;
         Ok(())
-    }
-}
-
-/// What a stopped run on a sharded filter did: the shards done before
-/// shard `failed` failed.
-fn partial(name: &str, what: &str, done: &[u32], failed: u32) -> String {
-    format!(
-        "{name}: stopped at shard {failed}; {what} before it: {} (each shard is a complete filter \
-         and answers as before)",
-        shards(done)
-    )
-}
-
-/// `shards 0, 2`, or `none`.
-fn shards(list: &[u32]) -> String {
-    match list {
-        [] => "none".to_string(),
-        [one] => format!("shard {one}"),
-        _ => {
-            let list: Vec<String> = list.iter().map(u32::to_string).collect();
-            format!("shards {}", list.join(", "))
-        }
     }
 }
 

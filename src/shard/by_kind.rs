@@ -90,7 +90,7 @@ impl ShardedFilter<crate::kinds::Any> {
             self.record_kind(conn, Kind::Expanding)?;
         }
         let count = self.shard_count();
-        let convert = |f: &Filter<crate::kinds::Any>, c: &mut C| {
+        let convert = |_, f: &Filter<crate::kinds::Any>, c: &mut C| {
             let was_bloom = f.kind() == Kind::Bloom;
             let (b, _) = ShardableBuilder::shard_builder(growth, f.name(), count)?;
             b.convert_bloom(c).map(|_| was_bloom)
@@ -115,7 +115,7 @@ impl ShardedFilter<crate::kinds::Any> {
                 return Ok(());
             }
             let was = Some(now.root.kind.as_str().to_string());
-            let set = [("kind", kind.as_str().to_string())];
+            let set = [("kind".to_string(), kind.as_str().to_string())];
             if self.retarget(conn, &now, &[("kind", was)], &set)? {
                 return Ok(());
             }
@@ -150,8 +150,51 @@ impl ShardedFilter<crate::kinds::Any> {
 }
 
 impl ShardedFilter<crate::kinds::Expanding> {
-    /// Appends a generation to every shard; whether each did.
+    /// Appends a generation to every shard, as one change of the whole
+    /// filter (docs/FORMAT.md §11.8): each shard's target (one past its
+    /// epoch as this handle last saw it) is recorded in the root, then
+    /// each shard grows to it. A run that finds an earlier expansion
+    /// unfinished finishes it instead; a shard that grew since counts as
+    /// grown, and when every shard did (another process expanded first)
+    /// nothing is recorded. Whether this call grew each shard.
     pub fn expand<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Result<Vec<bool>> {
-        self.each(conn, |f, c| f.expand(c))
+        if self.root.is_none() {
+            return self.each(conn, |f, c| f.expand(c));
+        }
+        // As the handle last saw them: an expansion made since then by
+        // another process is this call's, as one expand supersedes another.
+        let seen: Vec<u64> = self
+            .shards
+            .iter()
+            .map(|f| super::whole::facts(f).epoch)
+            .collect();
+        for _ in 0..super::whole::RETARGET_RETRIES {
+            let now = self.snapshot(conn)?;
+            self.refuse_astray(&now, "expand")?;
+            let mut t = now.targets();
+            if !now.expansion_pending() {
+                t.expanded = seen
+                    .iter()
+                    .enumerate()
+                    .map(|(j, e)| (j, e.saturating_add(1)))
+                    .collect();
+                let done = now.facts.iter().enumerate();
+                if done
+                    .clone()
+                    .all(|(j, s)| t.expanded.get(&j).is_some_and(|&f| s.epoch >= f))
+                {
+                    return Ok(vec![false; now.facts.len()]);
+                }
+                let set = super::whole::Snapshot::to_record(&t);
+                if !self.retarget(conn, &now, &[], &set)? {
+                    continue;
+                }
+            }
+            return self.expand_to(conn, &t);
+        }
+        Err(Error::Contention {
+            name: self.name.clone(),
+            retries: super::whole::RETARGET_RETRIES,
+        })
     }
 }

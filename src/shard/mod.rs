@@ -18,6 +18,7 @@ pub(crate) mod placement;
 pub(crate) mod restore;
 mod root_io;
 mod rotate;
+mod snapshot;
 mod whole;
 
 use crate::proto::shard::root;

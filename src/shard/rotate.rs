@@ -43,7 +43,7 @@ impl ShardedFilter<Circular> {
             if !now.rotation_pending() {
                 let next = Targets {
                     epoch: Some(t.epoch.unwrap_or(0).saturating_add(1)),
-                    ..t
+                    ..t.clone()
                 };
                 if !self.retarget(conn, &now, &[], &Snapshot::to_record(&next))? {
                     continue;
@@ -119,7 +119,7 @@ impl ShardedFilter<Circular> {
             let next = Targets {
                 epoch: Some(t.epoch.unwrap_or(0).saturating_add(owed)),
                 period: Some(p),
-                ..t
+                ..t.clone()
             };
             if !self.retarget(conn, &now, &[], &Snapshot::to_record(&next))? {
                 continue;
@@ -138,7 +138,7 @@ impl ShardedFilter<Circular> {
     ) -> Result<Vec<Rotation>> {
         let epoch = t.epoch.unwrap_or(0);
         let change = format!("the rotation to epoch {epoch}");
-        self.converge(conn, &change, |f, c| f.rotate_to(c, epoch, t.period))
+        self.converge(conn, &change, |_, f, c| f.rotate_to(c, epoch, t.period))
     }
 
     fn contended(&self) -> Error {

@@ -7,15 +7,14 @@
 //! that disagree with their root are named, never answered for silently.
 
 use super::root_io::{ask, read_meta};
+pub(super) use super::snapshot::Snapshot;
 use super::{ready_root, ShardedFilter};
 use crate::error::{Error, Result};
 use crate::handle::{Filter, FilterKind};
 use crate::keys::{FilterName, Keys};
 use crate::proto::shard::root::Root;
 use crate::proto::shard::script::{self, Retarget};
-use crate::proto::shard::target::{
-    self, ShardDisagreement, ShardFacts, ShardOff, Targets, CLEARED, EPOCH, PERIOD,
-};
+use crate::proto::shard::target::{self, ShardDisagreement, ShardFacts, ShardOff, Targets};
 
 /// What a shard's handle last read of the fields its root targets.
 pub(super) fn facts<K: FilterKind>(f: &Filter<K>) -> ShardFacts {
@@ -26,69 +25,6 @@ pub(super) fn facts<K: FilterKind>(f: &Filter<K>) -> ShardFacts {
             .get(k)
             .and_then(|v| std::str::from_utf8(v).ok())
     })
-}
-
-/// A sharded filter's root and shards as read now.
-pub(super) struct Snapshot {
-    pub root: Root,
-    pub facts: Vec<ShardFacts>,
-    /// The root's key.
-    pub meta: String,
-}
-
-impl Snapshot {
-    /// The targets in force: the recorded ones, else the shards' furthest.
-    pub fn targets(&self) -> Targets {
-        self.root.targets.effective(self.root.kind, &self.facts)
-    }
-
-    pub fn disagreements(&self) -> Vec<ShardDisagreement> {
-        target::disagreements(self.root.kind, &self.root.targets, &self.facts)
-    }
-
-    /// Whether a shard is short of the rotation targets in force: an
-    /// earlier rotation to finish before a new one is recorded.
-    pub fn rotation_pending(&self) -> bool {
-        let t = self.targets();
-        self.facts.iter().any(|s| {
-            t.epoch.is_some_and(|e| s.epoch < e)
-                || matches!((s.period, t.period), (Some(have), Some(want)) if have < want)
-        })
-    }
-
-    /// Whether a shard is short of the clear target in force.
-    pub fn clear_pending(&self) -> bool {
-        let t = self.targets();
-        self.facts
-            .iter()
-            .any(|s| t.cleared.is_some_and(|c| s.cleared < c))
-    }
-
-    /// The compare half of a retarget: every target field as recorded.
-    pub fn recorded(&self) -> Vec<(&'static str, Option<String>)> {
-        let t = &self.root.targets;
-        vec![
-            (EPOCH, t.epoch.map(|v| v.to_string())),
-            (PERIOD, t.period.map(|v| v.to_string())),
-            (CLEARED, t.cleared.map(|v| v.to_string())),
-        ]
-    }
-
-    /// The set half: every target in force, as `t` changes it. A root
-    /// from before targets gets them all written by its first change.
-    pub fn to_record(t: &Targets) -> Vec<(&'static str, String)> {
-        let mut out = Vec::new();
-        if let Some(e) = t.epoch {
-            out.push((EPOCH, e.to_string()));
-        }
-        if let Some(p) = t.period {
-            out.push((PERIOD, p.to_string()));
-        }
-        if let Some(c) = t.cleared {
-            out.push((CLEARED, c.to_string()));
-        }
-        out
-    }
 }
 
 /// The shards `found` names, each once, ascending.
@@ -189,12 +125,17 @@ impl<K: FilterKind> ShardedFilter<K> {
         &self,
         conn: &mut C,
         now: &Snapshot,
-        also: &[(&'static str, Option<String>)],
-        set: &[(&str, String)],
+        also: &[(&str, Option<String>)],
+        set: &[(String, String)],
     ) -> Result<bool> {
         let mut expect = now.recorded();
-        expect.extend_from_slice(also);
-        let req = script::retarget(&now.meta, &now.root.uid, &expect, set);
+        expect.extend(also.iter().map(|(f, v)| (f.to_string(), v.clone())));
+        let expect: Vec<(&str, Option<String>)> = expect
+            .iter()
+            .map(|(f, v)| (f.as_str(), v.clone()))
+            .collect();
+        let set: Vec<(&str, String)> = set.iter().map(|(f, v)| (f.as_str(), v.clone())).collect();
+        let req = script::retarget(&now.meta, &now.root.uid, &expect, &set);
         let wait = self.shards.first().and_then(|f| f.core.wait);
         match ask(conn, req, wait, |r| script::decode_retarget(&now.meta, r))? {
             Retarget::Set => Ok(true),
@@ -285,17 +226,24 @@ impl<K: FilterKind> ShardedFilter<K> {
         let t = now.targets();
         if now.rotation_pending() {
             let epoch = t.epoch.unwrap_or(0);
-            self.converge(conn, &format!("the rotation to epoch {epoch}"), |f, c| {
-                let circular = Filter::<crate::kinds::Circular>::from_core(f.core.clone());
-                circular.rotate_to(c, epoch, t.period)
-            })?;
+            self.converge(
+                conn,
+                &format!("the rotation to epoch {epoch}"),
+                |_, f, c| {
+                    let circular = Filter::<crate::kinds::Circular>::from_core(f.core.clone());
+                    circular.rotate_to(c, epoch, t.period)
+                },
+            )?;
         }
         if now.clear_pending() {
             let n = t.cleared.unwrap_or(0);
             let op = crate::engine::operation::clear_to;
-            self.converge(conn, &format!("clear number {n}"), |f, c| {
+            self.converge(conn, &format!("clear number {n}"), |_, f, c| {
                 f.core.run(c, op(&f.core, n))
             })?;
+        }
+        if now.expansion_pending() {
+            self.expand_to(conn, &t)?;
         }
         Ok(())
     }
@@ -321,12 +269,28 @@ impl<K: FilterKind> ShardedFilter<K> {
             let change = format!("clear number {n}");
             let op = crate::engine::operation::clear_to;
             return self
-                .converge(conn, &change, |f, c| f.core.run(c, op(&f.core, n)))
+                .converge(conn, &change, |_, f, c| f.core.run(c, op(&f.core, n)))
                 .map(drop);
         }
         Err(Error::Contention {
             name: self.name.clone(),
             retries: RETARGET_RETRIES,
+        })
+    }
+
+    /// Every expanding shard grown to its expansion target in `t` (one
+    /// generation appended unless it has reached it); whether each grew.
+    pub(super) fn expand_to<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+        t: &Targets,
+    ) -> Result<Vec<bool>> {
+        self.converge(conn, "the expansion", |j, f, c| match t.expanded.get(&j) {
+            Some(&floor) => {
+                let e = Filter::<crate::kinds::Expanding>::from_core(f.core.clone());
+                e.expand_to(c, floor)
+            }
+            None => Ok(false),
         })
     }
 
@@ -338,12 +302,12 @@ impl<K: FilterKind> ShardedFilter<K> {
         &self,
         conn: &mut C,
         change: &str,
-        mut step: impl FnMut(&Filter<K>, &mut C) -> Result<T>,
+        mut step: impl FnMut(usize, &Filter<K>, &mut C) -> Result<T>,
     ) -> Result<Vec<T>> {
         let mut out = Vec::with_capacity(self.shards.len());
         let mut failed = Vec::new();
         for (j, f) in self.shards.iter().enumerate() {
-            match step(f, conn) {
+            match step(j, f, conn) {
                 Ok(t) => out.push(t),
                 Err(e) => failed.push((j as u32, self.shard_error(j, e))),
             }

@@ -14,10 +14,19 @@ pub const EPOCH: &str = "target.epoch";
 pub const PERIOD: &str = "target.period";
 /// Root field: the clears every shard has had (its `cleared`).
 pub const CLEARED: &str = "target.cleared";
+/// Root field prefix: `target.expanded.<J>`, the epoch expanding shard J
+/// has reached at least (one more than it had when an expansion was
+/// recorded; its own growth counts too).
+pub const EXPANDED: &str = "target.expanded.";
+
+/// The root field of shard `j`'s expansion target.
+pub fn expanded(j: usize) -> String {
+    format!("{EXPANDED}{j}")
+}
 
 /// The targets a root records; a field a root lacks (one written before
 /// targets existed) reads as what the shards have: the furthest shard's.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Targets {
     /// Rotations of every circular shard.
     pub epoch: Option<u64>,
@@ -25,6 +34,8 @@ pub struct Targets {
     pub period: Option<i64>,
     /// Clears of every shard.
     pub cleared: Option<u64>,
+    /// Per expanding shard, the epoch it has reached at least.
+    pub expanded: BTreeMap<usize, u64>,
 }
 
 /// What a shard's metadata says about the fields the root targets.
@@ -102,10 +113,22 @@ impl Targets {
                 })
                 .transpose()
         }
+        let mut expanded = BTreeMap::new();
+        for (k, v) in fields {
+            let Some(j) = k.strip_prefix(EXPANDED) else {
+                continue;
+            };
+            let canonical = |t: &str| t.parse::<u64>().ok().filter(|n| n.to_string() == t);
+            match (canonical(j), canonical(v)) {
+                (Some(j), Some(e)) => expanded.insert(j as usize, e),
+                _ => return Err(EXPANDED),
+            };
+        }
         Ok(Targets {
             epoch: get(fields, EPOCH)?,
             period: get(fields, PERIOD)?,
             cleared: get(fields, CLEARED)?,
+            expanded,
         })
     }
 
@@ -120,6 +143,10 @@ impl Targets {
                 .then(|| self.period.or(shards.iter().filter_map(|s| s.period).max()))
                 .flatten(),
             cleared: self.cleared.or(shards.iter().map(|s| s.cleared).max()),
+            expanded: match kind {
+                Kind::Expanding => self.expanded.clone(),
+                _ => BTreeMap::new(),
+            },
         }
     }
 }
@@ -170,6 +197,16 @@ pub fn disagreements(
             check("period", s.period.map(i128::from), t.period.map(i128::from));
         }
         check("clears", Some(s.cleared.into()), t.cleared.map(i128::from));
+        // Growth of its own may take a shard past its expansion target.
+        if let Some(&floor) = t.expanded.get(&j) {
+            if s.epoch < floor {
+                out.push(ShardDisagreement {
+                    shard,
+                    off: ShardOff::Behind,
+                    detail: format!("epoch {}, the root's expansion target {floor}", s.epoch),
+                });
+            }
+        }
     }
     out
 }
@@ -217,8 +254,19 @@ mod tests {
             Ok(Targets {
                 epoch: Some(3),
                 period: Some(-2),
-                cleared: Some(0)
+                cleared: Some(0),
+                expanded: BTreeMap::new(),
             })
+        );
+        let t = Targets::decode(&fields(&[("target.expanded.1", "4")])).unwrap();
+        assert_eq!(t.expanded, BTreeMap::from([(1, 4)]));
+        assert_eq!(
+            Targets::decode(&fields(&[("target.expanded.x", "4")])),
+            Err(EXPANDED)
+        );
+        assert_eq!(
+            Targets::decode(&fields(&[("target.expanded.1", "04")])),
+            Err(EXPANDED)
         );
         assert_eq!(Targets::decode(&fields(&[])), Ok(Targets::default()));
         assert_eq!(Targets::decode(&fields(&[(EPOCH, "03")])), Err(EPOCH));
@@ -233,6 +281,7 @@ mod tests {
             epoch: Some(2),
             period: Some(7),
             cleared: Some(1),
+            ..Targets::default()
         };
         let s = [circ(2, 1, 7), circ(2, 1, 7), circ(2, 1, 7)];
         assert!(disagreements(Kind::Circular, &t, &s).is_empty());
@@ -273,6 +322,7 @@ mod tests {
             epoch: Some(1),
             period: Some(5),
             cleared: Some(0),
+            ..Targets::default()
         };
         let d = disagreements(Kind::Circular, &t, &[circ(1, 0, 5), circ(2, 1, 5)]);
         assert_eq!(d.len(), 2);
@@ -300,9 +350,17 @@ mod tests {
         // The same read by a root from before targets (still bloom).
         let d = disagreements(Kind::Bloom, &Targets::default(), &[exp, bloom, bloom]);
         assert_eq!((d.len(), d[0].shard, d[0].off), (1, 0, ShardOff::Ahead));
-        // Expanding shards' epochs move on their own: never compared.
+        // Expanding shards' epochs move on their own: only an expansion
+        // target is a floor, and growth past it agrees.
         let grown = ShardFacts { epoch: 9, ..exp };
         assert!(disagreements(Kind::Expanding, &Targets::default(), &[exp, grown]).is_empty());
+        let t = Targets {
+            expanded: BTreeMap::from([(0, 2), (1, 2)]),
+            ..Targets::default()
+        };
+        let d = disagreements(Kind::Expanding, &t, &[exp, grown]);
+        assert_eq!((d.len(), d[0].shard, d[0].off), (1, 0, ShardOff::Behind));
+        assert_eq!(d[0].detail, "epoch 1, the root's expansion target 2");
     }
 
     #[test]
