@@ -140,6 +140,11 @@ pub enum WarningCode {
     EvictionPolicy,
     /// The server keeps no data across restarts.
     NoPersistence,
+    /// Shards of a sharded filter disagree with its root's whole-filter
+    /// targets (docs/FORMAT.md §11.8): an interrupted rotation, clear or
+    /// conversion. An error: its answers are not one filter's until the
+    /// change is run again.
+    ShardsDisagree,
 }
 
 impl WarningCode {
@@ -154,6 +159,7 @@ impl WarningCode {
             WarningCode::RotationOverdue => "rotation_overdue",
             WarningCode::EvictionPolicy => "eviction_policy",
             WarningCode::NoPersistence => "no_persistence",
+            WarningCode::ShardsDisagree => "shards_disagree",
         }
     }
 }

@@ -75,7 +75,7 @@ pub use proto::create::Opened;
 pub use redact::redact_urls;
 pub use schedule::{Every, Schedule};
 pub use shard::{
-    ShardPlan, ShardableBuilder, ShardedBatch, ShardedBuilder, ShardedFilter, DEFAULT_CREATE_LEASE,
-    MAX_SHARDS, SHARDED_FORMAT,
+    ShardDisagreement, ShardOff, ShardPlan, ShardableBuilder, ShardedBatch, ShardedBuilder,
+    ShardedFilter, DEFAULT_CREATE_LEASE, MAX_SHARDS, SHARDED_FORMAT,
 };
 pub use wait::{WaitReplicas, DEFAULT_WAIT_TIMEOUT};

@@ -71,10 +71,18 @@ pub(crate) static DROP_UNREADABLE: LuaScript =
 pub(crate) static RESTORE: LuaScript = LuaScript::new(include_str!("lua/restore.lua"));
 pub(crate) static RESTORE_WRITE: LuaScript = LuaScript::new(include_str!("lua/restore_write.lua"));
 pub(crate) static SWEEP: LuaScript = LuaScript::new(include_str!("lua/sweep.lua"));
+pub(crate) static ROOT_CLAIM: LuaScript = LuaScript::new(include_str!("lua/root_claim.lua"));
+pub(crate) static ROOT_MOVE: LuaScript = LuaScript::new(include_str!("lua/root_move.lua"));
+pub(crate) static ROOT_TARGET: LuaScript = LuaScript::new(include_str!("lua/root_target.lua"));
+
+/// The scripts on a sharded filter's root record (§11), which is no
+/// filter's metadata hash.
+#[cfg(test)]
+pub(crate) static ROOT: [&LuaScript; 3] = [&ROOT_CLAIM, &ROOT_MOVE, &ROOT_TARGET];
 
 /// Every script: tests go over all of them, and an error names the
 /// command of the line it points to ([`command_at`]).
-pub(crate) static ALL: [&LuaScript; 15] = [
+pub(crate) static ALL: [&LuaScript; 18] = [
     &LOAD,
     &DATA,
     &CREATE,
@@ -90,6 +98,9 @@ pub(crate) static ALL: [&LuaScript; 15] = [
     &ALLOC_NEW,
     &DROP_UNREADABLE,
     &SWEEP,
+    &ROOT_CLAIM,
+    &ROOT_MOVE,
+    &ROOT_TARGET,
 ];
 
 /// The Redis command a script calls on `line` (1-based, as an error's

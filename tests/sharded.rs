@@ -731,7 +731,13 @@ fn windows_across_shards(cluster: &RedisCluster) {
         let rotated: usize = swept.iter().map(|(r, _)| r).sum();
         let longest = swept.iter().map(|(_, d)| *d).max().unwrap_or_default();
         eprintln!("day {day}: 16 concurrent sweeps over 6 shards, the longest {longest:?} (the skew bound)");
-        assert_eq!(rotated, 6, "day {day}: each of 6 shards rotated once");
+        // An open that finds a shard behind the root's target brings it
+        // forward (docs/FORMAT.md §11.8), so some rotations are an open's:
+        // the epochs below say each shard turned exactly once.
+        assert!(
+            (1..=6).contains(&rotated),
+            "day {day}: {rotated} rotations reported"
+        );
         assert_eq!(epochs(&f, &mut conn), vec![day as u64; 6]);
         let found = f.contains_many(&mut conn, &items).unwrap();
         let kept = found.iter().filter(|&&b| b).count();
@@ -949,7 +955,12 @@ fn a_sharded_convert_is_resumable() {
         .growth(4.0)
         .convert_bloom(&mut conn)
         .unwrap();
-    let half = ShardedFilter::<Any>::open(&mut conn, "conv").unwrap();
+    // A reader refuses it: shard 1 is of another kind than the root.
+    assert!(matches!(
+        ShardedFilter::<Any>::open(&mut conn, "conv"),
+        Err(Error::ShardsDisagree { shards, .. }) if shards == vec![1]
+    ));
+    let half = ShardedFilter::<Any>::open_unconverged(&mut conn, "conv").unwrap();
     assert!(half.expanding().is_none(), "shards 0 and 2 are still bloom");
     let growth = rotabloom::ExpandingFilter::builder("conv").growth(4.0);
     let mut said = Vec::new();

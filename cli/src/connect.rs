@@ -401,7 +401,24 @@ fn is_sharded(e: &Error) -> bool {
 /// Opens an existing filter, sharded or not, with a hint when it does not
 /// exist.
 pub fn open_sharded(conn: &mut Connection, name: &str) -> anyhow::Result<Sharded> {
-    match Sharded::open(conn, name) {
+    let opened = Sharded::open(conn, name);
+    or_hint(conn, name, opened)
+}
+
+/// [`open_sharded`] whatever its shards say (docs/FORMAT.md §11.8): for
+/// the commands that finish an interrupted whole-filter change or report
+/// it (rotate, clear, expand, convert, status, drop).
+pub fn open_sharded_unconverged(conn: &mut Connection, name: &str) -> anyhow::Result<Sharded> {
+    let opened = Sharded::open_unconverged(conn, name);
+    or_hint(conn, name, opened)
+}
+
+fn or_hint(
+    conn: &mut Connection,
+    name: &str,
+    opened: rotabloom::Result<Sharded>,
+) -> anyhow::Result<Sharded> {
+    match opened {
         Ok(f) => Ok(f),
         Err(e @ Error::NotFound { .. }) => Err(not_found(conn, name, e)),
         Err(e) => Err(e.into()),

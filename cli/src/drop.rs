@@ -93,7 +93,8 @@ pub fn clear(ctx: &Ctx, name: &str, yes: bool, output: Output) -> anyhow::Result
         &format!("empties filter {name:?}: every item in it is forgotten"),
     )?;
     let mut conn = ctx.connect()?;
-    let f = connect::open_sharded(&mut conn, name)?.map_shards(|s| ctx.writer(s));
+    // Unconverged: this run is what finishes an interrupted clear.
+    let f = connect::open_sharded_unconverged(&mut conn, name)?.map_shards(|s| ctx.writer(s));
     f.clear(&mut conn)?;
     let doc = json!({ "name": name, "result": "cleared" });
     output.print(&mut io::stdout(), &format!("{name}: cleared"), &doc, true)?;

@@ -102,7 +102,8 @@ fn open_expanding(
     conn: &mut Connection,
     name: &str,
 ) -> anyhow::Result<ShardedFilter<rotabloom::kinds::Expanding>> {
-    let f = connect::open_sharded(conn, name)?;
+    // Unconverged: `expand` is what finishes an interrupted expansion.
+    let f = connect::open_sharded_unconverged(conn, name)?;
     f.expanding().ok_or_else(|| {
         let kind = f.kind().map_or("no", |k| k.with_article());
         usage(format!(
@@ -121,28 +122,18 @@ fn label(f: &ShardedFilter<impl rotabloom::FilterKind>, name: &str, j: u32) -> S
 }
 
 /// `rotabloom expand NAME`: freezes the newest generation and adds the
-/// next one now; of a sharded filter, to every shard in turn, one line
-/// each. Each shard's expansion is its own atomic step: a failure on one
-/// is reported after the lines of those done, naming them.
+/// next one now; of a sharded filter, as one change (docs/FORMAT.md
+/// §11.8): every shard's target recorded in the root, then every shard
+/// grown to it, one line each. A failure on a shard names the shards
+/// grown and not; a rerun grows only those not.
 pub fn expand(ctx: &Ctx, name: &str, output: Output) -> anyhow::Result<u8> {
     let mut conn = ctx.connect()?;
     let f = open_expanding(&mut conn, name)?;
+    let grown = f.expand(&mut conn)?;
     let mut out = io::stdout();
-    let mut done = Vec::new();
-    for j in 0..f.shard_count() {
+    for (j, expanded) in (0..f.shard_count()).zip(grown) {
         let Some(shard) = f.shard(j) else { break };
         let label = label(&f, name, j);
-        let expanded = match shard.expand(&mut conn) {
-            Ok(expanded) => expanded,
-            Err(e) if f.is_sharded() => {
-                let context = format!(
-                    "{}; running `rotabloom expand {name}` again expands every shard once more",
-                    partial(name, "expanded", &done, j)
-                );
-                return Err(anyhow::Error::new(e).context(context));
-            }
-            Err(e) => return Err(e.into()),
-        };
         let yes = ("expanded", "expanded");
         let no = (
             "not expanded: another process changed it first",
@@ -150,9 +141,6 @@ pub fn expand(ctx: &Ctx, name: &str, output: Output) -> anyhow::Result<u8> {
         );
         let shown = Shown::new(name, &label, shard, if expanded { yes } else { no });
         shown.print(output, &mut out, &f, j, shard, expanded)?;
-        if expanded {
-            done.push(j);
-        }
     }
     Ok(0)
 }
@@ -196,58 +184,16 @@ impl<'a> Shown<'a> {
     }
 }
 
-/// What a stopped run on a sharded filter did: the shards done before
-/// shard `failed` failed.
-fn partial(name: &str, what: &str, done: &[u32], failed: u32) -> String {
-    format!(
-        "{name}: stopped at shard {failed}; {what} before it: {} (each shard is a complete filter \
-         and answers as before)",
-        shards(done)
-    )
-}
-
-/// `shards 0, 2`, or `none`.
-fn shards(list: &[u32]) -> String {
-    match list {
-        [] => "none".to_string(),
-        [one] => format!("shard {one}"),
-        _ => {
-            let list: Vec<String> = list.iter().map(u32::to_string).collect();
-            format!("shards {}", list.join(", "))
-        }
-    }
-}
-
-/// What a failed `convert` of a sharded filter did, and what to run: the
-/// shards each tell whether this run converted them (`lines`, in order).
-/// Past the last shard, only the root's record of the kind is left.
-fn convert_failed(name: &str, shard_count: u32, lines: &[(u32, bool)]) -> String {
-    let converted: Vec<u32> = lines.iter().filter(|l| l.1).map(|l| l.0).collect();
-    let already: Vec<u32> = lines.iter().filter(|l| !l.1).map(|l| l.0).collect();
-    let failed = lines.last().map_or(0, |(j, _)| j + 1);
-    let mut text = if failed < shard_count {
-        partial(name, "converted", &converted, failed)
-    } else {
-        format!(
-            "{name}: every shard is expanding (converted by this run: {}), but the filter's \
-             kind is not recorded yet",
-            shards(&converted)
-        )
-    };
-    if !already.is_empty() {
-        text += &format!("; expanding already: {}", shards(&already));
-    }
-    text + &format!("; run `rotabloom convert {name}` again to convert the rest")
-}
-
 /// `rotabloom convert NAME`: a bloom filter becomes generation 0 of an
-/// expanding filter, in place; a sharded one shard by shard, then its
-/// root (resumable: run it again after a failure).
+/// expanding filter, in place; a sharded one records the kind in its root,
+/// then converts shard by shard (docs/FORMAT.md §11.8: run it again after
+/// a failure to finish it).
 pub fn convert(ctx: &Ctx, name: &str, growth: &GrowthFlags, output: Output) -> anyhow::Result<u8> {
     let mut conn = ctx.connect()?;
     // Opened first for the hint when it does not exist, and to say
     // whether this run converted it.
-    let before = connect::open_sharded(&mut conn, name)?;
+    // Unconverged: this run is what finishes an interrupted conversion.
+    let before = connect::open_sharded_unconverged(&mut conn, name)?;
     if before.circular().is_some() {
         return Err(usage(format!(
             "{name}: a circular filter cannot be converted (only a bloom filter can)"
@@ -258,14 +204,10 @@ pub fn convert(ctx: &Ctx, name: &str, growth: &GrowthFlags, output: Output) -> a
     let converted = before.convert_bloom(&mut conn, &growth.builder(name), |j, converted| {
         lines.push((j, converted));
     });
-    let f = match converted {
-        Ok(f) => f,
-        Err(e) if before.is_sharded() => {
-            let context = convert_failed(name, before.shard_count(), &lines);
-            return Err(anyhow::Error::new(e).context(context));
-        }
-        Err(e) => return Err(e.into()),
-    };
+    // A failure on a shard names the shards converted and not
+    // (Error::ShardsDisagree); the root holds the target, and a rerun
+    // converts the rest.
+    let f = converted?;
     for (j, converted) in lines {
         let Some(shard) = f.shard(j) else { break };
         let label = label(&f, name, j);
@@ -522,39 +464,4 @@ fn into_slot(
         Legacy::Seed000 { blocks, .. } => Legacy::Seed000 { prefix, blocks },
     };
     Ok((legacy, copies))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_failed_convert_says_what_each_shard_is_and_what_to_run() {
-        let at_shard_2 = convert_failed("crawl", 3, &[(0, true), (1, true)]);
-        assert_eq!(
-            at_shard_2,
-            "crawl: stopped at shard 2; converted before it: shards 0, 1 (each shard is a \
-             complete filter and answers as before); run `rotabloom convert crawl` again to \
-             convert the rest"
-        );
-        // Run again: shard 0 was converted by the first run.
-        let again = convert_failed("crawl", 3, &[(0, false), (1, true)]);
-        assert!(
-            again.contains("stopped at shard 2; converted before it: shard 1 "),
-            "{again}"
-        );
-        assert!(again.contains("expanding already: shard 0;"), "{again}");
-        // Every shard done, the root's step failed: no shard 3 to name.
-        let root = convert_failed("crawl", 2, &[(0, true), (1, true)]);
-        assert!(!root.contains("shard 2"), "{root}");
-        assert!(
-            root.contains("every shard is expanding") && root.contains("not recorded"),
-            "{root}"
-        );
-        assert_eq!(
-            convert_failed("crawl", 2, &[]),
-            "crawl: stopped at shard 0; converted before it: none (each shard is a complete \
-             filter and answers as before); run `rotabloom convert crawl` again to convert the rest"
-        );
-    }
 }

@@ -11,6 +11,7 @@ mod check;
 mod complete;
 mod connect;
 mod create;
+mod disagree;
 mod drop;
 mod dump;
 mod errors;

@@ -92,8 +92,10 @@ struct Said {
     rotated: bool,
 }
 
-/// Rotates `name`, every shard of it (each by its own compare-and-set), and
-/// says what happened, one line per shard.
+/// Rotates `name` and says what happened, one line per shard. A sharded
+/// filter turns as one (docs/FORMAT.md §11.8): its root's target moves
+/// once, then every shard rotates to it; a run that finds an earlier
+/// rotation unfinished finishes it.
 fn rotate_all(
     ctx: &Ctx,
     conn: &mut Connection,
@@ -101,30 +103,45 @@ fn rotate_all(
     explicit: bool,
     asked: Asked,
 ) -> anyhow::Result<Vec<Said>> {
-    let f = connect::open_sharded(conn, name)?;
-    let mut said = Vec::new();
-    for j in 0..f.shard_count() {
-        let Some(shard) = f.shard(j) else { break };
-        let label = match f.is_sharded() {
-            true => format!("{name} shard {j}"),
-            false => name.to_string(),
-        };
-        // A rotation is a state change: it waits for replicas as writes do.
-        let one = rotate_one(ctx.writer(shard.clone()), conn, &label, explicit, asked);
-        said.extend(one?);
+    // Unconverged: this run is what finishes an interrupted rotation.
+    let f = connect::open_sharded_unconverged(conn, name)?.map_shards(|s| ctx.writer(s));
+    let Some(first) = f.shard(0) else {
+        return Ok(Vec::new());
+    };
+    let label = |j: u32| match f.is_sharded() {
+        true => format!("{name} shard {j}"),
+        false => name.to_string(),
+    };
+    if rotatable(first, &label(0), explicit, asked)?.is_none() {
+        return Ok(Vec::new());
     }
-    Ok(said)
+    let Some(c) = f.circular() else {
+        return Ok(Vec::new());
+    };
+    let shards: Vec<CircularFilter> = (0..c.shard_count())
+        .filter_map(|j| c.shard(j).cloned())
+        .collect();
+    let before: Vec<_> = shards.iter().map(|s| s.generations()).collect();
+    let rotations = match asked {
+        Asked::Now => c.rotate(conn)?,
+        Asked::DueAt(now) => c.rotate_if_due_at(conn, now)?,
+    };
+    Ok(rotations
+        .into_iter()
+        .zip(shards.iter().zip(&before))
+        .enumerate()
+        .map(|(j, (r, (s, b)))| said(&label(j as u32), s, b, r, asked))
+        .collect())
 }
 
-/// Rotates `f` and says what happened (naming it `name`), or `None` for a
-/// filter that was not named (`explicit` is false) and is not for rotating.
-fn rotate_one(
-    f: rotabloom::AnyFilter,
-    conn: &mut Connection,
+/// `f` as a circular filter to rotate as asked, or `None` for a filter
+/// that was not named (`explicit` is false) and is not for rotating.
+fn rotatable(
+    f: &rotabloom::AnyFilter,
     name: &str,
     explicit: bool,
     asked: Asked,
-) -> anyhow::Result<Option<Said>> {
+) -> anyhow::Result<Option<CircularFilter>> {
     let Some(c) = f.circular() else {
         if explicit {
             return Err(usage(format!(
@@ -154,12 +171,18 @@ fn rotate_one(
             )));
         }
     }
-    let before = c.generations();
-    let rotation = match asked {
-        Asked::Now => c.rotate(conn)?,
-        Asked::DueAt(now) => c.rotate_if_due_at(conn, now)?,
-    };
-    let said = match rotation {
+    Ok(Some(c))
+}
+
+/// What one filter's (or shard's) `rotation` says.
+fn said(
+    name: &str,
+    c: &CircularFilter,
+    before: &[rotabloom::Generation],
+    rotation: Rotation,
+    asked: Asked,
+) -> Said {
+    match rotation {
         Rotation::Rotated {
             rotations,
             epoch,
@@ -183,7 +206,7 @@ fn rotate_one(
                 rotated: true,
             }
         }
-        Rotation::Rotated { epoch, .. } => by_hand(name, &c, &before, epoch),
+        Rotation::Rotated { epoch, .. } => by_hand(name, c, before, epoch),
         Rotation::NotDue { next_at } => Said {
             text: format!("{name}: not due (next {})", rfc3339(next_at)),
             // Every key of every outcome, as the Python package's
@@ -208,8 +231,7 @@ fn rotate_one(
             }),
             rotated: false,
         },
-    };
-    Ok(Some(said))
+    }
 }
 
 /// A rotation by hand: which generation it forgot, where the window

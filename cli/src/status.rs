@@ -44,7 +44,8 @@ pub fn collect(
     let mut failed = Vec::new();
     let mut worst = 0;
     for name in &names.list {
-        let report_of = connect::open_sharded(conn, name).and_then(|f| report_of(conn, &f, server));
+        let report_of =
+            connect::open_sharded_unconverged(conn, name).and_then(|f| report_of(conn, &f, server));
         match report_of {
             Ok(r) => reports.push(r),
             Err(e) if names.vanished(&e) => {}
@@ -94,7 +95,9 @@ fn report_of(
             return Ok(one.report);
         }
     }
-    Report::sharded(f.name(), lines)
+    let mut report = Report::sharded(f.name(), lines)?;
+    report.warnings.extend(crate::disagree::warnings(conn, f)?);
+    Ok(report)
 }
 
 pub fn run(ctx: &Ctx, names: Vec<String>, json: bool, check: bool) -> anyhow::Result<u8> {

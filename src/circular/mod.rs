@@ -54,7 +54,7 @@ mod rotation;
 pub use builder::{generation_sizing, CircularBuilder, CircularSpec};
 pub use mode::Mode;
 pub(crate) use policy::{CircularPolicy, ScheduleState, CODEC};
-use rotation::{rotation, ManualRotation};
+use rotation::{rotation, ManualRotation, RotateTo};
 
 /// The most generations a circular filter may have.
 pub const MAX_CIRCULAR_GENERATIONS: u32 = 256;
@@ -199,6 +199,20 @@ impl CircularFilter {
         now: DateTime<Utc>,
     ) -> Result<Rotation> {
         self.core.run_async(conn, self.due(Some(now))).await
+    }
+
+    /// Rotates until the epoch is `epoch`, none when it is there: how a
+    /// shard converges to its root's target (docs/FORMAT.md §11.8), the
+    /// same however many runs do it at once. With `period`, records that
+    /// scheduled period as the scheduled rotation does.
+    pub(crate) fn rotate_to<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+        epoch: u64,
+        period: Option<i64>,
+    ) -> Result<Rotation> {
+        let m = RollMachine::new(self.core.clone(), RotateTo::new(epoch, period));
+        self.core.run(conn, probed(&self.core, m))
     }
 
     fn manual(&self) -> impl crate::machine::Machine<Output = Rotation> + Send {

@@ -78,8 +78,18 @@ pub(crate) fn count(core: &Core) -> impl Machine<Output = u64> + Send {
 
 /// Every generation emptied; a filter gone is [`Error::NotFound`].
 pub(crate) fn clear(core: &Core) -> impl Machine<Output = ()> + Send {
+    cleared(core, WholeMachine::new(core.clone(), Which::Clear))
+}
+
+/// A clear up to the count `n` (see [`WholeMachine::clear_to`]).
+pub(crate) fn clear_to(core: &Core, n: u64) -> impl Machine<Output = ()> + Send {
+    cleared(core, WholeMachine::clear_to(core.clone(), n))
+}
+
+/// A clear whose filter must be there.
+fn cleared(core: &Core, m: WholeMachine) -> impl Machine<Output = ()> + Send {
     let name = core.name().to_string();
-    let m = WholeMachine::new(core.clone(), Which::Clear).map(move |there| match there {
+    let m = m.map(move |there| match there {
         true => Ok(()),
         false => Err(Error::NotFound { name }),
     });

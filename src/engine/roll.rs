@@ -246,6 +246,30 @@ impl Decide for Grow {
     }
 }
 
+/// Growth up to an epoch (a sharded filter's expansion target,
+/// docs/FORMAT.md §11.8): one generation appended unless the epoch has
+/// reached `floor` (by this call, another process, or growth of its own);
+/// `true` when this call appended it.
+pub(crate) struct GrowTo(pub u64);
+
+impl Decide for GrowTo {
+    type Output = bool;
+
+    fn decide(&mut self, view: &View, now: Option<DateTime<Utc>>) -> Result<Step<bool>> {
+        match view.epoch >= self.0 {
+            true => Ok(Step::Done(false)),
+            false => Grow.decide(view, now),
+        }
+    }
+
+    fn settle(&mut self, view: &View, rolled: bool) -> Result<Option<bool>> {
+        Ok(match rolled {
+            true => Some(true),
+            false => (view.epoch >= self.0).then_some(false),
+        })
+    }
+}
+
 /// The rotations a schedule owes at `now`.
 pub(crate) struct DueRotation {
     rotations: u32,
@@ -294,5 +318,29 @@ impl Decide for DueRotation {
             epoch: view.epoch,
             next_at: self.next_at,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::view_of;
+
+    #[test]
+    fn growth_to_an_epoch_reached_appends_nothing_and_one_short_appends_one() {
+        let view = view_of("expanding", 1);
+        let mut reached = GrowTo(view.epoch);
+        assert!(matches!(reached.decide(&view, None), Ok(Step::Done(false))));
+        let mut short = GrowTo(view.epoch + 1);
+        match short.decide(&view, None) {
+            Ok(Step::Roll(roll)) => assert_eq!((roll.drop, roll.add.len()), (0, 1)),
+            _ => panic!("one generation owed"),
+        }
+        // Stale, and another process grew it: done, not grown by this call.
+        let mut grown = GrowTo(view.epoch);
+        assert_eq!(grown.settle(&view, false).unwrap(), Some(false));
+        assert_eq!(short.settle(&view, true).unwrap(), Some(true));
+        // Stale and still short: decide again.
+        assert_eq!(short.settle(&view, false).unwrap(), None);
     }
 }

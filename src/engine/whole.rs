@@ -32,6 +32,8 @@ pub(crate) struct WholeMachine {
     view: Arc<View>,
     state: State,
     stalls: u32,
+    /// A clear to this count: none once the filter has had that many.
+    until: Option<u64>,
 }
 
 impl WholeMachine {
@@ -43,6 +45,17 @@ impl WholeMachine {
             view,
             state: State::Start,
             stalls: 0,
+            until: None,
+        }
+    }
+
+    /// A clear that stops as soon as the filter's `cleared` is `cleared`
+    /// or more: a sharded filter's shard converging to its root's target
+    /// (docs/FORMAT.md §11.8), cleared once however many runs do it.
+    pub fn clear_to(core: Core, cleared: u64) -> WholeMachine {
+        WholeMachine {
+            until: Some(cleared),
+            ..WholeMachine::new(core, Which::Clear)
         }
     }
 
@@ -52,6 +65,9 @@ impl WholeMachine {
     /// (the blocks are deleted after it, from the trash: see
     /// [`leftovers`](super::trash::leftovers)).
     fn send(&mut self, done: usize) -> Result<Poll<bool>> {
+        if done == 0 && self.until.is_some_and(|t| self.view.cleared >= t) {
+            return Ok(Poll::Ready(true));
+        }
         let keys = &self.core.keys;
         let step = match self.which {
             Which::Clear => whole::zero_targets(keys, &self.view)
@@ -151,6 +167,16 @@ mod tests {
         );
         let ok = Some(vec![Ok(Value::SimpleString("OK".into()))]);
         assert!(matches!(m.step(ok), Ok(Poll::Ready(true))));
+    }
+
+    #[test]
+    fn a_clear_to_a_count_already_reached_sends_nothing() {
+        let core = core("bloom", 1);
+        let cleared = core.view().cleared;
+        let mut done = WholeMachine::clear_to(core.clone(), cleared);
+        assert!(matches!(done.step(None).unwrap(), Poll::Ready(true)));
+        let mut owed = WholeMachine::clear_to(core, cleared + 1);
+        assert!(matches!(owed.step(None).unwrap(), Poll::Send(_)));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 mod classify;
 
 pub use classify::RedisError;
-pub(crate) use classify::{acl_refusal, plain};
+pub(crate) use classify::{acl_refusal, plain, unexpected};
 
 /// The end of [`Error::Full`]'s message: what of the call was applied.
 fn refused_from(answered: &[bool]) -> String {
@@ -354,6 +354,22 @@ pub enum Error {
         shard_name: String,
     },
 
+    /// Shards of a sharded filter disagree with the whole-filter targets
+    /// of its root (docs/FORMAT.md §11.8): a rotation, clear or conversion
+    /// recorded there has not reached them (refused by a shard's master),
+    /// or they changed outside the root. Not retryable as such: running
+    /// the change again finishes it, doing no shard's part twice; `shards`
+    /// are the shards concerned.
+    #[error("filter {name:?}: {what}")]
+    ShardsDisagree {
+        /// The sharded filter's name.
+        name: String,
+        /// The shards concerned, ascending.
+        shards: Vec<u32>,
+        /// What was done and what is left, in words.
+        what: String,
+    },
+
     /// A sharded filter is being created or dropped (docs/FORMAT.md
     /// §11.4), or a creation or drop died half-way: it cannot be used.
     /// A creation abandoned past its deadline is cleaned by the next
@@ -381,15 +397,3 @@ fn seconds(d: &std::time::Duration) -> String {
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// A reply of a shape the protocol does not give (`what` names the
-/// command): [`Error::UnexpectedReply`] with the reply, cut to 200
-/// characters, never read as some default.
-pub(crate) fn unexpected(what: &str, v: &redis::Value) -> Error {
-    let mut text = format!("{v:?}");
-    if text.len() > 200 {
-        text.truncate(200);
-        text.push('…');
-    }
-    Error::UnexpectedReply(format!("{what}: {text}"))
-}

@@ -113,6 +113,18 @@ impl ExpandingFilter {
         )
     }
 
+    /// Appends a generation unless the epoch has reached `floor`: how a
+    /// shard converges to its root's expansion target (docs/FORMAT.md
+    /// §11.8), once however many runs do it.
+    pub(crate) fn expand_to<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+        floor: u64,
+    ) -> Result<bool> {
+        let m = RollMachine::new(self.core.clone(), crate::engine::roll::GrowTo(floor));
+        self.core.run(conn, probed(&self.core, m))
+    }
+
     #[cfg(feature = "async")]
     /// Async [`expand`](Self::expand).
     pub async fn expand_async<C: redis::aio::ConnectionLike + Send>(

@@ -103,7 +103,10 @@ mod tests {
     fn lua_and_rust_spell_the_fields_alike() {
         let scripts = crate::scripts::ALL;
         let mut checked = 0;
-        for s in scripts {
+        let on_roots = |s: &&crate::scripts::LuaScript| {
+            crate::scripts::ROOT.iter().any(|r| std::ptr::eq(*r, *s))
+        };
+        for s in scripts.iter().filter(|s| !on_roots(s)) {
             // A field name appears in a script as '<name>' next to HGET,
             // HMGET, HSET, HDEL or HINCRBY on the metadata hash; the scripts
             // quote nothing else in lower-case snake case but commands

@@ -6,7 +6,8 @@ use super::{build::ShardableBuilder, create, read_meta, ShardedFilter};
 use crate::error::{Error, Result};
 use crate::handle::{Filter, FilterKind};
 use crate::keys::{FilterName, Keys};
-use crate::proto::shard::{root::Root, script};
+use crate::metadata::Kind;
+use crate::proto::shard::root::Root;
 use std::sync::Arc;
 
 impl ShardedFilter<crate::kinds::Any> {
@@ -83,28 +84,46 @@ impl ShardedFilter<crate::kinds::Any> {
                 ));
             }
         }
-        for (j, f) in self.shards.iter().enumerate() {
-            let was_bloom = f.kind() == crate::metadata::Kind::Bloom;
-            let (b, _) = ShardableBuilder::shard_builder(growth, f.name(), self.shard_count())?;
-            b.convert_bloom(conn).map_err(|e| self.shard_error(j, e))?;
+        // The target first: from here on the root says expanding, and
+        // every reader sees the shards not converted yet as behind it.
+        if self.root.is_some() {
+            self.record_kind(conn, Kind::Expanding)?;
+        }
+        let count = self.shard_count();
+        let convert = |_, f: &Filter<crate::kinds::Any>, c: &mut C| {
+            let was_bloom = f.kind() == Kind::Bloom;
+            let (b, _) = ShardableBuilder::shard_builder(growth, f.name(), count)?;
+            b.convert_bloom(c).map(|_| was_bloom)
+        };
+        let done = self.converge(conn, "the conversion to expanding", convert)?;
+        for (j, was_bloom) in done.into_iter().enumerate() {
             each(j as u32, was_bloom);
         }
-        if let Some(root) = &self.root {
-            let meta = Keys::new(FilterName::existing(&root.name)?)
-                .meta()
-                .to_string();
-            let set: i64 = script::query(
-                conn,
-                &script::set_kind(&meta, &root.uid, crate::metadata::Kind::Expanding),
-            )?;
-            if set == 0 {
-                // Dropped (or dropped and made again) meanwhile.
-                return Err(Error::NotFound {
-                    name: root.name.clone(),
-                });
+        ShardedFilter::open(conn, &self.name)
+    }
+
+    /// Records `kind` as the root's kind (the conversion's target), unless
+    /// it is recorded already.
+    fn record_kind<C: redis::ConnectionLike + ?Sized>(
+        &self,
+        conn: &mut C,
+        kind: Kind,
+    ) -> Result<()> {
+        for _ in 0..super::whole::RETARGET_RETRIES {
+            let now = self.snapshot(conn)?;
+            if now.root.kind == kind {
+                return Ok(());
+            }
+            let was = Some(now.root.kind.as_str().to_string());
+            let set = [("kind".to_string(), kind.as_str().to_string())];
+            if self.retarget(conn, &now, &[("kind", was)], &set)? {
+                return Ok(());
             }
         }
-        ShardedFilter::open(conn, &self.name)
+        Err(Error::Contention {
+            name: self.name.clone(),
+            retries: super::whole::RETARGET_RETRIES,
+        })
     }
 
     /// The same filter as a handle on circular shards, when it is one.
@@ -130,29 +149,52 @@ impl ShardedFilter<crate::kinds::Any> {
     }
 }
 
-impl ShardedFilter<crate::kinds::Circular> {
-    /// Rotates every shard once (each by its own compare-and-set), shard 0
-    /// first.
-    pub fn rotate<C: redis::ConnectionLike + ?Sized>(
-        &self,
-        conn: &mut C,
-    ) -> Result<Vec<crate::engine::roll::Rotation>> {
-        self.each(conn, |f, c| f.rotate(c))
-    }
-
-    /// Rotates every shard whose period is due, each exactly once per
-    /// period however many processes call this (its own compare-and-set).
-    pub fn rotate_if_due<C: redis::ConnectionLike + ?Sized>(
-        &self,
-        conn: &mut C,
-    ) -> Result<Vec<crate::engine::roll::Rotation>> {
-        self.each(conn, |f, c| f.rotate_if_due(c))
-    }
-}
-
 impl ShardedFilter<crate::kinds::Expanding> {
-    /// Appends a generation to every shard; whether each did.
+    /// Appends a generation to every shard, as one change of the whole
+    /// filter (docs/FORMAT.md §11.8): each shard's target (one past its
+    /// epoch as this handle last saw it) is recorded in the root, then
+    /// each shard grows to it. A run that finds an earlier expansion
+    /// unfinished finishes it instead; a shard that grew since counts as
+    /// grown, and when every shard did (another process expanded first)
+    /// nothing is recorded. Whether this call grew each shard.
     pub fn expand<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Result<Vec<bool>> {
-        self.each(conn, |f, c| f.expand(c))
+        if self.root.is_none() {
+            return self.each(conn, |f, c| f.expand(c));
+        }
+        // As the handle last saw them: an expansion made since then by
+        // another process is this call's, as one expand supersedes another.
+        let seen: Vec<u64> = self
+            .shards
+            .iter()
+            .map(|f| super::whole::facts(f).epoch)
+            .collect();
+        for _ in 0..super::whole::RETARGET_RETRIES {
+            let now = self.snapshot(conn)?;
+            self.refuse_astray(&now, "expand")?;
+            let mut t = now.targets();
+            if !now.expansion_pending() {
+                t.expanded = seen
+                    .iter()
+                    .enumerate()
+                    .map(|(j, e)| (j, e.saturating_add(1)))
+                    .collect();
+                let done = now.facts.iter().enumerate();
+                if done
+                    .clone()
+                    .all(|(j, s)| t.expanded.get(&j).is_some_and(|&f| s.epoch >= f))
+                {
+                    return Ok(vec![false; now.facts.len()]);
+                }
+                let set = super::whole::Snapshot::to_record(&t);
+                if !self.retarget(conn, &now, &[], &set)? {
+                    continue;
+                }
+            }
+            return self.expand_to(conn, &t);
+        }
+        Err(Error::Contention {
+            name: self.name.clone(),
+            retries: super::whole::RETARGET_RETRIES,
+        })
     }
 }

@@ -4,6 +4,7 @@
 
 use super::build::ShardableBuilder;
 use super::placement::{self, Master};
+use super::root_io::{ask, cluster_masters};
 use super::ShardedFilter;
 use crate::error::{Error, Result};
 use crate::handle::{Filter, FilterKind};
@@ -25,26 +26,6 @@ pub struct ShardedBuilder<B> {
     builder: B,
     shards: u32,
     lease: Duration,
-}
-
-/// The masters of the cluster behind `conn`, sorted by id; none when it is
-/// not a cluster.
-pub(crate) fn cluster_masters<C: redis::ConnectionLike + ?Sized>(
-    conn: &mut C,
-) -> Result<Vec<Master>> {
-    decode_masters(conn.req_command(&crate::proto::shard::script::cluster_slots()))
-}
-
-/// Decodes the reply to `CLUSTER SLOTS`: the masters, none when the server
-/// is not a cluster.
-pub(crate) fn decode_masters(reply: redis::RedisResult<redis::Value>) -> Result<Vec<Master>> {
-    match reply.and_then(redis::Value::extract_error) {
-        Ok(v) => placement::masters_from_slots(&v)
-            .ok_or_else(|| Error::UnexpectedReply(format!("CLUSTER SLOTS: {v:?}"))),
-        // A single server: "ERR This instance has cluster support disabled".
-        Err(e) if e.to_string().contains("cluster support disabled") => Ok(Vec::new()),
-        Err(e) => Err(e.into()),
-    }
 }
 
 fn random_tag() -> u32 {
@@ -87,18 +68,14 @@ pub(crate) fn drop_root<C: redis::ConnectionLike + ?Sized>(
     let meta = Keys::new(FilterName::existing(&root.name)?)
         .meta()
         .to_string();
-    let marked: i64 = script::query(
-        conn,
-        &script::transition(&meta, &root.uid, None, Some(State::Dropping)),
-    )?;
-    if marked == 0 {
+    let moved = |r| script::decode_moved(&meta, r);
+    let mark = script::transition(&meta, &root.uid, None, Some(State::Dropping));
+    if !ask(conn, mark, None, moved)? {
         return Ok(false);
     }
     drop_shards(conn, root)?;
-    let _: i64 = script::query(
-        conn,
-        &script::transition(&meta, &root.uid, Some(State::Dropping), None),
-    )?;
+    let delete = script::transition(&meta, &root.uid, Some(State::Dropping), None);
+    ask(conn, delete, None, moved)?;
     Ok(true)
 }
 
@@ -132,11 +109,12 @@ impl ShardPlan {
             state: State::Creating,
             deadline: None,
             created_at: None,
+            targets: Default::default(),
         }
     }
 
     /// The claim of `root` on `meta`, for the plan's lease.
-    pub(crate) fn claim(&self, meta: &str, root: &Root) -> redis::Cmd {
+    pub(crate) fn claim(&self, meta: &str, root: &Root) -> crate::request::Request {
         let lease_ms = u64::try_from(self.lease.as_millis()).unwrap_or(u64::MAX);
         script::claim(meta, root, lease_ms)
     }
@@ -216,8 +194,8 @@ impl<K: FilterKind> ShardedFilter<K> {
         let meta = Keys::new(fname).meta().to_string();
         for _attempt in 0..3 {
             let root = plan.root(&cluster_masters(conn)?);
-            let reply: redis::Value = script::query(conn, &plan.claim(&meta, &root))?;
-            match script::decode_claim(&meta, &reply)? {
+            let claim = plan.claim(&meta, &root);
+            match ask(conn, claim, None, |r| script::decode_claim(&meta, r))? {
                 Claim::Claimed => {
                     return build(conn, &meta, root, &mut make).map(|f| (f, Opened::Created))
                 }
@@ -234,10 +212,9 @@ impl<K: FilterKind> ShardedFilter<K> {
                         State::Creating if found.deadline.is_some_and(|d| now_ms > d) => {
                             // Abandoned: §11.4 says the next creator cleans.
                             drop_shards(conn, &found)?;
-                            let _: i64 = script::query(
-                                conn,
-                                &script::transition(&meta, &found.uid, Some(State::Creating), None),
-                            )?;
+                            let undo =
+                                script::transition(&meta, &found.uid, Some(State::Creating), None);
+                            ask(conn, undo, None, |r| script::decode_moved(&meta, r))?;
                         }
                         state => return Err(super::busy(&name, state)),
                     }
@@ -273,11 +250,9 @@ where
         }
     }
     if failure.is_none() {
-        let published: i64 = script::query(
-            conn,
-            &script::transition(meta, &root.uid, Some(State::Creating), Some(State::Ready)),
-        )?;
-        if published == 1 {
+        let publish =
+            script::transition(meta, &root.uid, Some(State::Creating), Some(State::Ready));
+        if ask(conn, publish, None, |r| script::decode_moved(meta, r))? {
             return Ok(ShardedFilter::from_parts(
                 root.name.clone(),
                 Some(Arc::new(Root {
@@ -296,10 +271,8 @@ where
     for f in &made {
         f.drop(conn)?;
     }
-    let _: i64 = script::query(
-        conn,
-        &script::transition(meta, &root.uid, Some(State::Creating), None),
-    )?;
+    let undo = script::transition(meta, &root.uid, Some(State::Creating), None);
+    ask(conn, undo, None, |r| script::decode_moved(meta, r))?;
     Err(failure.unwrap_or_else(|| Error::Internal("sharded create failed".into())))
 }
 

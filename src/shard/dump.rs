@@ -11,7 +11,7 @@ use crate::machine::{Machine, Poll};
 use crate::proto::dump::{Frame, CHUNK, SHARDED_DUMP_VERSION, SHARDED_MAGIC};
 use crate::proto::shard::root::Root;
 use crate::proto::shard::script;
-use crate::request::{Replies, Request};
+use crate::request::Replies;
 use std::io::Write;
 
 fn written(source: std::io::Error) -> Error {
@@ -175,6 +175,20 @@ impl<W: Write> ShardedDump<W> {
         m: DumpMachine<Chunks<W>>,
         s: Summary,
     ) -> Result<Poll<Summary>> {
+        let root = self.root.as_ref().ok_or_else(no_root)?;
+        if s.kind != root.kind {
+            // A conversion that did not reach this shard (§11.8): a file of
+            // it is one no restore takes.
+            return Err(Error::ShardsDisagree {
+                name: self.name.clone(),
+                shards: vec![j as u32],
+                what: format!(
+                    "cannot dump: shard {j} is {}, the root says {}: a conversion did not \
+                     reach it; run it again, then dump",
+                    s.kind, root.kind
+                ),
+            });
+        }
         let mut chunks = m.into_out();
         chunks.flush().map_err(written)?;
         let mut records = chunks.records;
@@ -198,14 +212,12 @@ impl<W: Write> Machine for ShardedDump<W> {
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<Summary>> {
         match std::mem::replace(&mut self.state, State::Over) {
             State::Root(records) if replies.is_none() => {
-                let req = Request::new()
-                    .read_only()
-                    .cmd(script::read_record(&self.meta));
+                let req = script::read_record(&self.meta);
                 self.state = State::Root(records);
                 Ok(Poll::Send(req))
             }
             State::Root(records) => {
-                let fields = script::decode_record(&self.meta, crate::proto::take_one(replies)?)?;
+                let fields = script::decode_record(&self.meta, replies.unwrap_or_default())?;
                 let root = super::ready_root(&self.name, &fields)?;
                 self.begin(records, root)
             }

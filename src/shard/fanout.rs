@@ -105,7 +105,7 @@ impl NodeMap {
 
     /// The shards of each master, read on `conn` now and kept.
     pub(super) fn read<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Arc<Grouping> {
-        let grouping = Arc::new(match super::create::cluster_masters(conn) {
+        let grouping = Arc::new(match super::root_io::cluster_masters(conn) {
             Ok(masters) => {
                 let groups = placement::group_by_master(&masters, &self.slots);
                 let addrs = groups

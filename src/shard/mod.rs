@@ -16,12 +16,18 @@ pub(crate) mod dump;
 mod fanout;
 pub(crate) mod placement;
 pub(crate) mod restore;
+mod root_io;
+mod rotate;
+mod snapshot;
+mod whole;
 
+use crate::proto::shard::root;
 pub use crate::proto::shard::root::{MAX_SHARDS, ROOT_FORMAT as SHARDED_FORMAT};
-use crate::proto::shard::{root, script};
+pub use crate::proto::shard::target::{ShardDisagreement, ShardOff};
 pub use batch::ShardedBatch;
 pub use build::ShardableBuilder;
 pub use create::{ShardPlan, ShardedBuilder, DEFAULT_CREATE_LEASE};
+use root_io::read_meta;
 
 use crate::error::{Error, Result};
 use crate::handle::{Filter, FilterKind};
@@ -83,15 +89,6 @@ impl<K: FilterKind> std::fmt::Debug for ShardedFilter<K> {
     }
 }
 
-/// Reads the hash under `meta`: its fields (empty when it does not exist
-/// or is not a hash).
-fn read_meta<C: redis::ConnectionLike + ?Sized>(
-    conn: &mut C,
-    meta: &str,
-) -> Result<std::collections::BTreeMap<String, String>> {
-    script::decode_record(meta, conn.req_command(&script::read_record(meta)))
-}
-
 /// Whether an ordinary open refused `e` because the name holds a root.
 fn is_root(e: &Error) -> bool {
     matches!(e, Error::UnsupportedFormat { found, .. } if found == root::ROOT_FORMAT)
@@ -140,9 +137,23 @@ impl<K: FilterKind> ShardedFilter<K> {
 
     /// Opens the filter `name`, sharded or not: a sharded one's shards are
     /// opened too, and a missing shard is
-    /// [`Error::ShardMissing`](crate::Error::ShardMissing). One round trip,
-    /// plus one per shard.
+    /// [`Error::ShardMissing`](crate::Error::ShardMissing); shards that
+    /// disagree with the root (a whole-filter change that did not reach
+    /// them, docs/FORMAT.md §11.8) are
+    /// [`Error::ShardsDisagree`](crate::Error::ShardsDisagree). One round
+    /// trip, plus one per shard.
     pub fn open<C: redis::ConnectionLike + ?Sized>(conn: &mut C, name: &str) -> Result<Self> {
+        Self::open_unconverged(conn, name)?.checked(conn)
+    }
+
+    /// [`open`](Self::open) whatever its shards say: for the whole-filter
+    /// changes that finish an interrupted one (`rotate`, `clear`,
+    /// `convert_bloom`), for [`disagreements`](Self::disagreements),
+    /// status and drop.
+    pub fn open_unconverged<C: redis::ConnectionLike + ?Sized>(
+        conn: &mut C,
+        name: &str,
+    ) -> Result<Self> {
         // The ordinary open first: an unsharded filter costs what it did.
         match Filter::<K>::open(conn, name) {
             Err(e) if is_root(&e) => {}
@@ -173,8 +184,7 @@ impl<K: FilterKind> ShardedFilter<K> {
             other => return other.map(Self::single),
         }
         let keys = Keys::new(FilterName::existing(name)?);
-        let reply = script::read_record(keys.meta()).query_async(conn).await;
-        let fields = script::decode_record(keys.meta(), reply)?;
+        let fields = root_io::read_meta_async(conn, keys.meta()).await?;
         let root = ready_root(name, &fields)?;
         let mut shards = Vec::with_capacity(root.shards.len());
         for (j, sub) in root.shards.iter().enumerate() {
@@ -183,11 +193,13 @@ impl<K: FilterKind> ShardedFilter<K> {
                 .map_err(|e| missing(&root, j, e))?;
             shards.push(f);
         }
-        Ok(Self::from_parts(
-            name.to_string(),
-            Some(Arc::new(root)),
-            shards,
-        ))
+        let f = Self::from_parts(name.to_string(), Some(Arc::new(root)), shards);
+        let found = f.found();
+        match found.is_empty() {
+            true => Ok(f),
+            // Shards behind are brought forward by the blocking open only.
+            false => Err(f.disagree(&found, " (an async open does not bring them forward)")),
+        }
     }
 
     /// The filter's name.
@@ -459,9 +471,14 @@ impl<K: FilterKind> ShardedFilter<K> {
         self.each(conn, |f, c| f.info(c))
     }
 
-    /// Empties every shard.
+    /// Empties every shard, as one change of the whole filter
+    /// (docs/FORMAT.md §11.8): recorded in the root, then each shard
+    /// cleared to it; a rerun finishes an interrupted clear.
     pub fn clear<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Result<()> {
-        self.each(conn, |f, c| f.clear(c)).map(drop)
+        match self.root {
+            None => self.each(conn, |f, c| f.clear(c)).map(drop),
+            Some(_) => self.clear_whole(conn),
+        }
     }
 
     /// Runs `op` on every shard in turn, each error naming its shard.
@@ -483,7 +500,7 @@ impl<K: FilterKind> ShardedFilter<K> {
         &self,
         conn: &mut C,
     ) -> Result<Vec<Option<String>>> {
-        let masters = create::cluster_masters(conn)?;
+        let masters = root_io::cluster_masters(conn)?;
         Ok(self
             .shards
             .iter()

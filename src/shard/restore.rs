@@ -16,8 +16,7 @@ use crate::machine::{Machine, Poll};
 use crate::proto::dump::{decode_int, Frame, Reader, SHARDED_DUMP_VERSION, SHARDED_MAGIC};
 use crate::proto::shard::root::{check_root, Root, State};
 use crate::proto::shard::script::{self, Claim};
-use crate::proto::take_one;
-use crate::request::{Replies, Request};
+use crate::request::Replies;
 use std::io::Read;
 
 fn bad(reason: impl Into<String>) -> Error {
@@ -223,7 +222,7 @@ impl<'a, R: Read> ShardedRestore<'a, R> {
                 Some(State::Ready),
             );
             self.step = Step::Publish;
-            return Ok(Poll::Send(Request::new().cmd(publish)));
+            return Ok(Poll::Send(publish));
         }
         let (tag, p) = reader
             .next_frame(&format!("shard {j} of {shards}"))
@@ -312,7 +311,7 @@ impl<'a, R: Read> ShardedRestore<'a, R> {
                 let delete =
                     script::transition(&self.meta, self.uid()?, Some(State::Creating), None);
                 self.step = Step::Unclaim(e);
-                Ok(Poll::Send(Request::new().cmd(delete)))
+                Ok(Poll::Send(delete))
             }
         }
     }
@@ -328,25 +327,22 @@ impl<'a, R: Read> ShardedRestore<'a, R> {
             Step::Exists(reader) => match decode_int(replies, "EXISTS")? {
                 0 => {
                     self.step = Step::Slots(reader);
-                    Ok(Poll::Send(
-                        Request::new().read_only().cmd(script::cluster_slots()),
-                    ))
+                    Ok(Poll::Send(script::cluster_slots()))
                 }
                 _ => Err(Error::AlreadyExists {
                     name: self.plan.name.clone(),
                 }),
             },
             Step::Slots(reader) => {
-                let masters = super::create::decode_masters(take_one(replies)?)?;
+                let masters = super::root_io::decode_masters(replies.unwrap_or_default())?;
                 let root = self.plan.root(&masters);
                 let claim = self.plan.claim(&self.meta, &root);
                 self.root = Some(root);
                 self.step = Step::Claim(reader);
-                Ok(Poll::Send(Request::new().cmd(claim)))
+                Ok(Poll::Send(claim))
             }
             Step::Claim(reader) => {
-                let v = take_one(replies)?.and_then(redis::Value::extract_error)?;
-                match script::decode_claim(&self.meta, &v)? {
+                match script::decode_claim(&self.meta, replies.unwrap_or_default())? {
                     Claim::Claimed => self.shard(0, reader).or_else(|e| self.fail(e)),
                     // Taken since the check: not ours to undo.
                     Claim::Exists { .. } => {
@@ -472,7 +468,7 @@ mod tests {
 
         // Taken between the check and the claim: not ours to undo.
         let mut m = ShardedRestore::new(&file[..], RestoreOptions::new()).unwrap();
-        assert_eq!(to_claim(&mut m)[0], "EVAL");
+        assert_eq!(to_claim(&mut m)[0], "EVALSHA");
         let found = Value::Array(vec![
             Value::BulkString(b"exists".to_vec()),
             Value::BulkString(b"1700000000000".to_vec()),
@@ -500,7 +496,7 @@ mod tests {
         // Shard 0's dump is refused before any of its writes: the root
         // claimed is deleted (its move to nothing), then the error.
         let undo = args(m.step(claimed()));
-        assert_eq!(undo[0], "EVAL");
+        assert_eq!(undo[0], "EVALSHA");
         assert_eq!(undo[3], "rotabloom:{crawl}:meta");
         assert_eq!(&undo[5..7], ["creating", ""], "{undo:?}");
         let Err(Error::BadDump { reason }) = m.step(int(1)) else {

@@ -5,3 +5,4 @@
 
 pub(crate) mod root;
 pub(crate) mod script;
+pub(crate) mod target;

@@ -71,6 +71,8 @@ pub struct Root {
     pub deadline: Option<i64>,
     /// Server ms of the creation (absent before the claim step wrote it).
     pub created_at: Option<i64>,
+    /// What every shard must have (§11.8).
+    pub targets: super::target::Targets,
 }
 
 /// The name of shard `j` of `root` with placement tag `tag` (§11.2).
@@ -202,6 +204,8 @@ impl Root {
         }) {
             return Err(corrupt(extra, format!("outside shards 0..{s}")));
         }
+        let targets = super::target::Targets::decode(fields)
+            .map_err(|f| corrupt(f, "not a canonical integer".into()))?;
         Ok(Root {
             name: name.to_string(),
             uid: uid.to_string(),
@@ -211,6 +215,7 @@ impl Root {
             state,
             deadline,
             created_at,
+            targets,
         })
     }
 }
@@ -297,6 +302,8 @@ mod tests {
             ("state", Some("done")),
             ("shard.2", Some("x")),
             ("capacity", Some("-1")),
+            ("target.epoch", Some("01")),
+            ("target.cleared", Some("x")),
         ];
         for (field, value) in cases {
             let mut f = canned();

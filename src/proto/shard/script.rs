@@ -1,62 +1,18 @@
-//! The atomic steps on a root record (docs/FORMAT.md §11.4): claim the
-//! name, move between states guarded by the creation's uid. Each touches
-//! the root's one key only; the shards are created and dropped by the
-//! ordinary steps of §8.9.
+//! The requests on a root record (docs/FORMAT.md §11.4, §11.8): claim the
+//! name, move between states guarded by the creation's uid, record a
+//! whole-filter target by compare-and-set, read the record; and the
+//! cluster's slot map. Each touches the root's one key only (the shards
+//! are created and dropped by the ordinary steps of §8.9). Pure: built
+//! here, sent by `exec` (EVALSHA, re-sent in full after NOSCRIPT, WAIT
+//! where the handle waits), decoded here.
 
 use super::root::{Root, State, ROOT_FORMAT};
 use crate::error::{Error, Result};
+use crate::proto::take_one;
+use crate::request::{Replies, Request};
+use crate::scripts::{ROOT_CLAIM, ROOT_MOVE, ROOT_TARGET};
 use redis::Value;
 use std::collections::BTreeMap;
-
-/// Writes the whole root with `state creating` unless the key exists;
-/// `created_at` and `deadline` from the server's clock.
-const CLAIM: &str = r#"
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local typ = redis.call('TYPE', KEYS[1])['ok']
-if typ == 'hash' then
-  return {'exists', tostring(now), redis.call('HGETALL', KEYS[1])}
-elseif typ ~= 'none' then
-  return {'wrongtype', typ}
-end
-redis.call('HSET', KEYS[1], 'created_at', tostring(now),
-  'deadline', tostring(now + tonumber(ARGV[1])), unpack(ARGV, 2))
-return {'claimed', tostring(now)}
-"#;
-
-/// Moves a root from state ARGV[2] (any state when empty) to ARGV[3]
-/// (deletes it when empty) if its uid is ARGV[1]; 1 if it did, else 0.
-const MOVE: &str = r#"
-if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash'
-  or redis.call('HGET', KEYS[1], 'format') ~= ARGV[4]
-  or redis.call('HGET', KEYS[1], 'uid') ~= ARGV[1] then
-  return 0
-end
-if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], 'state') ~= ARGV[2] then
-  return 0
-end
-if ARGV[3] == '' then
-  redis.call('DEL', KEYS[1])
-else
-  redis.call('HSET', KEYS[1], 'state', ARGV[3])
-  redis.call('HDEL', KEYS[1], 'deadline')
-end
-return 1
-"#;
-
-/// Sets the kind of the ready root of creation ARGV[1] to ARGV[2] (after
-/// every shard was converted); 1 if it did, 0 if the root is gone or
-/// another.
-const SET_KIND: &str = r#"
-if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash'
-  or redis.call('HGET', KEYS[1], 'format') ~= ARGV[3]
-  or redis.call('HGET', KEYS[1], 'uid') ~= ARGV[1]
-  or redis.call('HGET', KEYS[1], 'state') ~= 'ready' then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'kind', ARGV[2])
-return 1
-"#;
 
 /// What the claim step found.
 #[derive(Debug, PartialEq)]
@@ -70,66 +26,106 @@ pub enum Claim {
     },
 }
 
-/// `EVAL` of `script` on the one key `key`. Sent as EVAL, not EVALSHA:
-/// these steps are rare (create, drop), and EVAL needs no NOSCRIPT retry.
-fn eval(script: &str, key: &str) -> redis::Cmd {
-    let mut cmd = redis::cmd("EVAL");
-    cmd.arg(script).arg(1).arg(key);
-    cmd
-}
-
-/// Runs `cmd` on any connection, sized or not.
-pub fn query<T: redis::FromRedisValue, C: redis::ConnectionLike + ?Sized>(
-    conn: &mut C,
-    cmd: &redis::Cmd,
-) -> Result<T> {
-    // An error reply (NOPERM, OOM) is the server's error, not a bad reply.
-    let v = conn.req_command(cmd)?.extract_error()?;
-    redis::from_redis_value(v).map_err(|e| Error::UnexpectedReply(e.to_string()))
+/// The reply of a one-command request, error replies as errors.
+fn one(replies: Replies) -> Result<Value> {
+    Ok(take_one(Some(replies))?.and_then(Value::extract_error)?)
 }
 
 /// The claim of `root` on `meta`, leased for `lease_ms`.
-pub fn claim(meta: &str, root: &Root, lease_ms: u64) -> redis::Cmd {
-    let mut inv = eval(CLAIM, meta);
-    inv.arg(lease_ms);
+pub fn claim(meta: &str, root: &Root, lease_ms: u64) -> Request {
+    let mut cmd = ROOT_CLAIM.invoke(&[meta]);
+    cmd.arg(lease_ms);
     for (f, v) in root.claim_fields() {
-        inv.arg(f).arg(v);
+        cmd.arg(f).arg(v);
     }
-    inv
+    let mut req = Request::new();
+    req.script(&ROOT_CLAIM, cmd);
+    req
 }
 
 /// The move of the root `meta` of creation `uid` from `from` (any when
-/// `None`) to `to` (deleted when `None`).
-pub fn transition(meta: &str, uid: &str, from: Option<State>, to: Option<State>) -> redis::Cmd {
-    let mut inv = eval(MOVE, meta);
-    inv.arg(uid)
+/// `None`) to `to` (deleted when `None`); decoded by [`decode_moved`].
+pub fn transition(meta: &str, uid: &str, from: Option<State>, to: Option<State>) -> Request {
+    let mut cmd = ROOT_MOVE.invoke(&[meta]);
+    cmd.arg(uid)
         .arg(from.map_or("", State::as_str))
         .arg(to.map_or("", State::as_str))
         .arg(ROOT_FORMAT);
-    inv
+    let mut req = Request::new();
+    req.script(&ROOT_MOVE, cmd);
+    req
 }
 
-/// The step recording `kind` in the ready root `meta` of creation `uid`.
-pub fn set_kind(meta: &str, uid: &str, kind: crate::metadata::Kind) -> redis::Cmd {
-    let mut inv = eval(SET_KIND, meta);
-    inv.arg(uid).arg(kind.as_str()).arg(ROOT_FORMAT);
-    inv
+/// Whether a [`transition`] moved the root (else it was gone, another
+/// creation's, or in another state).
+pub fn decode_moved(meta: &str, replies: Replies) -> Result<bool> {
+    match one(replies)? {
+        Value::Int(1) => Ok(true),
+        Value::Int(0) => Ok(false),
+        v => Err(Error::UnexpectedReply(format!("moving {meta}: {v:?}"))),
+    }
+}
+
+/// What a [`retarget`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retarget {
+    /// Recorded.
+    Set,
+    /// An expected value differs: someone recorded another target first.
+    Stale,
+    /// The root is gone, another creation's, or not ready.
+    Gone,
+}
+
+/// The compare-and-set recording a whole-filter target in the ready root
+/// `meta` of creation `uid` (§11.8): if every `expect` field has its value
+/// (`None`: is absent), every `set` field is written.
+pub fn retarget(
+    meta: &str,
+    uid: &str,
+    expect: &[(&str, Option<String>)],
+    set: &[(&str, String)],
+) -> Request {
+    let mut cmd = ROOT_TARGET.invoke(&[meta]);
+    cmd.arg(ROOT_FORMAT).arg(uid).arg(expect.len());
+    for (f, v) in expect {
+        cmd.arg(*f).arg(v.as_deref().unwrap_or(""));
+    }
+    for (f, v) in set {
+        cmd.arg(*f).arg(v);
+    }
+    let mut req = Request::new();
+    req.script(&ROOT_TARGET, cmd);
+    req
+}
+
+/// Decodes the reply to [`retarget`].
+pub fn decode_retarget(meta: &str, replies: Replies) -> Result<Retarget> {
+    let v = one(replies)?;
+    match text(&v).as_deref() {
+        Some("OK") => Ok(Retarget::Set),
+        Some("STALE") => Ok(Retarget::Stale),
+        Some("GONE") => Ok(Retarget::Gone),
+        _ => Err(Error::UnexpectedReply(format!(
+            "recording a target in {meta}: {v:?}"
+        ))),
+    }
 }
 
 /// Reads a root record (or a shard's metadata): `HGETALL`, decoded by
-/// [`hash_fields`].
-pub fn read_record(key: &str) -> redis::Cmd {
+/// [`decode_record`].
+pub fn read_record(key: &str) -> Request {
     let mut cmd = redis::cmd("HGETALL");
     cmd.arg(key);
-    cmd
+    Request::new().read_only().cmd(cmd)
 }
 
 /// The cluster's slot ranges and their masters, decoded by
 /// `shard::placement`.
-pub fn cluster_slots() -> redis::Cmd {
+pub fn cluster_slots() -> Request {
     let mut cmd = redis::cmd("CLUSTER");
     cmd.arg("SLOTS");
-    cmd
+    Request::new().read_only().cmd(cmd)
 }
 
 fn text(v: &Value) -> Option<String> {
@@ -158,11 +154,8 @@ pub fn hash_fields(v: &Value) -> Option<BTreeMap<String, String>> {
 /// Decodes the reply to [`read_record`] of `key`: its fields; none when
 /// the key does not exist or holds another type (no root: the ordinary
 /// open says what it is).
-pub fn decode_record(
-    key: &str,
-    reply: redis::RedisResult<Value>,
-) -> Result<BTreeMap<String, String>> {
-    let v = match reply.and_then(Value::extract_error) {
+pub fn decode_record(key: &str, replies: Replies) -> Result<BTreeMap<String, String>> {
+    let v = match take_one(Some(replies))?.and_then(Value::extract_error) {
         Ok(v) => v,
         Err(e) if e.code() == Some("WRONGTYPE") => return Ok(BTreeMap::new()),
         Err(e) => return Err(e.into()),
@@ -171,7 +164,8 @@ pub fn decode_record(
 }
 
 /// Decodes the claim step's reply.
-pub fn decode_claim(meta: &str, v: &Value) -> Result<Claim> {
+pub fn decode_claim(meta: &str, replies: Replies) -> Result<Claim> {
+    let v = &one(replies)?;
     let bad = || Error::UnexpectedReply(format!("claiming {meta}: {v:?}"));
     let Value::Array(parts) = v else {
         return Err(bad());
@@ -204,17 +198,88 @@ mod tests {
         Value::BulkString(s.as_bytes().to_vec())
     }
 
+    fn r(v: Value) -> Replies {
+        vec![Ok(v)]
+    }
+
+    #[test]
+    fn root_requests_call_their_scripts_by_sha_with_the_roots_key_alone() {
+        let m = "rotabloom:{x}:meta";
+        let req = transition(m, "0123456789abcdef", Some(State::Ready), None);
+        assert_eq!(
+            req.args(0),
+            [
+                "EVALSHA",
+                ROOT_MOVE.sha(),
+                "1",
+                m,
+                "0123456789abcdef",
+                "ready",
+                "",
+                ROOT_FORMAT
+            ]
+        );
+        assert!(req.writes());
+        let req = retarget(
+            m,
+            "u",
+            &[("target.epoch", Some("3".into())), ("target.period", None)],
+            &[("target.epoch", "4".into())],
+        );
+        assert_eq!(
+            &req.args(0)[2..],
+            [
+                "1",
+                m,
+                ROOT_FORMAT,
+                "u",
+                "2",
+                "target.epoch",
+                "3",
+                "target.period",
+                "",
+                "target.epoch",
+                "4"
+            ]
+        );
+        assert_eq!(req.args(0)[1], ROOT_TARGET.sha());
+        assert!(!read_record(m).writes());
+        assert_eq!(cluster_slots().args(0), ["CLUSTER", "SLOTS"]);
+    }
+
+    #[test]
+    fn retarget_and_move_replies_decode_and_error_replies_stay_errors() {
+        let m = "rotabloom:{x}:meta";
+        let st = |s: &str| r(Value::SimpleString(s.into()));
+        assert_eq!(decode_retarget(m, st("OK")).unwrap(), Retarget::Set);
+        assert_eq!(
+            decode_retarget(m, r(bulk("STALE"))).unwrap(),
+            Retarget::Stale
+        );
+        assert_eq!(decode_retarget(m, st("GONE")).unwrap(), Retarget::Gone);
+        assert!(matches!(
+            decode_retarget(m, st("MAYBE")),
+            Err(Error::UnexpectedReply(_))
+        ));
+        let oom = redis::make_extension_error("OOM".into(), Some("no memory".into()));
+        // An error reply (a master out of memory) is an error, never "stale".
+        assert!(decode_retarget(m, vec![Err(oom)]).is_err());
+        assert!(decode_moved(m, r(Value::Int(1))).unwrap());
+        assert!(!decode_moved(m, r(Value::Int(0))).unwrap());
+        assert!(decode_moved(m, r(bulk("1"))).is_err());
+    }
+
     #[test]
     fn claim_replies_decode() {
         let m = "rotabloom:{x}:meta";
         let claimed = Value::Array(vec![bulk("claimed"), bulk("17")]);
-        assert_eq!(decode_claim(m, &claimed).unwrap(), Claim::Claimed);
+        assert_eq!(decode_claim(m, r(claimed)).unwrap(), Claim::Claimed);
         let exists = Value::Array(vec![
             bulk("exists"),
             bulk("1700"),
             Value::Array(vec![bulk("format"), bulk("1"), bulk("kind"), bulk("bloom")]),
         ]);
-        match decode_claim(m, &exists).unwrap() {
+        match decode_claim(m, r(exists)).unwrap() {
             Claim::Exists { now_ms, fields } => {
                 assert_eq!(now_ms, 1700);
                 assert_eq!(fields["kind"], "bloom");
@@ -223,11 +288,11 @@ mod tests {
         }
         let wrong = Value::Array(vec![bulk("wrongtype"), bulk("string")]);
         assert!(matches!(
-            decode_claim(m, &wrong),
+            decode_claim(m, r(wrong)),
             Err(Error::WrongType { found, .. }) if found == "string"
         ));
         assert!(matches!(
-            decode_claim(m, &Value::Int(1)),
+            decode_claim(m, r(Value::Int(1))),
             Err(Error::UnexpectedReply(_))
         ));
         let odd = Value::Array(vec![
@@ -235,18 +300,18 @@ mod tests {
             bulk("1"),
             Value::Array(vec![bulk("a")]),
         ]);
-        assert!(decode_claim(m, &odd).is_err());
+        assert!(decode_claim(m, r(odd)).is_err());
     }
 
     #[test]
     fn a_record_reads_as_its_fields_nothing_when_not_a_hash_and_loud_otherwise() {
         let map = Value::Array(vec![bulk("format"), bulk("sharded-1")]);
-        let f = decode_record("m", Ok(map)).unwrap();
+        let f = decode_record("m", r(map)).unwrap();
         assert_eq!(f.get("format").map(String::as_str), Some("sharded-1"));
         let wrong = redis::make_extension_error("WRONGTYPE".into(), Some("not a hash".into()));
-        assert!(decode_record("m", Err(wrong)).unwrap().is_empty());
+        assert!(decode_record("m", vec![Err(wrong)]).unwrap().is_empty());
         assert!(matches!(
-            decode_record("m", Ok(Value::Int(3))),
+            decode_record("m", r(Value::Int(3))),
             Err(Error::UnexpectedReply(_))
         ));
     }
