@@ -222,6 +222,18 @@ impl Error {
     }
 }
 
+/// A reply of a shape the protocol does not give (`what` names the
+/// command): [`Error::UnexpectedReply`] with the reply, cut to 200
+/// characters, never read as some default.
+pub(crate) fn unexpected(what: &str, v: &redis::Value) -> Error {
+    let mut text = format!("{v:?}");
+    if text.len() > 200 {
+        text.truncate(200);
+        text.push('…');
+    }
+    Error::UnexpectedReply(format!("{what}: {text}"))
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

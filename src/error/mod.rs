@@ -3,7 +3,7 @@
 mod classify;
 
 pub use classify::RedisError;
-pub(crate) use classify::{acl_refusal, plain};
+pub(crate) use classify::{acl_refusal, plain, unexpected};
 
 /// The end of [`Error::Full`]'s message: what of the call was applied.
 fn refused_from(answered: &[bool]) -> String {
@@ -62,6 +62,16 @@ pub enum Error {
     /// The filter does not exist (no metadata hash in Redis).
     #[error("filter {name:?} does not exist")]
     NotFound {
+        /// The filter's name.
+        name: String,
+    },
+
+    /// The filter this handle opened was dropped and another created
+    /// under its name since (sharded or not): the handle refuses it, so no
+    /// write lands in a dead instance or, unasked, in the new one. Open it
+    /// again to use the new filter.
+    #[error("filter {name:?} was dropped and created again (another instance) since this handle opened it; open it again")]
+    Recreated {
         /// The filter's name.
         name: String,
     },
@@ -381,15 +391,3 @@ fn seconds(d: &std::time::Duration) -> String {
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// A reply of a shape the protocol does not give (`what` names the
-/// command): [`Error::UnexpectedReply`] with the reply, cut to 200
-/// characters, never read as some default.
-pub(crate) fn unexpected(what: &str, v: &redis::Value) -> Error {
-    let mut text = format!("{v:?}");
-    if text.len() > 200 {
-        text.truncate(200);
-        text.push('…');
-    }
-    Error::UnexpectedReply(format!("{what}: {text}"))
-}
