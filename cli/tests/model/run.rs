@@ -237,9 +237,9 @@ impl Run {
             Error::NotFound { .. } => m.is_none(),
             e if e.is_retryable() => self.hazards.lossy,
             e if damage_error(e) => m.is_some_and(|m| m.damaged),
-            Error::KindMismatch { .. } | Error::ParameterMismatch { .. } | Error::Recreated { .. } => {
-                self.reborn[f as usize] || self.hazards.converting
-            }
+            Error::KindMismatch { .. }
+            | Error::ParameterMismatch { .. }
+            | Error::Recreated { .. } => self.reborn[f as usize] || self.hazards.converting,
             _ => false,
         };
         match ok {
