@@ -89,7 +89,10 @@ end
 local ok, verdict = pcall(judge)
 if not ok then
   abort()
-  error(verdict)
+  -- The error as the failing call gave it ('CORRUPT field ...'), without
+  -- the position a re-raise would add.
+  if type(verdict) == 'table' and verdict.err then return redis.error_reply(verdict.err) end
+  return redis.error_reply(tostring(verdict))
 end
 if verdict ~= 'OK' and string.sub(verdict, 1, 3) ~= 'OK ' then abort() end
 return verdict
