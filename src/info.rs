@@ -117,8 +117,11 @@ impl fmt::Display for Level {
 )]
 #[non_exhaustive]
 pub enum WarningCode {
-    /// A generation holds more items than it was sized for (error), or
-    /// nearly as many (warn, at 90%).
+    /// A bloom or circular filter's deciding generation holds its
+    /// capacity, so writes of new items fail under
+    /// [`WhenFull::Error`](crate::WhenFull::Error), the default (error); a
+    /// generation taking writes holds more items than it was sized for
+    /// (error); or nearly as many (warn, at 90%).
     OverCapacity,
     /// The false-positive rate of a query now, estimated from the bits
     /// set, is above the filter's target `error_rate`.

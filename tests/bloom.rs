@@ -376,7 +376,7 @@ fn scripts_survive_flush_and_restart() {
 }
 
 #[test]
-fn drop_and_recreate_with_other_parameters_is_refused_to_old_handles() {
+fn drop_and_recreate_is_refused_to_old_handles() {
     let server = RedisServer::start();
     let mut conn = server.connection();
     let old = filter(&mut conn, "re", 1000, 0.01);
@@ -388,14 +388,21 @@ fn drop_and_recreate_with_other_parameters_is_refused_to_old_handles() {
     let new = filter(&mut conn, "re", 5000, 0.01);
     let e = old.insert(&mut conn, "b").unwrap_err();
     assert!(
-        matches!(&e, Error::ParameterMismatch { field, .. } if field == "capacity"),
+        matches!(&e, Error::Recreated { name } if name == "re"),
         "{e}"
     );
+    assert!(e.to_string().contains("dropped and created again"), "{e}");
+    assert!(!e.is_retryable());
     assert!(!new.contains(&mut conn, "b").unwrap());
-    // Same parameters: an old handle follows the new instance.
+    // Same parameters: another instance all the same, refused.
     new.drop(&mut conn).unwrap();
-    let _again = filter(&mut conn, "re", 1000, 0.01);
-    assert!(old.check_and_insert(&mut conn, "b").unwrap());
+    let again = filter(&mut conn, "re", 1000, 0.01);
+    let e = old.check_and_insert(&mut conn, "b").unwrap_err();
+    assert!(matches!(&e, Error::Recreated { .. }), "{e}");
+    assert!(!again.contains(&mut conn, "b").unwrap());
+    // Opened again, it works.
+    let reopened = filter(&mut conn, "re", 1000, 0.01);
+    assert!(reopened.check_and_insert(&mut conn, "b").unwrap());
 }
 
 #[test]

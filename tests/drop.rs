@@ -251,3 +251,147 @@ fn a_clear_keeps_the_records_so_a_retry_gets_the_answers_of_its_first_run() {
     assert_eq!(f.count(&mut conn).unwrap(), 0);
     assert!(!f.contains(&mut conn, "new").unwrap());
 }
+
+/// The block keys under `name` of the instance `uid`.
+fn blocks_of(conn: &mut redis::Connection, name: &str, uid: &str) -> Vec<String> {
+    suite::keys_of(conn, name)
+        .into_iter()
+        .filter(|k| k.contains(&format!("}}:gen:{uid}-")))
+        .collect()
+}
+
+/// `g` opened, then dropped and created again by someone else, unsharded
+/// or with 3 shards: the old handle's writes, by either protocol, are
+/// refused in words and write nothing anywhere.
+#[test]
+fn a_handle_across_a_re_create_is_refused_and_writes_nothing() {
+    let server = RedisServer::start();
+    let mut admin = server.connection();
+    for (round, shards) in [1u32, 1, 3, 3].into_iter().enumerate() {
+        let transactions = round % 2 == 0;
+        let name = format!("g{round}");
+        let old = filter(&mut admin, &name).with_transactions(transactions);
+        let mut conn = server.connection();
+        assert_eq!(
+            old.check_and_insert_many(&mut conn, ["a", "b"]).unwrap(),
+            [true, true]
+        );
+        let uid = old.info(&mut conn).unwrap().fields["uid"].clone();
+        assert!(old.drop(&mut admin).unwrap());
+        let new = BloomFilter::builder(&name)
+            .capacity(10_000)
+            .error_rate(0.01)
+            .shards(shards)
+            .create_or_open(&mut admin)
+            .unwrap();
+        for e in [
+            old.check_and_insert_many(&mut conn, ["c", "d"])
+                .unwrap_err(),
+            old.insert(&mut conn, "e").unwrap_err(),
+            old.idempotent_batch(["f"])
+                .check_and_insert(&mut conn)
+                .unwrap_err(),
+            old.contains(&mut conn, "a").unwrap_err(),
+            old.info(&mut conn).unwrap_err(),
+        ] {
+            assert!(
+                matches!(&e, Error::Recreated { name: n } if *n == name),
+                "round {round}: {e}"
+            );
+            assert!(e.to_string().contains("dropped and created again"), "{e}");
+            assert!(!e.is_retryable());
+        }
+        assert_eq!(
+            new.contains_many(&mut admin, ["a", "c", "d", "e", "f"])
+                .unwrap(),
+            [false; 5],
+            "round {round}"
+        );
+        assert!(
+            blocks_of(&mut admin, &name, &uid).is_empty(),
+            "round {round}"
+        );
+        assert_eq!(new.count(&mut admin).unwrap(), 0);
+        assert!(new.drop(&mut admin).unwrap());
+        let left = suite::keys_of(&mut admin, &name);
+        assert!(left.is_empty(), "round {round}: {left:?}");
+    }
+}
+
+#[test]
+fn an_async_handle_across_a_re_create_is_refused_and_writes_nothing() {
+    let server = RedisServer::start();
+    let mut admin = server.connection();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for transactions in [true, false] {
+        let old = filter(&mut admin, "ga").with_transactions(transactions);
+        let uid = old.info(&mut admin).unwrap().fields["uid"].clone();
+        rt.block_on(async {
+            let client = redis::Client::open(server.url()).unwrap();
+            let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+            assert!(old.check_and_insert_async(&mut conn, "a").await.unwrap());
+            assert!(old.drop(&mut admin).unwrap());
+            let _new = filter(&mut admin, "ga");
+            let e = old
+                .check_and_insert_many_async(&mut conn, ["b", "c"])
+                .await
+                .unwrap_err();
+            assert!(matches!(e, Error::Recreated { .. }), "{e}");
+            let e = old.insert_async(&mut conn, "d").await.unwrap_err();
+            assert!(matches!(e, Error::Recreated { .. }), "{e}");
+        });
+        assert!(blocks_of(&mut admin, "ga", &uid).is_empty());
+        assert_eq!(filter(&mut admin, "ga").count(&mut admin).unwrap(), 0);
+        assert!(filter(&mut admin, "ga").drop(&mut admin).unwrap());
+    }
+}
+
+/// The metadata hash deleted while the fence remains (a shard's, or an
+/// unsharded filter's): open handles take no write, by either protocol,
+/// and say the filter is gone.
+#[test]
+fn a_filter_whose_metadata_is_deleted_under_its_fence_takes_no_write() {
+    let server = RedisServer::start();
+    let mut admin = server.connection();
+    for transactions in [true, false] {
+        let f = filter(&mut admin, "headless").with_transactions(transactions);
+        let mut conn = server.connection();
+        f.insert_many(&mut conn, ["a", "b"]).unwrap();
+        let meta = "rotabloom:{headless}:meta";
+        let fence: Option<String> = redis::cmd("GET")
+            .arg("rotabloom:{headless}:fence")
+            .query(&mut admin)
+            .unwrap();
+        assert!(fence.is_some(), "the fence is there");
+        let uid = f.info(&mut conn).unwrap().fields["uid"].clone();
+        let blocks = blocks_of(&mut admin, "headless", &uid);
+        assert!(!blocks.is_empty());
+        let before: Vec<Vec<u8>> = blocks
+            .iter()
+            .map(|b| redis::cmd("GET").arg(b).query(&mut admin).unwrap())
+            .collect();
+        let _: () = redis::cmd("DEL").arg(meta).query(&mut admin).unwrap();
+        for e in [
+            f.check_and_insert_many(&mut conn, ["c", "d"]).unwrap_err(),
+            f.insert(&mut conn, "e").unwrap_err(),
+            f.idempotent_batch(["f"]).insert(&mut conn).unwrap_err(),
+        ] {
+            assert!(matches!(e, Error::NotFound { .. }), "{e}");
+        }
+        let after: Vec<Vec<u8>> = blocks
+            .iter()
+            .map(|b| redis::cmd("GET").arg(b).query(&mut admin).unwrap())
+            .collect();
+        assert_eq!(before, after, "no bit written");
+        let _: () = redis::cmd("DEL")
+            .arg("rotabloom:{headless}:fence")
+            .arg(&blocks)
+            .query(&mut admin)
+            .unwrap();
+        let left = suite::keys_of(&mut admin, "headless");
+        assert!(left.iter().all(|k| !k.contains(":gen:")), "{left:?}");
+    }
+}

@@ -42,7 +42,8 @@ pub fn file_error(message: impl Into<String>) -> anyhow::Error {
 }
 
 /// The exit code of a library error: 2 for what the user asked (bad
-/// parameters, names, a missing, existing or different filter, a legacy
+/// parameters, names, a missing, existing or different filter, one dropped
+/// and created again under a run, a legacy
 /// bitmap that does not fit the parameters given for it), 5 for a local
 /// dump file, 3 for Redis and the data in it.
 fn lib_code(e: &Error) -> u8 {
@@ -51,6 +52,7 @@ fn lib_code(e: &Error) -> u8 {
         | Error::TooLarge { .. }
         | Error::InvalidName { .. }
         | Error::NotFound { .. }
+        | Error::Recreated { .. }
         | Error::ParameterMismatch { .. }
         | Error::KindMismatch { .. }
         | Error::AlreadyExists { .. }

@@ -25,6 +25,12 @@ class NotFoundError(RotabloomError, LookupError):
     """The filter does not exist."""
 
 
+class RecreatedError(RotabloomError, LookupError):
+    """The filter this object opened was dropped and another created under
+    its name since (sharded or not): nothing was written to either. Open
+    it again to use the new filter."""
+
+
 class ParameterMismatchError(RotabloomError):
     """The filter exists with other settings; rotabloom never reuses or
     overwrites it silently. ``field`` is the stored setting that differs

@@ -14,6 +14,7 @@ use rotabloom::Error;
 pub const CLASSES: &[&str] = &[
     "InvalidParameterError",
     "NotFoundError",
+    "RecreatedError",
     "ParameterMismatchError",
     "KindMismatchError",
     "UnsupportedFormatError",
@@ -46,6 +47,7 @@ fn class_of(e: &Error) -> &'static str {
             "InvalidParameterError"
         }
         Error::NotFound { .. } => "NotFoundError",
+        Error::Recreated { .. } => "RecreatedError",
         Error::ParameterMismatch { .. } => "ParameterMismatchError",
         Error::KindMismatch { .. } => "KindMismatchError",
         Error::UnsupportedFormat { .. } => "UnsupportedFormatError",

@@ -46,7 +46,7 @@ pub(crate) fn convert<P: Plan>(
     LoadMachine::new(keys.clone(), accept).then(move |view| {
         // A core of its own: the handle that asks may read only the old
         // kind, and the conversion reads both.
-        let mut core = Core::new(keys, view, accept, Vec::new());
+        let mut core = Core::new(keys, view, accept);
         core.max_retries = max_retries;
         Ok(RollMachine::new(core, Convert { plan }))
     })

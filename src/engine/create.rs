@@ -163,8 +163,6 @@ pub(crate) fn create_or_open(
     accept: Accept,
     bp: Blueprint,
 ) -> impl Machine<Output = (Core, Opened)> + Send {
-    let expect = bp.params.clone();
     let k = keys.clone();
-    create_whole(keys, accept, bp)
-        .map(move |(view, how)| Ok((Core::new(k, view, accept, expect), how)))
+    create_whole(keys, accept, bp).map(move |(view, how)| Ok((Core::new(k, view, accept), how)))
 }

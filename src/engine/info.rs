@@ -1,7 +1,7 @@
 //! A filter's state at a glance: load, then BITCOUNT and STRLEN (or
 //! BF.INFO) of every block.
 
-use super::load::LoadMachine;
+use super::load::{reload, ReloadMachine};
 use super::Core;
 use crate::error::{Error, Result};
 use crate::generation::Generation;
@@ -11,12 +11,12 @@ use crate::metadata::field;
 use crate::params;
 use crate::request::{Replies, Request};
 use crate::store::{Held, COUNT_BYTES};
-use crate::view::{Growth, Role, View};
+use crate::view::{Role, View};
 use redis::Value;
 use std::sync::Arc;
 
 enum State {
-    Load(LoadMachine),
+    Load(ReloadMachine),
     /// The view, the steps still to send (last first), the replies so far.
     Bits(Arc<View>, Vec<Request>, Replies),
 }
@@ -30,10 +30,9 @@ pub(crate) struct InfoMachine {
 
 impl InfoMachine {
     pub fn new(core: Core) -> InfoMachine {
-        let load = LoadMachine::new(core.keys.clone(), core.accept);
         InfoMachine {
+            state: State::Load(reload(&core)),
             core,
-            state: State::Load(load),
             stalls: 0,
         }
     }
@@ -158,32 +157,7 @@ fn block_warnings(g: &Generation, read: &Held, warnings: &mut Vec<Warning>) {
 
 /// Capacity, target rate and limit warnings of the whole filter.
 fn fill_warnings(view: &View, info: &Info, warnings: &mut Vec<Warning>) {
-    for gi in &info.generations {
-        if gi.capacity == 0 || !gi.written {
-            continue;
-        }
-        let pct = gi.count as f64 * 100.0 / gi.capacity as f64;
-        let (level, consequence) = if gi.count > gi.capacity {
-            (
-                Level::Error,
-                ": its false-positive rate is above what it was sized for",
-            )
-        } else if pct >= 90.0 && !view.growth.is_capped() {
-            // A filter that grows adds a generation when this one fills:
-            // nothing to warn of until it cannot (below).
-            (Level::Warn, "")
-        } else {
-            continue;
-        };
-        warnings.push(Warning::new(
-            WarningCode::OverCapacity,
-            level,
-            format!(
-                "generation {} holds {} items, {pct:.0}% of its capacity {}{consequence}",
-                gi.seq, gi.count, gi.capacity
-            ),
-        ));
-    }
+    super::fullness::capacity_warnings(&view.growth, &info.generations, warnings);
     let target = info
         .fields
         .get(field::ERROR_RATE)
@@ -199,24 +173,6 @@ fn fill_warnings(view: &View, info: &Info, warnings: &mut Vec<Warning>) {
                 format!(
                     "false-positive rate now {:.3e}, above the target error_rate {target}",
                     info.false_positive_rate
-                ),
-            ));
-        }
-    }
-    if let (Growth::Capped(Err(reason)), Some(newest)) = (&view.growth, info.generations.last()) {
-        let full = newest.count >= newest.capacity;
-        if full || newest.count as f64 >= newest.capacity as f64 * 0.9 {
-            warnings.push(Warning::new(
-                WarningCode::AtLimit,
-                if full { Level::Error } else { Level::Warn },
-                format!(
-                    "{} its limit: {reason}; no generation may be added, so {}",
-                    if full { "at" } else { "near" },
-                    if full {
-                        "writes of new items fail"
-                    } else {
-                        "writes of new items fail once the newest generation is full"
-                    }
                 ),
             ));
         }
@@ -288,7 +244,6 @@ impl Machine for InfoMachine {
             State::Load(load) => match load.step(replies)? {
                 Poll::Send(req) => Ok(Poll::Send(req)),
                 Poll::Ready(view) => {
-                    let view = self.core.publish(view)?;
                     let mut steps = requests(&self.core.keys, &view);
                     if let Some(last) = steps.last_mut() {
                         last.push(crate::proto::whole::recheck(&self.core.keys), None);
@@ -314,8 +269,7 @@ impl Machine for InfoMachine {
                         if self.stalls > self.core.max_retries {
                             return Err(self.core.contention(self.stalls));
                         }
-                        let load = LoadMachine::new(self.core.keys.clone(), self.core.accept);
-                        self.state = State::Load(load);
+                        self.state = State::Load(reload(&self.core));
                         self.step(None)
                     }
                 }

@@ -45,12 +45,33 @@ pub(crate) fn open(name: &str, accept: Accept) -> Result<impl Machine<Output = C
     let keys = Keys::new(crate::keys::FilterName::existing(name)?);
     Ok(LoadMachine::new(keys.clone(), accept).then(move |view| {
         let probe = ModuleMachine::probe(&keys, &view);
-        Ok(probe.map(move |()| Ok(Core::new(keys, view, accept, Vec::new()))))
+        Ok(probe.map(move |()| Ok(Core::new(keys, view, accept))))
     }))
 }
 
-/// Reloads a handle's view and publishes it.
-pub(crate) fn reload(core: &Core) -> impl Machine<Output = std::sync::Arc<View>> {
-    let c = core.clone();
-    LoadMachine::new(core.keys.clone(), core.accept).map(move |view| c.publish(view))
+/// Reloads a handle's view and publishes it: the filter of the instance
+/// the handle opened, or an error.
+pub(crate) fn reload(core: &Core) -> ReloadMachine {
+    ReloadMachine {
+        core: core.clone(),
+        sent: false,
+    }
+}
+
+/// See [`reload`].
+pub(crate) struct ReloadMachine {
+    core: Core,
+    sent: bool,
+}
+
+impl Machine for ReloadMachine {
+    type Output = std::sync::Arc<View>;
+
+    fn step(&mut self, replies: Option<Replies>) -> Result<Poll<Self::Output>> {
+        if !self.sent {
+            self.sent = true;
+            return Ok(Poll::Send(load::request(&self.core.keys)));
+        }
+        self.core.reloaded(take_one(replies)?).map(Poll::Ready)
+    }
 }

@@ -118,12 +118,7 @@ mod tests {
 
     #[test]
     fn the_frozen_generations_are_copied_once_in_chunks() {
-        let mut core = Core::new(
-            keys("t"),
-            view_of("expanding", 3),
-            Accept::Any(ALL),
-            Vec::new(),
-        );
+        let mut core = Core::new(keys("t"), view_of("expanding", 3), Accept::Any(ALL));
         core.cache = Some(Arc::new(FrozenCache::new(1 << 20)));
         let view = core.view();
         let mut m = FillMachine::new(core.clone());
@@ -174,12 +169,7 @@ mod tests {
 
     #[test]
     fn a_short_read_of_an_allocated_block_is_a_block_gone_and_not_mirrored() {
-        let mut core = Core::new(
-            keys("t"),
-            view_of("expanding", 2),
-            Accept::Any(ALL),
-            Vec::new(),
-        );
+        let mut core = Core::new(keys("t"), view_of("expanding", 2), Accept::Any(ALL));
         core.cache = Some(Arc::new(FrozenCache::new(1 << 20)));
         let view = core.view();
         let mut m = FillMachine::new(core.clone());
@@ -195,7 +185,6 @@ mod tests {
             keys("u"),
             view_of("expanding", 2),
             Accept::Any(ALL),
-            Vec::new(),
         ));
         assert!(matches!(m.step(None).unwrap(), Poll::Ready(())));
     }
@@ -225,7 +214,7 @@ mod tests {
 
     #[test]
     fn a_redisbloom_generation_is_copied_with_scandump() {
-        let mut core = Core::new(keys("t"), module_view(2), Accept::Any(ALL), Vec::new());
+        let mut core = Core::new(keys("t"), module_view(2), Accept::Any(ALL));
         core.cache = Some(Arc::new(FrozenCache::new(1 << 20)));
         let view = core.view();
         let mut m = FillMachine::new(core.clone());
@@ -271,7 +260,7 @@ mod tests {
 
     #[test]
     fn a_redisbloom_key_gone_is_not_mirrored_and_a_short_dump_is_an_error() {
-        let mut core = Core::new(keys("t"), module_view(2), Accept::Any(ALL), Vec::new());
+        let mut core = Core::new(keys("t"), module_view(2), Accept::Any(ALL));
         core.cache = Some(Arc::new(FrozenCache::new(1 << 20)));
         let view = core.view();
         let mut m = FillMachine::new(core.clone());

@@ -10,6 +10,7 @@ pub(crate) mod convert;
 pub(crate) mod create;
 pub(crate) mod data;
 pub(crate) mod dump;
+pub(crate) mod fullness;
 pub(crate) mod info;
 pub(crate) mod load;
 pub(crate) mod memory;
@@ -43,9 +44,6 @@ pub(crate) struct Core {
     memory: Arc<memory::Memory>,
     /// The kinds this handle reads.
     pub accept: Accept,
-    /// What the handle was created with: a re-created filter (new uid) must
-    /// still match, or the handle refuses to use it.
-    expect: Arc<Vec<(&'static str, String)>>,
     /// Where `now` comes from for schedules (default: the server's clock).
     pub clock: Arc<dyn Clock>,
     /// Frozen generations mirrored in memory, if enabled.
@@ -60,17 +58,11 @@ pub(crate) struct Core {
 }
 
 impl Core {
-    pub fn new(
-        keys: Keys,
-        view: View,
-        accept: Accept,
-        expect: Vec<(&'static str, String)>,
-    ) -> Core {
+    pub fn new(keys: Keys, view: View, accept: Accept) -> Core {
         Core {
             keys,
             memory: Arc::new(memory::Memory::new(view)),
             accept,
-            expect: Arc::new(expect),
             clock: Arc::new(ServerClock),
             cache: None,
             max_retries: DEFAULT_MAX_RETRIES,
@@ -117,19 +109,40 @@ impl Core {
         self.memory.view()
     }
 
-    /// Makes a freshly loaded view the latest, after checking that a
-    /// re-created filter is still what this handle was opened as; returns
-    /// it as the snapshot the caller goes on with.
+    /// Makes a freshly loaded view the latest, after checking that it is
+    /// of the instance this handle opened (a filter dropped and created
+    /// again is another one: [`Error::Recreated`](crate::Error::Recreated));
+    /// returns it as the snapshot the caller goes on with.
     pub fn publish(&self, view: View) -> Result<Arc<View>> {
-        if view.uid != self.view().uid {
-            view.check_params(&self.expect)?;
-        }
+        self.same_instance(&view.uid)?;
         if let Some(cache) = &self.cache {
             cache.retain(&view);
         }
         let view = Arc::new(view);
         self.memory.remember(Arc::clone(&view));
         Ok(view)
+    }
+
+    /// Refuses a filter of another instance than the one this handle
+    /// opened, found under its name.
+    pub fn same_instance(&self, uid: &str) -> Result<()> {
+        if uid == self.view().uid {
+            return Ok(());
+        }
+        Err(crate::error::Error::Recreated {
+            name: self.name().to_string(),
+        })
+    }
+
+    /// Decodes a reload of this handle's filter (the load script's reply)
+    /// and publishes it. A hash of another instance under the name is
+    /// refused before it is decoded: it may not even be a filter of this
+    /// format (a sharded filter's root record).
+    pub fn reloaded(&self, reply: redis::RedisResult<redis::Value>) -> Result<Arc<View>> {
+        if let Some(uid) = crate::proto::load::uid_of(&reply) {
+            self.same_instance(&uid)?;
+        }
+        self.publish(crate::proto::load::decode(&self.keys, self.accept, reply)?)
     }
 
     /// The machine that turns this full filter of kind `kind` into one that

@@ -95,12 +95,7 @@ mod tests {
 
     #[test]
     fn the_probe_asks_the_type_of_the_operations_blocks_not_only_the_latest() {
-        let core = Core::new(
-            keys("t"),
-            view_of("expanding", 3),
-            Accept::Any(ALL),
-            Vec::new(),
-        );
+        let core = Core::new(keys("t"), view_of("expanding", 3), Accept::Any(ALL));
         let mut m = probed(&core, Moves(core.clone(), Some(view_of("expanding", 1))));
         let Poll::Send(req) = m.step(None).unwrap() else {
             panic!("no probe sent");

@@ -201,8 +201,7 @@ impl<D: Decide> Machine for RollMachine<D> {
             }
             State::Drain(m) => self.drain(m, replies),
             State::Reload(rolled) => {
-                let view = load::decode(&self.core.keys, self.core.accept, take_one(replies)?)?;
-                self.view = self.core.publish(view)?;
+                self.view = self.core.reloaded(take_one(replies)?)?;
                 if let Some(out) = self.decide.settle(&self.view, rolled)? {
                     return Ok(Poll::Ready(out));
                 }

@@ -112,16 +112,14 @@ impl Machine for WholeMachine {
                 Outcome::Gone => Ok(Poll::Ready(false)),
                 Outcome::Stale => self.stale(),
             },
-            State::Reload => {
-                match load::decode(&self.core.keys, self.core.accept, take_one(replies)?) {
-                    Ok(view) => {
-                        self.view = self.core.publish(view)?;
-                        self.send(0)
-                    }
-                    Err(Error::NotFound { .. }) => Ok(Poll::Ready(false)),
-                    Err(e) => Err(e),
+            State::Reload => match self.core.reloaded(take_one(replies)?) {
+                Ok(view) => {
+                    self.view = view;
+                    self.send(0)
                 }
-            }
+                Err(Error::NotFound { .. }) => Ok(Poll::Ready(false)),
+                Err(e) => Err(e),
+            },
         }
     }
 }
@@ -134,7 +132,7 @@ mod tests {
     use redis::Value;
 
     fn core(kind: &str, gens: u64) -> Core {
-        Core::new(keys("t"), view_of(kind, gens), Accept::Any(ALL), Vec::new())
+        Core::new(keys("t"), view_of(kind, gens), Accept::Any(ALL))
     }
 
     /// The command names of a request.

@@ -66,6 +66,16 @@ pub enum Error {
         name: String,
     },
 
+    /// The filter this handle opened was dropped and another created
+    /// under its name since (sharded or not): the handle refuses it, so no
+    /// write lands in a dead instance or, unasked, in the new one. Open it
+    /// again to use the new filter.
+    #[error("filter {name:?} was dropped and created again (another instance) since this handle opened it; open it again")]
+    Recreated {
+        /// The filter's name.
+        name: String,
+    },
+
     /// The filter exists, but was created with a different value for a
     /// parameter. rotabloom never reuses or overwrites a filter silently.
     #[error("filter {name:?} exists with {field} = {stored}, but {requested} was requested")]

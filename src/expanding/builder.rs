@@ -248,7 +248,7 @@ impl ExpandingBuilder {
         )?;
         let wait = self.wait;
         Ok(adopt.map(move |(view, _)| {
-            let mut core = Core::new(k, view, Accept::One(CODEC), Vec::new());
+            let mut core = Core::new(k, view, Accept::One(CODEC));
             core.wait = wait;
             Ok(ExpandingFilter::from_core(core))
         }))
@@ -290,7 +290,7 @@ impl ExpandingBuilder {
         let max_retries = crate::engine::DEFAULT_MAX_RETRIES;
         Ok(
             convert(keys, CONVERTIBLE, plan, max_retries).map(move |view| {
-                let mut core = Core::new(k, view, Accept::One(CODEC), Vec::new());
+                let mut core = Core::new(k, view, Accept::One(CODEC));
                 core.wait = wait;
                 Ok(ExpandingFilter::from_core(core))
             }),

@@ -21,22 +21,30 @@
 -- A reservation holds room in the deciding generation for every item the
 -- transaction may add, before it runs and until its commit releases it,
 -- so that concurrent writers never take a generation past its capacity.
+-- The fence alone does not prove the view: the metadata hash is read too,
+-- and a hash that is gone (or of another instance) while the fence stayed
+-- is STALE, never written to. Any error in here (a corrupt count, a key of
+-- another type, another format under the name) aborts the transaction
+-- before the error is returned: a guard that fails without touching the
+-- fence would let the transaction run unchecked.
 -- Returns 'OK' ('OK COUNT' with a reservation: the generation's count),
 -- 'STALE', 'DUE NOW', 'FULL' (no room: nothing reserved), 'MISSING key...'
 -- (space-separated), or 'WRONGTYPE key found needed' (a block of another
 -- Redis type: 'string' for a bitmap, 'module' for a RedisBloom key).
 local f = redis.call('GET', KEYS[1])
-local verdict = 'OK'
-if f ~= ARGV[1] then
-  verdict = 'STALE'
-elseif ARGV[2] ~= '' then
-  -- The deadline comes from the caller's view, which the fence just
-  -- confirmed: no stored value is read.
-  local now = tonumber(ARGV[3]) or now_ms()
-  -- With the instant it judged by, at which the rotation is made.
-  if now >= tonumber(ARGV[2]) then verdict = 'DUE ' .. now end
-end
-if verdict == 'OK' then
+
+local function judge()
+  if f ~= ARGV[1] then return 'STALE' end
+  if redis.call('HGET', KEYS[2], 'uid') ~= string.match(ARGV[1], '^([^:]*):') then
+    return 'STALE'
+  end
+  if ARGV[2] ~= '' then
+    -- The deadline comes from the caller's view, which the fence just
+    -- confirmed: no stored value is read.
+    local now = tonumber(ARGV[3]) or now_ms()
+    -- With the instant it judged by, at which the rotation is made.
+    if now >= tonumber(ARGV[2]) then return 'DUE ' .. now end
+  end
   local missing = {}
   for i = 4, #KEYS do
     local size = tonumber(ARGV[5 + i] or '')
@@ -44,38 +52,47 @@ if verdict == 'OK' then
     if fault == 'none' then
       missing[#missing + 1] = KEYS[i]
     elseif fault then
-      verdict = 'WRONGTYPE ' .. KEYS[i] .. ' ' .. fault .. ' ' .. (size and 'string' or 'module')
+      return 'WRONGTYPE ' .. KEYS[i] .. ' ' .. fault .. ' ' .. (size and 'string' or 'module')
     end
   end
-  if #missing > 0 then verdict = 'MISSING ' .. table.concat(missing, ' ') end
-end
-local member = ARGV[4] or ''
-if verdict == 'OK' and member ~= '' then
+  if #missing > 0 then return 'MISSING ' .. table.concat(missing, ' ') end
+  local member = ARGV[4] or ''
+  if member == '' then return 'OK' end
   local seq, want = ARGV[5], tonumber(ARGV[7])
   local count = count_of(KEYS[2], 'gen.' .. seq .. '.count')
-  if count + reserved_of(KEYS[3], seq) + want > tonumber(ARGV[6]) then
-    verdict = 'FULL'
-  else
-    local ttl = tonumber(ARGV[8])
-    redis.call('ZADD', KEYS[3], now_ms() + ttl, member)
-    -- The set lapses with its last member if nobody prunes it.
-    redis.call('PEXPIRE', KEYS[3], ttl)
-    verdict = 'OK ' .. count
-  end
+  if count + reserved_of(KEYS[3], seq) + want > tonumber(ARGV[6]) then return 'FULL' end
+  local ttl = tonumber(ARGV[8])
+  redis.call('ZADD', KEYS[3], now_ms() + ttl, member)
+  -- The set lapses with its last member if nobody prunes it.
+  redis.call('PEXPIRE', KEYS[3], ttl)
+  return 'OK ' .. count
 end
-if verdict ~= 'OK' and string.sub(verdict, 1, 3) ~= 'OK ' then
+
+-- Aborts the transaction: a write to the watched fence, leaving it as it
+-- was.
+local function abort()
   if f then
     redis.call('SET', KEYS[1], f)
+    return
+  end
+  local m = redis.pcall('HMGET', KEYS[2], 'uid', 'epoch', 'cleared')
+  if type(m) == 'table' and m[1] and m[2] and ARGV[1] == m[1] .. ':' .. m[2] .. ':' .. (m[3] or '0') then
+    -- A filter written before the fence existed: give it one (this
+    -- write still aborts this transaction; the retry passes).
+    redis.call('SET', KEYS[1], ARGV[1])
   else
-    local m = redis.call('HMGET', KEYS[2], 'uid', 'epoch', 'cleared')
-    if m[1] and ARGV[1] == m[1] .. ':' .. m[2] .. ':' .. (m[3] or '0') then
-      -- A filter written before the fence existed: give it one (this
-      -- write still aborts this transaction; the retry passes).
-      redis.call('SET', KEYS[1], ARGV[1])
-    else
-      redis.call('SET', KEYS[1], '')
-      redis.call('DEL', KEYS[1])
-    end
+    redis.call('SET', KEYS[1], '')
+    redis.call('DEL', KEYS[1])
   end
 end
+
+local ok, verdict = pcall(judge)
+if not ok then
+  abort()
+  -- The error as the failing call gave it ('CORRUPT field ...'), without
+  -- the position a re-raise would add.
+  if type(verdict) == 'table' and verdict.err then return redis.error_reply(verdict.err) end
+  return redis.error_reply(tostring(verdict))
+end
+if verdict ~= 'OK' and string.sub(verdict, 1, 3) ~= 'OK ' then abort() end
 return verdict

@@ -57,6 +57,20 @@ pub(crate) fn decode(
     decode_hash(keys, accept, hash, fence)
 }
 
+/// The `uid` field of the hash in a load script's reply, if it has one.
+pub(crate) fn uid_of(reply: &redis::RedisResult<Value>) -> Option<String> {
+    let Ok(Value::Array(parts)) = reply else {
+        return None;
+    };
+    let Some(Value::Array(hash)) = parts.get(1) else {
+        return None;
+    };
+    hash.chunks(2).find_map(|kv| match kv {
+        [k, v] if super::as_string(k).as_deref() == Some("uid") => super::as_string(v),
+        _ => None,
+    })
+}
+
 /// A hash and a fence, as the load and create scripts return them.
 pub(crate) fn decode_hash(keys: &Keys, accept: Accept, hash: Value, fence: Value) -> Result<View> {
     let raw = pairs(hash)?;

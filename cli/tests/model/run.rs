@@ -240,9 +240,9 @@ impl Run {
             Error::NotFound { .. } => m.is_none(),
             e if e.is_retryable() => self.hazards.lossy,
             e if damage_error(e) => m.is_some_and(|m| m.damaged),
-            Error::KindMismatch { .. } | Error::ParameterMismatch { .. } => {
-                self.reborn[f as usize] || self.hazards.converting
-            }
+            Error::KindMismatch { .. }
+            | Error::ParameterMismatch { .. }
+            | Error::Recreated { .. } => self.reborn[f as usize] || self.hazards.converting,
             _ => false,
         };
         match ok {
@@ -1188,7 +1188,12 @@ impl Run {
                 second.len()
             );
         }
-        if code != 0 && code != 3 {
+        // A run across a drop and a re-create stops there, in words: the
+        // new filter is another one (its second part: unknown, unwritten).
+        let recreated = midway == Midway::Recreate
+            && code == 2
+            && stderr.contains("was dropped and created again");
+        if code != 0 && code != 3 && !recreated {
             return fail(format!("`filter` exited {code}: {}", stderr.trim()));
         }
         // The lines printed after the marker are the second part's new

@@ -13,7 +13,7 @@ use crate::items::Items;
 use crate::machine::{Machine, Poll};
 use crate::proto::script::{Batch, DataOp, Record};
 use crate::proto::txn::{self, Verdict};
-use crate::proto::{load, now_arg, take_one};
+use crate::proto::{now_arg, take_one};
 use crate::request::Replies;
 use crate::view::{NewGen, View};
 use std::sync::Arc;
@@ -221,12 +221,10 @@ impl Machine for DataMachine {
                 self.next_round()
             }
             State::Reload => {
-                let view = match load::decode(&self.core.keys, self.core.accept, take_one(replies)?)
-                {
+                self.view = match self.core.reloaded(take_one(replies)?) {
                     Ok(v) => v,
                     Err(e) => return self.fail(e),
                 };
-                self.view = self.core.publish(view)?;
                 self.after_reload()
             }
             State::Lazy(m) => self.step_roll(m, replies, State::Lazy),

@@ -7,7 +7,7 @@ use crate::view::Accept;
 use redis::Value;
 
 fn core(view: View) -> Core {
-    let c = Core::new(keys("t"), view, Accept::Any(ALL), Vec::new());
+    let c = Core::new(keys("t"), view, Accept::Any(ALL));
     c.set_watch_ok();
     c
 }
@@ -138,7 +138,8 @@ fn a_long_batch_sends_each_commit_in_front_of_the_next_transaction() {
 #[test]
 fn a_clone_reloading_a_smaller_filter_cannot_make_a_decode_panic() {
     // A's round reads three generations; B then loads a re-created
-    // filter with one. A decodes its replies against its own three.
+    // filter with one, which the handle refuses. A decodes its replies
+    // against its own three.
     let a = core(view_of("expanding", 3));
     let b = a.clone();
     let mut m = machine(&a, DataOp::Has, 20);
@@ -146,7 +147,15 @@ fn a_clone_reloading_a_smaller_filter_cannot_make_a_decode_panic() {
     let mut small = fields("expanding", 1, 0);
     small.raw.insert("uid".into(), b"fedcba9876543210".to_vec());
     let small = View::decode(small, None, "fence", Accept::Any(ALL)).unwrap();
-    b.publish(small).unwrap();
+    assert!(matches!(
+        b.publish(small),
+        Err(crate::error::Error::Recreated { .. })
+    ));
+    assert_eq!(
+        a.view().gens.len(),
+        3,
+        "the other instance is not published"
+    );
     match m.step(Some(tx_replies(&tx, 1))).unwrap() {
         Poll::Ready((out, _)) => assert_eq!(out, vec![true; 20]),
         Poll::Send(_) => panic!("expected the answers"),
@@ -197,7 +206,7 @@ fn a_round_holds_a_bounded_number_of_arguments() {
 
 #[test]
 fn no_transaction_is_sent_before_the_server_accepted_watch() {
-    let fresh = Core::new(keys("t"), view_of("bloom", 1), Accept::Any(ALL), Vec::new());
+    let fresh = Core::new(keys("t"), view_of("bloom", 1), Accept::Any(ALL));
     let mut m = machine(&fresh, DataOp::CheckAdd, 20);
     let pre = send(m.step(None).unwrap());
     assert_eq!(
