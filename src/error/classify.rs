@@ -193,6 +193,7 @@ impl Error {
             Error::Contention { .. } | Error::ReplicasTimeout { .. } | Error::TimedOut { .. } => {
                 true
             }
+            Error::Partial(p) => p.is_retryable(),
             Error::Redis(RedisError(e)) => {
                 e.is_io_error()
                     || e.is_timeout()
@@ -220,6 +221,18 @@ impl Error {
             _ => false,
         }
     }
+}
+
+/// A reply of a shape the protocol does not give (`what` names the
+/// command): [`Error::UnexpectedReply`] with the reply, cut to 200
+/// characters, never read as some default.
+pub(crate) fn unexpected(what: &str, v: &redis::Value) -> Error {
+    let mut text = format!("{v:?}");
+    if text.len() > 200 {
+        text.truncate(200);
+        text.push('…');
+    }
+    Error::UnexpectedReply(format!("{what}: {text}"))
 }
 
 #[cfg(test)]

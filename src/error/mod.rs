@@ -1,9 +1,11 @@
 //! The one error type of the crate, and its messages.
 
 mod classify;
+mod partial;
 
 pub use classify::RedisError;
-pub(crate) use classify::{acl_refusal, plain};
+pub(crate) use classify::{acl_refusal, plain, unexpected};
+pub use partial::{Fate, Partial, ShardFailure};
 
 /// The end of [`Error::Full`]'s message: what of the call was applied.
 fn refused_from(answered: &[bool]) -> String {
@@ -366,6 +368,13 @@ pub enum Error {
         state: &'static str,
     },
 
+    /// A batch of a sharded filter of which some shards answered and
+    /// others failed: every answer given is kept, and each failed shard's
+    /// items are named, refused or unknown, with its error; see
+    /// [`Partial`]. Retryable when a failed shard's error is.
+    #[error("{0}")]
+    Partial(Box<Partial>),
+
     /// An error from Redis or the connection to it. Its message says the
     /// cause in words where it is a common one (authentication, a
     /// read-only replica, not a Redis server, a timeout), else it is the
@@ -381,15 +390,3 @@ fn seconds(d: &std::time::Duration) -> String {
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// A reply of a shape the protocol does not give (`what` names the
-/// command): [`Error::UnexpectedReply`] with the reply, cut to 200
-/// characters, never read as some default.
-pub(crate) fn unexpected(what: &str, v: &redis::Value) -> Error {
-    let mut text = format!("{v:?}");
-    if text.len() > 200 {
-        text.truncate(200);
-        text.push('…');
-    }
-    Error::UnexpectedReply(format!("{what}: {text}"))
-}
