@@ -36,6 +36,7 @@ mod status;
 mod suggest;
 mod tally;
 mod term;
+mod unanswered;
 mod version;
 mod warnings;
 mod window;
