@@ -319,6 +319,18 @@ impl IdempotentBatch {
                     answered,
                 })
             }
+            // The same for a long batch's steps answered before a later
+            // one failed.
+            Err(Error::Partial(mut p)) => {
+                if self.lost {
+                    self.unknown = p.answers.iter().flatten().count();
+                    if op == DataOp::CheckAdd {
+                        p.answers.iter_mut().flatten().for_each(|a| *a = true);
+                    }
+                }
+                self.lost |= p.is_retryable();
+                Err(Error::Partial(p))
+            }
             Err(e) => {
                 self.lost |= e.is_retryable();
                 Err(e)

@@ -56,7 +56,7 @@ pub use engine::now::server_time;
 #[cfg(feature = "async")]
 pub use engine::now::server_time_async;
 pub use engine::roll::Rotation;
-pub use error::{Error, RedisError, Result};
+pub use error::{Error, Fate, Partial, RedisError, Result, ShardFailure};
 pub use expanding::{ExpandingBuilder, ExpandingFilter, ExpandingSpec, MAX_GENERATIONS};
 pub use full::WhenFull;
 pub use generation::{Backend, Generation, ItemPositions, Layout, Scheme};

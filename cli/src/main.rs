@@ -37,6 +37,7 @@ mod status;
 mod suggest;
 mod tally;
 mod term;
+mod unanswered;
 mod version;
 mod warnings;
 mod window;

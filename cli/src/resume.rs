@@ -312,24 +312,38 @@ impl Journal {
         })
     }
 
-    /// The batch at `first` was handed on: all of it, or with `rest`, the
-    /// lines from `first + len - rest.len()` on were refused (nothing of
-    /// them written): those stay, as a batch never sent.
-    pub fn handed_on(&self, first: u64, rest: &[Vec<u8>]) -> anyhow::Result<()> {
+    /// The batch at `first` (its `lines`) was handed on, all of it or all
+    /// but `left` (indices, ascending, each with whether it may have been
+    /// written): each run of those stays, as a batch never sent (one that
+    /// may have been written as lost: its answer is unknown).
+    pub fn handed_on(
+        &self,
+        first: u64,
+        lines: &[Vec<u8>],
+        left: &[(usize, bool)],
+    ) -> anyhow::Result<()> {
         self.update(|s| {
             let Some(i) = s.batches.iter().position(|e| e.first == first) else {
                 return;
             };
-            if rest.is_empty() {
-                s.batches.remove(i);
-            } else {
-                let e = &mut s.batches[i];
-                e.first += e.len - rest.len() as u64;
-                e.len = rest.len() as u64;
-                e.digest = digest(rest);
-                e.token = None;
-                e.sent_ms = None;
+            let window_ms = s.batches.remove(i).window_ms;
+            let mut runs: Vec<(usize, usize, bool)> = Vec::new();
+            for &(k, lost) in left.iter().filter(|(k, _)| *k < lines.len()) {
+                match runs.last_mut() {
+                    Some((a, b, l)) if *b == k && *l == lost => *b = k + 1,
+                    _ => runs.push((k, k + 1, lost)),
+                }
             }
+            let rest = runs.into_iter().map(|(a, b, lost)| Entry {
+                first: first + a as u64,
+                len: (b - a) as u64,
+                digest: digest(&lines[a..b]),
+                token: None,
+                sent_ms: None,
+                window_ms,
+                lost,
+            });
+            s.batches.splice(i..i, rest);
         })
     }
 
@@ -439,7 +453,8 @@ mod tests {
         j.queued(0, &lines[..2]).unwrap();
         j.queued(2, &lines[2..]).unwrap();
         j.sending(0, "tok0", Duration::from_secs(300)).unwrap();
-        j.handed_on(2, &lines[3..]).unwrap();
+        // Of the batch at 2, its second line was refused: it stays.
+        j.handed_on(2, &lines[2..], &[(1, false)]).unwrap();
         // Another process reads what this one wrote.
         let again = Journal::reopen(&path, "filter", "f", 1, cmd).unwrap();
         let plan = again.plan();
@@ -453,8 +468,8 @@ mod tests {
         assert!(Journal::reopen(&path, "filter", "g", 1, cmd).is_err());
         assert!(j.finish().unwrap());
         assert!(path.exists());
-        j.handed_on(0, &[]).unwrap();
-        j.handed_on(3, &[]).unwrap();
+        j.handed_on(0, &lines[..2], &[]).unwrap();
+        j.handed_on(3, &lines[3..], &[]).unwrap();
         assert!(!j.finish().unwrap());
         assert!(!path.exists());
         let _ = std::fs::remove_dir_all(&dir);

@@ -1,12 +1,13 @@
 //! What a run of batches did, batch by batch in input order, and the one
-//! error line it ends with: a refusal of a full filter names the first
-//! line refused and how many were; a batch that failed names the lines
-//! whose fate is unknown and how to get their answers.
+//! error line it ends with: a refusal (a full filter, a shard that failed)
+//! names the lines refused (see [`Unanswered`]); a batch that failed names
+//! the lines whose fate is unknown and how to get their answers.
 
 use crate::errors::{describe, exit_code, Fail};
 use crate::resilient::GaveUp;
 use crate::resume::Journal;
 use crate::statefile::range;
+use crate::unanswered::Unanswered;
 use rotabloom::config::Secrets;
 use std::sync::Arc;
 
@@ -37,15 +38,6 @@ impl Words {
     }
 }
 
-/// A refusal by a full filter.
-struct Refused {
-    /// The library's error of the first batch refused, for its figures.
-    full: rotabloom::Error,
-    /// The first line refused (0-based) and how many were.
-    first: u64,
-    lines: u64,
-}
-
 /// The results so far, in input order.
 #[derive(Default)]
 pub struct Tally {
@@ -56,7 +48,9 @@ pub struct Tally {
     unconfirmed: Vec<(u64, u64)>,
     /// Lines handed on after the first failure.
     later: u64,
-    refused: Option<Refused>,
+    /// Lines the library said it left unanswered (a full filter, a shard
+    /// that failed), every other line of their batches handed on.
+    left: Unanswered,
     /// Handing on failed (the output is gone, the state file cannot be
     /// written): nothing more is handed on.
     output: Option<anyhow::Error>,
@@ -66,8 +60,9 @@ pub struct Tally {
     unknown: u64,
 }
 
-/// The end of a run refused by a full filter (exit code 3): every line
-/// before was handled, so `add` and `load` still say what they inserted.
+/// The end of a run some of whose lines were refused (exit code 3): every
+/// other line was handled, so `add` and `load` still say what they
+/// inserted.
 #[derive(Debug)]
 pub struct Refusal(String);
 
@@ -84,26 +79,16 @@ pub fn is_refusal(e: &anyhow::Error) -> bool {
     e.downcast_ref::<Refusal>().is_some()
 }
 
-/// The answers of the items a full filter took before it refused the
-/// rest, when `e` is such a refusal.
-pub fn refusal(e: &anyhow::Error) -> Option<&[bool]> {
-    e.chain()
-        .find_map(|c| match c.downcast_ref::<rotabloom::Error>() {
-            Some(rotabloom::Error::Full { answered, .. }) => Some(answered.as_slice()),
-            _ => None,
-        })
-}
-
 impl Tally {
     /// Whether the run must stop reading.
     pub fn stopping(&self) -> bool {
-        self.failed.is_some() || self.refused.is_some() || self.output.is_some()
+        self.failed.is_some() || !self.left.is_empty() || self.output.is_some()
     }
 
     /// Takes the result of the batch of `lines` after `first` lines (the
-    /// next in input order); `hand_on` gets the lines and the answers of
-    /// those handled (all of them, or those before a refusal). `lost`: a
-    /// resumed batch whose record was gone.
+    /// next in input order); `hand_on` gets the lines handled and their
+    /// answers, in input order (all of them, or all but those refused).
+    /// `lost`: a resumed batch whose record was gone.
     pub fn take(
         &mut self,
         first: u64,
@@ -113,14 +98,17 @@ impl Tally {
         words: &Words,
         hand_on: impl FnOnce(&[Vec<u8>], Vec<bool>) -> anyhow::Result<()>,
     ) {
-        let len = lines.len() as u64;
-        let answers = match result {
-            Ok(a) => a,
-            Err(e) => match refusal(&e).map(<[bool]>::to_vec) {
-                Some(answered) => {
-                    let n = answered.len().min(lines.len());
-                    self.refuse(first + n as u64, len - n as u64, e);
-                    answered
+        let (all, len) = (lines, lines.len() as u64);
+        let (lines, answers, left): (std::borrow::Cow<[Vec<u8>]>, _, _) = match result {
+            Ok(a) => (lines.into(), a, Vec::new()),
+            Err(e) => match self.left.take(first, lines.len(), &e) {
+                Some(split) => {
+                    let (kept, answers) = lines
+                        .iter()
+                        .zip(&split.answers)
+                        .filter_map(|(l, a)| a.map(|a| (l.clone(), a)))
+                        .unzip::<_, _, Vec<_>, Vec<_>>();
+                    (kept.into(), answers, split.left)
                 }
                 None => {
                     self.unconfirmed.push((first, len));
@@ -139,44 +127,14 @@ impl Tally {
             self.lost.push((first, len));
             self.unknown += answers.iter().filter(|&&new| !new).count() as u64;
         }
-        let handed = hand_on(lines, answers).and_then(|()| match &words.journal {
-            Some(j) => j.handed_on(first, &lines[n..]),
+        let handed = hand_on(&lines, answers).and_then(|()| match &words.journal {
+            Some(j) => j.handed_on(first, all, &left),
             None => Ok(()),
         });
         match handed {
             Ok(()) if self.failed.is_some() => self.later += n as u64,
             Ok(()) => {}
             Err(e) => self.output = Some(e),
-        }
-    }
-
-    fn refuse(&mut self, first: u64, lines: u64, e: anyhow::Error) {
-        match &mut self.refused {
-            Some(r) => {
-                r.lines += lines;
-                r.first = r.first.min(first);
-            }
-            None => {
-                let full = e
-                    .chain()
-                    .find_map(|c| match c.downcast_ref::<rotabloom::Error>() {
-                        Some(rotabloom::Error::Full {
-                            name,
-                            capacity,
-                            count,
-                            ..
-                        }) => Some(rotabloom::Error::Full {
-                            name: name.clone(),
-                            capacity: *capacity,
-                            count: *count,
-                            answered: Vec::new(),
-                        }),
-                        _ => None,
-                    });
-                if let Some(full) = full {
-                    self.refused = Some(Refused { full, first, lines });
-                }
-            }
         }
     }
 
@@ -196,10 +154,10 @@ impl Tally {
             (Some(j), true) => Some(j.resume_command().to_string()),
             _ => None,
         };
-        let refused = self
-            .refused
-            .as_ref()
-            .map(|r| refused(r, words, resume.as_deref(), unread_after));
+        let refused = (!self.left.is_empty()).then(|| {
+            self.left
+                .message(words.unit, resume.as_deref(), unread_after)
+        });
         if let Some((e, first, len)) = self.failed {
             let code = exit_code(&e);
             let mut message = describe(&e, &Secrets::default());
@@ -275,41 +233,8 @@ impl Tally {
     }
 }
 
-/// The refusal's message: the library's figures, then what was refused.
-fn refused(r: &Refused, words: &Words, resume: Option<&str>, unread_after: Option<u64>) -> String {
-    let (name, capacity, count) = match &r.full {
-        rotabloom::Error::Full {
-            name,
-            capacity,
-            count,
-            ..
-        } => (name.as_str(), *capacity, *count),
-        _ => ("", 0, 0),
-    };
-    let again = match resume {
-        Some(cmd) => format!("resume with `{cmd}`, fed the same input, once it has room"),
-        None => format!(
-            "run again from {} {} once it has room",
-            words.one(),
-            r.first + 1
-        ),
-    };
-    // The reader stops at the refusal: a stream may never end.
-    let unread = match unread_after {
-        Some(n) => format!(", and the input after {} {n} was not read", words.one()),
-        None => String::new(),
-    };
-    format!(
-        "filter {name:?} is full: its generation holds {count} items of the {capacity} it was made for, and more would raise its false-positive rate above its target; {} {} refused, the first at {} {}, none of them inserted{unread} ({again}; or rotate it, convert it to an expanding filter, make a bigger one, or set when_full = warn)",
-        r.lines,
-        words.unit,
-        words.one(),
-        r.first + 1,
-    )
-}
-
 /// Line ranges, 1-based, for a message.
-fn ranges(r: &[(u64, u64)]) -> String {
+pub fn ranges(r: &[(u64, u64)]) -> String {
     let mut sorted = r.to_vec();
     sorted.sort_unstable();
     // Adjacent batches read as one range.
@@ -405,6 +330,47 @@ mod tests {
                 && message
                     .contains("24 lines refused, the first at line 15, none of them inserted")
                 && message.contains("run again from line 15 once it has room"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_shard_that_failed_leaves_every_other_answer_printed_and_its_lines_named() {
+        // Lines 11-16: shard 1 (lines 12, 14, 16) is full after one, shard
+        // 2 (line 13) is missing.
+        let full = rotabloom::Error::Full {
+            name: "f-1".into(),
+            capacity: 5,
+            count: 5,
+            answered: vec![],
+        };
+        let gone = rotabloom::Error::NotFound { name: "f-2".into() };
+        let p = rotabloom::Partial::new(
+            "f",
+            vec![Some(true), Some(true), None, Some(false), None, None],
+            vec![
+                rotabloom::ShardFailure::new(1, vec![4, 5], full),
+                rotabloom::ShardFailure::new(2, vec![2], gone),
+            ],
+        );
+        let partial = anyhow::Error::new(rotabloom::Error::Partial(Box::new(p)));
+        let (out, v) = run(
+            Writes::Answers,
+            vec![(0, 10, Ok(vec![true; 10])), (10, 6, Err(partial))],
+        );
+        let mut want: Vec<String> = (0..10).map(|i| i.to_string()).collect();
+        want.extend(["10", "11"].map(String::from));
+        assert_eq!(out, want);
+        let (message, code) = v.unwrap();
+        assert_eq!(code, 3);
+        assert!(
+            message.starts_with("3 lines were not answered, every other one was")
+                && message
+                    .contains("2 lines refused (not inserted) by shard 1 (filter \"f-1\" is full")
+                && message.contains("lines 15-16")
+                && message.contains("1 lines refused (not inserted) by shard 2")
+                && message.contains("lines 13")
+                && message.contains("run again from line 13 once the cause is gone"),
             "{message}"
         );
     }

@@ -146,4 +146,24 @@ class InternalError(RotabloomError):
     the data in Redis. Please report it."""
 
 
+class PartialError(RotabloomError):
+    """A batch partly answered: a sharded filter's batch of which some
+    shards failed (one full, missing, out of memory, its reply lost) while
+    the others answered, or a long batch whose later step failed. Each
+    item and each shard's step is atomic; the batch as a whole is not.
+
+    ``answers`` holds every item's answer in input order, None for the
+    items not answered; ``refused`` the indices surely not written (send
+    them again once the cause is gone); ``unknown`` those whose reply was
+    lost (written or not); ``failures`` one ``(shard, indices, fate,
+    error_class, message)`` tuple per failed shard (shard 0 for a filter
+    that is not sharded; ``fate`` is ``"refused"`` or ``"unknown"``).
+    ``retryable`` when a failed shard's error is."""
+
+    answers = None
+    refused = None
+    unknown = None
+    failures = None
+
+
 __all__ = [name for name, value in dict(globals()).items() if isinstance(value, type)]

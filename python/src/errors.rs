@@ -37,6 +37,7 @@ pub const CLASSES: &[&str] = &[
     "RestoreCancelledError",
     "RestoreExpiredError",
     "InternalError",
+    "PartialError",
     "RotabloomError",
 ];
 
@@ -71,6 +72,7 @@ fn class_of(e: &Error) -> &'static str {
         Error::Cancelled { .. } => "RestoreCancelledError",
         Error::RestoreExpired { .. } => "RestoreExpiredError",
         Error::Internal(_) => "InternalError",
+        Error::Partial(_) => "PartialError",
         // A variant newer than this binding: still a RotabloomError.
         _ => "RotabloomError",
     }
@@ -108,7 +110,45 @@ pub fn to_py(e: Error, link: Option<&Link>) -> PyErr {
     // which cannot know the caller's patience, does not say so.
     let retryable = e.is_retryable() || class == "RedisConnectionError";
     let attrs = attributes(&e);
-    Python::attach(|py| raise_with(py, class, message, retryable, &attrs))
+    Python::attach(|py| {
+        let err = raise_with(py, class, message, retryable, &attrs);
+        match &e {
+            Error::Partial(p) => with_outcome(py, err, p),
+            _ => err,
+        }
+    })
+}
+
+/// A partial outcome's answers and failures on its exception, so that a
+/// caller acts on every answer given and names the rest.
+fn with_outcome(py: Python<'_>, err: PyErr, p: &rotabloom::Partial) -> PyErr {
+    let exc = err.value(py);
+    let failures: Vec<_> = p
+        .failures
+        .iter()
+        .map(|f| {
+            let fate = match f.fate {
+                rotabloom::Fate::Refused => "refused",
+                _ => "unknown",
+            };
+            (
+                f.shard,
+                f.items.clone(),
+                fate,
+                class_of(&f.error),
+                f.error.to_string(),
+            )
+        })
+        .collect();
+    let set = exc
+        .setattr("answers", p.answers.clone())
+        .and_then(|()| exc.setattr("refused", p.refused()))
+        .and_then(|()| exc.setattr("unknown", p.unknown()))
+        .and_then(|()| exc.setattr("failures", failures));
+    match set {
+        Ok(()) => err,
+        Err(e) => e,
+    }
 }
 
 /// `InvalidParameterError` for a setting the library's table refused; its

@@ -142,8 +142,11 @@ impl Filter {
         self.run(py, move |f, c| f.contains_many(c, &items))
     }
 
-    /// ``check_and_insert`` for every item of an iterable, atomically: a
-    /// repeated item is new at most once.
+    /// ``check_and_insert`` for every item of an iterable: atomic per item
+    /// (a repeated item is new at most once) and per shard, not for the
+    /// whole batch. When a shard fails (full, missing, its reply lost) the
+    /// others' answers are kept: ``PartialError`` carries every answer
+    /// given and names the refused and unknown items.
     fn check_and_insert_many(
         &self,
         py: Python<'_>,

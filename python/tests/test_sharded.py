@@ -115,3 +115,25 @@ def test_adopting_into_a_sharded_name_is_refused(cluster_url):
     message = str(caught.value)
     assert "sharded" in message and "re-routed" in message, message
     assert rotabloom.open_filter(cluster_url, "adoptsh").shards == 2, "left as it was"
+
+
+def test_a_full_shard_refuses_only_its_own_items(redis_url):
+    """Issue 28: a sharded batch keeps every shard's answers when one
+    fails; the exception names the refused items (one plain server)."""
+    f = rotabloom.BloomFilter(redis_url, "pyfull3", capacity=300, shards=3)
+    items = [f"https://full.example/{i}" for i in range(600)]
+    with pytest.raises(errors.PartialError) as caught:
+        f.check_and_insert_many(items)
+    e = caught.value
+    assert e.retryable is False
+    assert len(e.answers) == 600 and e.unknown == []
+    assert e.refused == [i for i, a in enumerate(e.answers) if a is None]
+    new = [items[i] for i, a in enumerate(e.answers) if a is True]
+    assert 450 <= len(new) <= 480, "each shard holds 160 (rounded up)"
+    assert f.count() == len(new), "stored: exactly the items answered new"
+    assert f.contains_many(new) == [True] * len(new)
+    assert sorted(i for s in e.failures for i in s[1]) == e.refused
+    assert {s[2] for s in e.failures} == {"refused"}
+    assert {s[3] for s in e.failures} == {"FullError"}
+    refused_in = sum(f.contains_many([items[i] for i in e.refused]))
+    assert refused_in <= len(e.refused) // 20

@@ -211,6 +211,7 @@ impl Error {
             Error::Contention { .. } | Error::ReplicasTimeout { .. } | Error::TimedOut { .. } => {
                 true
             }
+            Error::Partial(p) => p.is_retryable(),
             Error::Redis(RedisError(e)) => {
                 e.is_io_error()
                     || e.is_timeout()

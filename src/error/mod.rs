@@ -1,9 +1,11 @@
 //! The one error type of the crate, and its messages.
 
 mod classify;
+mod partial;
 
 pub use classify::RedisError;
 pub(crate) use classify::{acl_refusal, plain, unexpected};
+pub use partial::{Fate, Partial, ShardFailure};
 
 /// The end of [`Error::Full`]'s message: what of the call was applied.
 fn refused_from(answered: &[bool]) -> String {
@@ -391,6 +393,13 @@ pub enum Error {
         /// `created` or `dropped`.
         state: &'static str,
     },
+
+    /// A batch of a sharded filter of which some shards answered and
+    /// others failed: every answer given is kept, and each failed shard's
+    /// items are named, refused or unknown, with its error; see
+    /// [`Partial`]. Retryable when a failed shard's error is.
+    #[error("{0}")]
+    Partial(Box<Partial>),
 
     /// An error from Redis or the connection to it. Its message says the
     /// cause in words where it is a common one (authentication, a

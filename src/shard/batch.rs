@@ -4,7 +4,8 @@
 //! reply, in this process or after a restart), is answered again by every
 //! shard's record: exactly once per shard.
 
-use super::fanout::{by_master, merge, served, side_by_side, split, NodeMap, Served};
+use super::answers::{gather, split};
+use super::fanout::{by_master, served, side_by_side, NodeMap, Served};
 use super::ShardedFilter;
 use crate::batch::IdempotentBatch;
 use crate::error::{Error, Result};
@@ -24,6 +25,8 @@ const MAX_TOKEN: usize = 60;
 /// [`IdempotentBatch`](crate::IdempotentBatch), whose methods it mirrors.
 #[derive(Debug)]
 pub struct ShardedBatch {
+    /// The filter's name, for a partial outcome.
+    name: String,
     token: String,
     len: usize,
     parts: Vec<Vec<usize>>,
@@ -58,39 +61,45 @@ fn serve<C: redis::ConnectionLike + ?Sized>(
     op: DataOp,
 ) -> Served<Vec<bool>> {
     let named = |j, e| ShardedBatch::shard_error(root, j, e);
-    let fail = |e: Error| (Vec::new(), Some(e));
+    // The shards whose machine is made are sent; any other fails alone,
+    // unsent.
+    let mut failed: Served<Vec<bool>> = Vec::new();
     let mut held = Vec::with_capacity(list.len());
-    for &j in list {
-        match cells[j].lock() {
-            Ok(g) if g.is_some() => held.push(g),
-            _ => return fail(Error::Internal(format!("shard {j} has no part to send"))),
-        }
-    }
+    let mut sent = Vec::with_capacity(list.len());
     let mut machines = Vec::with_capacity(list.len());
-    for (g, &j) in held.iter_mut().zip(list) {
+    for &j in list {
+        let mut g = match cells[j].lock() {
+            Ok(g) if g.is_some() => g,
+            _ => {
+                let e = Error::Internal(format!("shard {j} has no part to send"));
+                failed.push((j, Err(e)));
+                continue;
+            }
+        };
         match g.as_mut().map(|b| b.machine(op)) {
-            Some(Ok(m)) => machines.push(m),
-            Some(Err(e)) => return fail(named(j, e)),
-            None => return fail(Error::Internal(format!("shard {j} has no part to send"))),
+            Some(Ok(m)) => {
+                machines.push(m);
+                held.push(g);
+                sent.push(j);
+            }
+            Some(Err(e)) => failed.push((j, Err(e))),
+            None => failed.push((j, Err(Error::Internal(format!("shard {j} has no batch"))))),
         }
     }
-    let Some(core) = held
+    let core = held
         .first()
         .and_then(|g| g.as_ref())
-        .map(|b| b.core().clone())
-    else {
-        return (Vec::new(), None);
-    };
-    let results = side_by_side(&core, conn, list, machines);
-    let settled = results
-        .into_iter()
-        .zip(held.iter_mut())
-        .map(|((j, r), g)| match g.as_mut() {
-            Some(b) => (j, b.settle(op, r)),
-            None => (j, r),
-        })
-        .collect();
-    served(settled, named)
+        .map(|b| b.core().clone());
+    if let Some(core) = core {
+        let results = side_by_side(&core, conn, &sent, machines);
+        failed.extend(results.into_iter().zip(held.iter_mut()).map(
+            |((j, r), g)| match g.as_mut() {
+                Some(b) => (j, b.settle(op, r)),
+                None => (j, r),
+            },
+        ));
+    }
+    served(failed, named)
 }
 
 /// Shard `j`'s token of a batch under `token`.
@@ -134,6 +143,7 @@ impl<K: FilterKind> ShardedFilter<K> {
             })
             .collect();
         let mut batch = ShardedBatch {
+            name: self.name.clone(),
             token,
             len: items.len(),
             answers: vec![None; parts.len()],
@@ -292,28 +302,28 @@ impl ShardedBatch {
         self.keep(served)
     }
 
-    /// Keeps the answers of the shards that gave them; after an error, the
-    /// masters are read again by the next run.
-    fn keep(&mut self, (answered, error): Served<Vec<bool>>) -> Result<Vec<bool>> {
-        for (j, a) in answered {
-            self.answers[j] = Some(a);
+    /// Keeps the answers of the shards that gave them, and puts every
+    /// shard's answers (this run's or kept) in input order: a shard that
+    /// failed leaves the others' (see [`Error::Partial`]). After an error,
+    /// the masters are read again by the next run.
+    fn keep(&mut self, served: Served<Vec<bool>>) -> Result<Vec<bool>> {
+        let mut results = Vec::with_capacity(self.parts.len());
+        for (j, r) in served {
+            match r {
+                Ok(a) => self.answers[j] = Some(a),
+                Err(e) => results.push((j, Err(e))),
+            }
         }
-        if let Some(e) = error {
+        if !results.is_empty() {
             self.nodes.forget();
-            return Err(e);
         }
-        self.merged()
-    }
-
-    /// Every shard's answers in input order.
-    fn merged(&self) -> Result<Vec<bool>> {
-        let answers = self
-            .answers
-            .iter()
-            .enumerate()
-            .filter_map(|(j, a)| a.clone().map(|a| (j, a)))
-            .collect();
-        merge(self.len, &self.parts, answers)
+        results.extend(
+            self.answers
+                .iter()
+                .enumerate()
+                .filter_map(|(j, a)| a.clone().map(|a| (j, Ok(a)))),
+        );
+        gather(&self.name, self.len, &self.parts, results)
     }
 
     /// Check-and-insert of every item, shard by shard: true for the new

@@ -1,24 +1,21 @@
 //! A batch split by shard, its parts sent at once, the answers put back in
 //! input order. Splitting, merging and grouping shards by master are pure
-//! (`split`, `merge`, `placement::group_by_master`, the joint machine); the
+//! (`answers`, `placement::group_by_master`, the joint machine); the
 //! sending is one scoped thread per master's group of shards, whose
 //! machines run side by side in one pipeline (blocking), or one future per
 //! shard (async).
 
+use super::answers::{gather, split};
 use super::placement;
 use super::ShardedFilter;
 use crate::engine::{operation, Core};
 use crate::error::{Error, Result};
 use crate::handle::FilterKind;
-use crate::hashing::ItemHash;
 use crate::items::Items;
 use crate::joint::Joint;
 use crate::machine::Machine;
 use crate::proto::script::DataOp;
 use std::sync::{Arc, RwLock};
-
-/// Shards' answers: the shard, and its part's answers in order.
-type Answers = Vec<(usize, Vec<bool>)>;
 
 /// The batch operations a sharded filter fans out.
 #[derive(Clone, Copy, Debug)]
@@ -26,40 +23,6 @@ pub(super) enum Op {
     Insert,
     Contains,
     CheckAndInsert,
-}
-
-/// The indices of `items` each of `shards` shards holds, in input order.
-pub(super) fn split(items: &Items, shards: u32) -> Vec<Vec<usize>> {
-    let mut parts = vec![Vec::new(); shards.max(1) as usize];
-    for i in 0..items.len() {
-        let item = items.get(i).unwrap_or_default();
-        parts[ItemHash::of(item).shard(shards) as usize].push(i);
-    }
-    parts
-}
-
-/// Puts each shard's answers back at its items' places.
-pub(super) fn merge(len: usize, parts: &[Vec<usize>], answers: Answers) -> Result<Vec<bool>> {
-    let mut out = vec![false; len];
-    let mut seen = 0;
-    for (j, ans) in answers {
-        let idx = &parts[j];
-        if ans.len() != idx.len() {
-            return Err(Error::Internal(format!(
-                "shard {j} answered {} items of {}",
-                ans.len(),
-                idx.len()
-            )));
-        }
-        for (&i, a) in idx.iter().zip(ans) {
-            out[i] = a;
-        }
-        seen += idx.len();
-    }
-    if seen != len {
-        return Err(Error::Internal(format!("{seen} answers for {len} items")));
-    }
-    Ok(out)
 }
 
 /// Which shards each master serves, learned from `CLUSTER SLOTS` at a
@@ -136,16 +99,14 @@ impl NodeMap {
     }
 }
 
-/// What one connection's shards gave: their answers, and the error that
-/// stopped one of them (or the connection).
-pub(super) type Served<T> = (Vec<(usize, T)>, Option<Error>);
+/// What one connection's shards gave: each shard's result.
+pub(super) type Served<T> = Vec<(usize, Result<T>)>;
 
 /// Runs `work` for the shards of `todo` (shard indices), a master's group
 /// of shards on one connection at once (`work` is given the list, and runs
 /// the shards' machines side by side: see [`side_by_side`]): group `g` on
 /// `conns[g % conns.len()]`, each connection in use in its own thread
-/// (this one included). Returns the answers of the shards that gave them,
-/// and the first error.
+/// (this one included). Returns every shard's result.
 pub(super) fn by_master<C, T>(
     groups: &[Vec<usize>],
     todo: &[bool],
@@ -163,30 +124,27 @@ where
     }
     let mut busy = conns.iter_mut().zip(&lists).filter(|(_, l)| !l.is_empty());
     let Some((own_conn, own_list)) = busy.next() else {
-        return (Vec::new(), None);
+        return Vec::new();
     };
-    let results: Vec<Served<T>> = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let work = &work;
         let handles: Vec<_> = busy
-            .map(|(conn, list)| scope.spawn(move || work(list, conn)))
+            .map(|(conn, list)| (list, scope.spawn(move || work(list, conn))))
             .collect();
         // This thread serves one connection itself: one spawn fewer.
-        let mut results = vec![work(own_list, own_conn)];
-        results.extend(handles.into_iter().map(|h| {
-            h.join().unwrap_or_else(|_| {
-                let e = Error::Internal("a shard's sending thread panicked".into());
-                (Vec::new(), Some(e))
-            })
-        }));
+        let mut results = work(own_list, own_conn);
+        for (list, h) in handles {
+            match h.join() {
+                Ok(r) => results.extend(r),
+                // Its shards' requests may have gone: their fate is unknown.
+                Err(_) => results.extend(list.iter().map(|&j| {
+                    let e = Error::Internal("a shard's sending thread panicked".into());
+                    (j, Err(e))
+                })),
+            }
+        }
         results
-    });
-    let mut answers = Vec::new();
-    let mut first_error = None;
-    for (a, e) in results {
-        answers.extend(a);
-        first_error = first_error.or(e);
-    }
-    (answers, first_error)
+    })
 }
 
 /// Runs the machines of shards `list` (in that order) side by side on
@@ -210,21 +168,15 @@ where
     }
 }
 
-/// The answers of the shards that gave them and the first error, each
-/// error named by `named` after its shard.
+/// Each shard's result, its error named by `named` after its shard.
 pub(super) fn served<T>(
     results: Vec<(usize, Result<T>)>,
     named: impl Fn(usize, Error) -> Error,
 ) -> Served<T> {
-    let mut answers = Vec::with_capacity(results.len());
-    let mut error = None;
-    for (j, r) in results {
-        match r {
-            Ok(a) => answers.push((j, a)),
-            Err(e) => error = error.or(Some(named(j, e))),
-        }
-    }
-    (answers, error)
+    results
+        .into_iter()
+        .map(|(j, r)| (j, r.map_err(|e| named(j, e))))
+        .collect()
 }
 
 impl Op {
@@ -247,7 +199,8 @@ impl<K: FilterKind> ShardedFilter<K> {
 
     /// Sends the batch: each master's shards' parts side by side on one
     /// connection (one pipeline a round), the masters at once (see
-    /// [`by_master`]).
+    /// [`by_master`]). A shard's failure leaves the others' answers (see
+    /// [`gather`]).
     pub(super) fn fan<C, I>(&self, conns: &mut [C], op: Op, items: I) -> Result<Vec<bool>>
     where
         C: redis::ConnectionLike + Send,
@@ -271,7 +224,7 @@ impl<K: FilterKind> ShardedFilter<K> {
         } else {
             self.nodes.groups(first).groups.clone()
         };
-        let (answers, error) = by_master(&groups, &todo, conns, |list, conn| {
+        let results = by_master(&groups, &todo, conns, |list, conn| {
             let machines = list
                 .iter()
                 .map(|&j| {
@@ -283,11 +236,10 @@ impl<K: FilterKind> ShardedFilter<K> {
             let results = side_by_side(core, conn, list, machines);
             served(results, |j, e| self.shard_error(j, e))
         });
-        if let Some(e) = error {
+        if results.iter().any(|(_, r)| r.is_err()) {
             self.nodes.forget();
-            return Err(e);
         }
-        merge(items.len(), &parts, answers)
+        gather(&self.name, items.len(), &parts, results)
     }
 }
 
@@ -318,11 +270,13 @@ impl<K: FilterKind> ShardedFilter<K> {
                         Op::Contains => f.contains_many_async(&mut conn, part).await,
                         Op::CheckAndInsert => f.check_and_insert_many_async(&mut conn, part).await,
                     };
-                    ans.map(|a| (j, a)).map_err(|e| self.shard_error(j, e))
+                    (j, ans.map_err(|e| self.shard_error(j, e)))
                 }
             });
-        let answers = futures_util::future::try_join_all(futures).await?;
-        merge(items.len(), &parts, answers)
+        // Every shard's result, failed or not: one's failure leaves the
+        // others' answers.
+        let results = futures_util::future::join_all(futures).await;
+        gather(&self.name, items.len(), &parts, results)
     }
 
     /// Async [`insert_many`](Self::insert_many), every shard's part at once.
@@ -355,46 +309,5 @@ impl<K: FilterKind> ShardedFilter<K> {
         I::Item: AsRef<[u8]>,
     {
         self.fan_async(conn, Op::CheckAndInsert, items).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_batch_splits_by_route_and_merges_in_order() {
-        let words = ["", "a", "http://example.com/", "0", "2", "x", "y"];
-        let items = Items::collect(words);
-        let parts = split(&items, 6);
-        // §11.3's golden routes: "" -> 1, "a" -> 1, example -> 2, "0" -> 0, "2" -> 2.
-        assert!(parts[1].starts_with(&[0, 1]));
-        assert!(parts[2].starts_with(&[2, 4]));
-        assert!(parts[0].starts_with(&[3]));
-        assert_eq!(parts.iter().map(Vec::len).sum::<usize>(), words.len());
-        // Each shard answers "is my item's index even": the merge puts the
-        // answers back where the items were.
-        let answers = parts
-            .iter()
-            .enumerate()
-            .map(|(j, idx)| (j, idx.iter().map(|i| i % 2 == 0).collect()))
-            .collect();
-        let merged = merge(words.len(), &parts, answers).unwrap();
-        let want: Vec<bool> = (0..words.len()).map(|i| i % 2 == 0).collect();
-        assert_eq!(merged, want);
-    }
-
-    #[test]
-    fn a_short_answer_is_an_error() {
-        let items = Items::collect(["a", "b", "c"]);
-        let parts = split(&items, 2);
-        let mut answers: Vec<(usize, Vec<bool>)> = parts
-            .iter()
-            .enumerate()
-            .map(|(j, p)| (j, vec![true; p.len()]))
-            .collect();
-        answers[0].1.push(true);
-        assert!(merge(3, &parts, answers).is_err());
-        assert!(merge(3, &parts, vec![]).is_err());
     }
 }

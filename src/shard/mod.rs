@@ -8,6 +8,7 @@
 //! (`script`). This file and `create` are the I/O: the handle, its fan-out
 //! and its creation.
 
+mod answers;
 mod batch;
 mod build;
 mod by_kind;
@@ -336,7 +337,13 @@ impl<K: FilterKind> ShardedFilter<K> {
         self.fan(std::slice::from_mut(conn), Op::Contains, items)
     }
 
-    /// Inserts `items` atomically per shard; `true` for each that was new.
+    /// Inserts `items` atomically per item and per shard (not as a
+    /// whole); `true` for each that was new. When a shard fails (full,
+    /// missing, its reply lost) and others answered, the error is
+    /// [`Error::Partial`]: every answer given, and the items of each
+    /// failed shard named, refused or unknown. So do the other batch
+    /// calls; an [`idempotent_batch`](Self::idempotent_batch) run again
+    /// answers from its records and sends only the rest.
     pub fn check_and_insert_many<C, I>(&self, conn: &mut C, items: I) -> Result<Vec<bool>>
     where
         C: redis::ConnectionLike + Send,

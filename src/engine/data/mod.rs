@@ -193,6 +193,33 @@ impl Machine for DataMachine {
     }
 
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<DataOutput>> {
+        self.advance(replies).map_err(|e| self.partial(e))
+    }
+}
+
+impl DataMachine {
+    /// A failure after some items were decided (an earlier atomic step of
+    /// a long batch applied them): their answers are kept, in a
+    /// [`Partial`](crate::Partial) naming the undecided ones. A refusal
+    /// of a full generation says its own prefix.
+    fn partial(&mut self, e: Error) -> Error {
+        if self.pending.len() == self.out.len() || matches!(e, Error::Full { .. }) {
+            return e;
+        }
+        let mut answers: Vec<Option<bool>> = self.out.iter().map(|&a| Some(a)).collect();
+        for &i in &self.pending {
+            answers[i] = None;
+        }
+        let items = std::mem::take(&mut self.pending);
+        let failure = crate::error::ShardFailure::new(0, items, e);
+        Error::Partial(Box::new(crate::error::Partial::new(
+            self.core.name(),
+            answers,
+            vec![failure],
+        )))
+    }
+
+    fn advance(&mut self, replies: Option<Replies>) -> Result<Poll<DataOutput>> {
         match std::mem::replace(&mut self.state, State::Start) {
             State::Start => self.next_round(),
             State::Script(r) => self.on_script(r, replies.unwrap_or_default()),
