@@ -274,8 +274,19 @@ fn limits_are_typed_errors_and_lose_nothing() {
         .unwrap();
     let items: Vec<String> = (0..400).map(|i| format!("l{i}")).collect();
     let e = f.insert_many(&mut conn, &items).unwrap_err();
-    assert!(matches!(&e, Error::LimitReached { .. }), "{e}");
+    // The items before the limit keep their answers; the rest are
+    // refused by index, with the limit as the cause.
+    let Error::Partial(p) = &e else {
+        panic!("not a partial outcome: {e}");
+    };
+    assert!(
+        matches!(&p.failures[..], [fail] if matches!(fail.error, Error::LimitReached { .. })),
+        "{e}"
+    );
     assert!(e.to_string().contains("max_generations = 2"), "{e}");
+    let answered = p.answers.iter().filter(|a| a.is_some()).count();
+    assert!(answered >= 300, "{answered} answered: {e}");
+    assert_eq!(answered + p.refused().len(), items.len(), "{e}");
     let info = f.info(&mut conn).unwrap();
     assert_eq!(info.generations.len(), 2);
     assert_eq!(info.count, 300, "both generations are exactly full");

@@ -46,6 +46,9 @@ pub fn play(world: &mut CWorld, steps: &[CStep]) -> (Result<(), crate::run::Fail
 /// Runs the sequence of `seed`; a failure is shrunk and returned as a
 /// report (seed, property, the shrunk sequence as Rust to replay).
 pub fn check_seed(world: &mut CWorld, seed: u64, total: &mut Stats) -> Result<(), String> {
+    // A cluster of its own per sequence: what one sequence's faults leave
+    // (slots moved, nodes restarted) must not shape the next one.
+    *world = CWorld::new();
     let steps = sequence(seed);
     let (out, stats) = play(world, &steps);
     total.steps += stats.steps;
