@@ -558,9 +558,9 @@ fn converting_a_redisbloom_filter_keeps_its_backend() {
 }
 
 /// A handle opened by name on a bitmap filter that is then dropped and
-/// re-created on RedisBloom: the batch's first snapshot needed no item
-/// bytes, its second does. Every item reaches the module as itself (no
-/// empty item, no "seen" for what was never inserted).
+/// re-created on RedisBloom refuses the new instance (`Recreated`) and
+/// writes nothing; a handle opened again sends every item to the module
+/// as itself (no empty item, no "seen" for what was never inserted).
 #[test]
 fn a_batch_that_meets_a_redisbloom_filter_mid_operation_sends_its_items() {
     let server = server();
@@ -582,6 +582,17 @@ fn a_batch_that_meets_a_redisbloom_filter_mid_operation_sends_its_items() {
         .create_or_open(&mut conn)
         .unwrap();
     let items: Vec<String> = (0..200).map(|i| format!("flip{i}")).collect();
+    let stale = handle.check_and_insert_many(&mut conn, &items);
+    assert!(
+        matches!(stale, Err(rotabloom::Error::Recreated { .. })),
+        "{stale:?}"
+    );
+    let handle = rotabloom::AnyFilter::open(&mut conn, "flip").unwrap();
+    assert_eq!(
+        handle.count(&mut conn).unwrap(),
+        0,
+        "the stale call wrote nothing"
+    );
     let new = handle.check_and_insert_many(&mut conn, &items).unwrap();
     assert!(new.iter().all(|&x| x), "every item new");
     assert!(
