@@ -323,6 +323,7 @@ fn the_documented_commands_cover_every_command_a_script_calls() {
         "bf.mexists",
         "bf.exists",
         "bf.card",
+        "bf.info",
         "rename",
         "scan",
         "pttl",
