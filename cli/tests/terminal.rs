@@ -159,12 +159,12 @@ fn help_and_status_are_coloured_on_a_terminal() {
         &[],
     );
     assert_eq!(code, 0);
-    let items: Vec<String> = (0..10).map(|i| format!("i{i}")).collect();
+    let items: Vec<String> = (0..9).map(|i| format!("i{i}")).collect();
     let mut args = vec!["--redis", url.as_str(), "add", "small"];
     args.extend(items.iter().map(String::as_str));
     assert_eq!(piped(&args, &[]).0, 0);
-    // A filter at its capacity has a warning; the harness's server has no
-    // persistence, a server warning.
+    // A filter at 90% of its capacity has a warning (at 100% an error);
+    // the harness's server has no persistence, a server warning.
     let (code, shown) = on_terminal(&["--redis", &url, "status"], &[]);
     assert_eq!(code, 0, "{shown:?}");
     let (_, out, _) = piped(&["--redis", &url, "status"], &[]);

@@ -235,6 +235,13 @@ impl Run {
     /// hazard explains it.
     fn excused(&self, f: u8, e: &Error) -> Result<(), String> {
         plain(e)?;
+        // A long batch that met the fault at a later step keeps the
+        // earlier steps' answers; the cause is what must be excused.
+        if let Error::Partial(p) = e {
+            if let [one] = &p.failures[..] {
+                return self.excused(f, &one.error);
+            }
+        }
         let m = self.model(f);
         let ok = match e {
             Error::NotFound { .. } => m.is_none(),
