@@ -112,16 +112,8 @@ fn check_seed(seed: u64, total: &mut Stats) {
     );
     let (again, _) = play(&shrunk);
     panic!(
-        "model: seed {seed} failed at step {} of {STEPS}: {}\n\
-         shrunk to {} steps ({}), replay with:\n\nreplay(&{:#?});\n",
-        failure.step,
-        failure.message,
-        shrunk.len(),
-        again
-            .err()
-            .map(|f| f.message)
-            .unwrap_or_else(|| "passes alone: a race".into()),
-        shrunk
+        "{}",
+        shrink::report("model", "replay", seed, STEPS, &failure, &shrunk, again)
     );
 }
 

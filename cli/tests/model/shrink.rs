@@ -80,3 +80,28 @@ pub fn shrink_steps<S: Clone>(
     }
     steps
 }
+
+/// The report of a failed seed: where it failed, the sequence it shrank
+/// to (and what that gives when run alone), as the `replay` call to paste.
+pub fn report<S: std::fmt::Debug>(
+    who: &str,
+    replay: &str,
+    seed: u64,
+    of: usize,
+    failure: &crate::run::Failure,
+    shrunk: &[S],
+    again: Result<(), crate::run::Failure>,
+) -> String {
+    format!(
+        "{who}: seed {seed} failed at step {} of {of}: {}\n\
+         shrunk to {} steps ({}), replay with:\n\n{replay}(&{:#?});\n",
+        failure.step,
+        failure.message,
+        shrunk.len(),
+        again
+            .err()
+            .map(|f| f.message)
+            .unwrap_or_else(|| "passes alone: a race".into()),
+        shrunk
+    )
+}

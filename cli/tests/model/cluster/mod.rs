@@ -72,16 +72,13 @@ pub fn check_seed(world: &mut CWorld, seed: u64, total: &mut Stats) -> Result<()
         |s| play(world, s).0.is_err(),
     );
     let (again, _) = play(world, &shrunk);
-    Err(format!(
-        "cluster model: seed {seed} failed at step {} of {STEPS}: {}\n\
-         shrunk to {} steps ({}), replay with:\n\nreplay_cluster(&{:#?});\n",
-        failure.step,
-        failure.message,
-        shrunk.len(),
-        again
-            .err()
-            .map(|f| f.message)
-            .unwrap_or_else(|| "passes alone: a race".into()),
-        shrunk
+    Err(crate::shrink::report(
+        "cluster model",
+        "replay_cluster",
+        seed,
+        STEPS,
+        &failure,
+        &shrunk,
+        again,
     ))
 }
