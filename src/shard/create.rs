@@ -43,14 +43,16 @@ fn mismatch(name: &str, field: &str, stored: impl ToString, requested: impl ToSt
     }
 }
 
-/// Drops every listed shard that exists (an unreadable one included).
+/// Drops every listed shard: a readable one as a filter; one whose
+/// metadata is unreadable or gone by what is left under its name (its
+/// fence and blocks survive a deleted metadata hash, and nothing else
+/// would ever find them).
 fn drop_shards<C: redis::ConnectionLike + ?Sized>(conn: &mut C, root: &Root) -> Result<()> {
     for sub in &root.shards {
         match crate::any::AnyFilter::open(conn, sub) {
             Ok(f) => {
                 f.drop(conn)?;
             }
-            Err(Error::NotFound { .. }) => {}
             Err(_) => {
                 crate::any::AnyFilter::drop_unreadable(conn, sub)?;
             }

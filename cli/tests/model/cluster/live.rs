@@ -9,6 +9,23 @@ use crate::cluster::steps::CSpec;
 use crate::cluster::world::{ids, lines, live, name};
 use std::collections::BTreeSet;
 
+/// The batch size of a killed and resumed run.
+const KILL_BATCH: usize = 20;
+
+/// The items of the batches (of `batch` lines of `input`) that hold the
+/// last line `printed` shows: the batch a killed run was printing.
+fn printing(input: &[u32], printed: &[u32], batch: usize) -> BTreeSet<u32> {
+    let Some(last) = printed.last() else {
+        return BTreeSet::new();
+    };
+    input
+        .chunks(batch)
+        .filter(|c| c.contains(last))
+        .flatten()
+        .copied()
+        .collect()
+}
+
 impl CRun<'_> {
     /// A fresh item, never in any filter: a run's marker line.
     fn marker(&mut self) -> u32 {
@@ -88,7 +105,13 @@ impl CRun<'_> {
                 "keys of the dropped instance after its re-create: {left:?}"
             ));
         }
+        // A run that stopped in the first part (its filter full, say) never
+        // read the second: its exit speaks of the old filter, not the new.
         let tail = cut.map_or(&[][..], |c| &printed[c + 1..]);
+        let (code, stderr) = match cut {
+            Some(_) => (code, stderr),
+            None => (0, String::new()),
+        };
         let out = Printed {
             items: tail.to_vec(),
             code,
@@ -109,13 +132,19 @@ impl CRun<'_> {
         let state = self.world.dir.join(format!("state-{}", self.stats.steps));
         let _ = std::fs::remove_file(&state);
         let st = state.to_string_lossy().into_owned();
+        let b = KILL_BATCH.to_string();
         let child = self
             .world
-            .spawn(&["filter", &n, "--batch", "20", "--state", &st]);
-        let (first, _, _) = live(child, &lines(items), None, "", true, || {});
+            .spawn(&["filter", &n, "--batch", &b, "--state", &st]);
+        let (first, first_code, first_err) = live(child, &lines(items), None, "", true, || {});
+        if first_code != -9 {
+            // Ended before the kill: nothing to resume, one plain run.
+            let _ = std::fs::remove_file(&state);
+            return self.settle_run(f, items, ids(&first.join("\n")), first_code, first_err);
+        }
         let resumed = self.with_fault(|w| {
             w.rb(
-                &["filter", &n, "--batch", "20", "--resume", &st],
+                &["filter", &n, "--batch", &b, "--resume", &st],
                 &lines(items),
             )
         });
@@ -124,8 +153,16 @@ impl CRun<'_> {
         let Some(m) = self.model[f as usize].as_mut() else {
             return self.absent(resumed.code, &resumed.stderr);
         };
-        let mut all = ids(&first.join("\n"));
-        all.extend(ids(&resumed.stdout));
+        let first = ids(&first.join("\n"));
+        let again = printing(items, &first, KILL_BATCH);
+        let mut all = first.clone();
+        // A killed `filter` may print again the lines of the batch it was
+        // printing (docs/CLI.md, "Resuming a run"), and only those.
+        all.extend(
+            ids(&resumed.stdout)
+                .into_iter()
+                .filter(|id| !(again.contains(id) && first.contains(id))),
+        );
         let out = Printed {
             items: all,
             code: resumed.code,
@@ -135,6 +172,29 @@ impl CRun<'_> {
         if out.code != 0 && !out.stderr.contains("is full") {
             loud(out.code, &out.stderr)?;
         }
+        settle(m, items, 1, &out, hazard)?;
+        self.verify(f)
+    }
+
+    /// Settles one plain `filter` run of `items` on filter `f`.
+    fn settle_run(
+        &mut self,
+        f: u8,
+        items: &[u32],
+        printed: Vec<u32>,
+        code: i32,
+        stderr: String,
+    ) -> Result<(), String> {
+        let hazard = self.hazard;
+        let Some(m) = self.model[f as usize].as_mut() else {
+            return self.absent(code, &stderr);
+        };
+        let out = Printed {
+            items: printed,
+            code,
+            stderr,
+            least: false,
+        };
         settle(m, items, 1, &out, hazard)?;
         self.verify(f)
     }

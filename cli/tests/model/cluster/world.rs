@@ -302,7 +302,8 @@ impl CWorld {
 
 /// A live run: `child` fed `first`; once it printed `marker` (or ended,
 /// or 20 s passed), `midway` runs; then it is fed `second` and waited for.
-/// Returns what it printed, its exit code and its standard error.
+/// Returns what it printed, its exit code (-9 when `kill` killed it) and
+/// its standard error.
 pub fn live(
     mut child: Child,
     first: &str,
@@ -352,7 +353,11 @@ pub fn live(
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
-    if kill {
+    // A run that ended on its own before the kill (refused at once, say)
+    // keeps its own exit code.
+    let ended = child.try_wait().ok().flatten();
+    let killed = kill && ended.is_none();
+    if killed {
         let _ = child.kill();
     }
     midway();
@@ -362,7 +367,7 @@ pub fn live(
     let status = child.wait().unwrap();
     let _ = reader.join();
     printed.extend(rx.try_iter());
-    let code = match kill {
+    let code = match killed {
         true => -9,
         false => status.code().unwrap_or(-1),
     };
