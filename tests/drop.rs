@@ -318,6 +318,69 @@ fn a_handle_across_a_re_create_is_refused_and_writes_nothing() {
     }
 }
 
+/// A sharded handle whose filter was dropped, or dropped and created again
+/// (sharded or not), says so: not that one of its shards is lost.
+#[test]
+fn a_sharded_handle_across_a_drop_or_re_create_says_which() {
+    let server = RedisServer::start();
+    let mut admin = server.connection();
+    let sharded = |conn: &mut redis::Connection, name: &str, shards: u32| {
+        BloomFilter::builder(name)
+            .capacity(10_000)
+            .error_rate(0.01)
+            .shards(shards)
+            .create_or_open(conn)
+            .unwrap()
+    };
+    // None: dropped only; else created again with that many shards.
+    for (round, again) in [None, Some(1u32), Some(2), Some(3)].into_iter().enumerate() {
+        let name = format!("s{round}");
+        let old = sharded(&mut admin, &name, 3);
+        let mut conn = server.connection();
+        assert_eq!(
+            old.check_and_insert_many(&mut conn, ["a", "b"]).unwrap(),
+            [true, true]
+        );
+        assert!(old.drop(&mut admin).unwrap());
+        if let Some(shards) = again {
+            sharded(&mut admin, &name, shards);
+        }
+        let items: Vec<String> = (0..30).map(|i| format!("x{i}")).collect();
+        for e in [
+            old.check_and_insert_many(&mut conn, &items).unwrap_err(),
+            old.check_and_insert(&mut conn, "c").unwrap_err(),
+            old.idempotent_batch(&items)
+                .check_and_insert(&mut conn)
+                .unwrap_err(),
+        ] {
+            match again {
+                None => assert!(
+                    matches!(&e, Error::NotFound { name: n } if *n == name),
+                    "round {round}: {e}"
+                ),
+                Some(_) => assert!(
+                    matches!(&e, Error::Recreated { name: n } if *n == name),
+                    "round {round}: {e}"
+                ),
+            }
+        }
+        // A shard lost under a live filter is still said as that.
+        let live = sharded(&mut admin, &format!("{name}-live"), 3);
+        let lost = format!("rotabloom:{{{}}}:meta", live.shard(1).unwrap().name());
+        let _: () = redis::cmd("DEL").arg(&lost).query(&mut admin).unwrap();
+        let e = live.check_and_insert_many(&mut conn, &items).unwrap_err();
+        let Error::Partial(p) = &e else {
+            panic!("round {round}: {e}")
+        };
+        assert!(
+            p.failures
+                .iter()
+                .all(|f| matches!(f.error, Error::ShardMissing { shard: 1, .. })),
+            "round {round}: {e}"
+        );
+    }
+}
+
 #[test]
 fn an_async_handle_across_a_re_create_is_refused_and_writes_nothing() {
     let server = RedisServer::start();

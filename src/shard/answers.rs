@@ -113,6 +113,16 @@ pub(super) fn gather(
             answers.iter().filter(|a| a.is_none()).count()
         )));
     }
+    // The whole filter gone under the handle, before any shard answered:
+    // that, not a partial answer of none.
+    let whole = |e: &Error| matches!(e, Error::NotFound { .. } | Error::Recreated { .. });
+    if answers.iter().all(Option::is_none) && failures.iter().all(|f| whole(&f.error)) {
+        let mut failures = failures;
+        if !failures.is_empty() {
+            return Err(failures.swap_remove(0).error);
+        }
+        return Err(Error::Internal(format!("{len} items have no answer")));
+    }
     Err(Error::Partial(Box::new(Partial::new(
         name, answers, failures,
     ))))

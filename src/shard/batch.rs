@@ -269,6 +269,7 @@ impl ShardedBatch {
         let cells = cells(&mut self.batches);
         let served = serve(&cells, &self.root, &list, conn, op);
         drop(cells);
+        let served = super::gone::explain(conn, self.root.as_deref(), served);
         self.keep(served)
     }
 
@@ -299,6 +300,10 @@ impl ShardedBatch {
             serve(&cells, root, list, conn, op)
         });
         drop(cells);
+        let served = match conns.first_mut() {
+            Some(conn) => super::gone::explain(conn, self.root.as_deref(), served),
+            None => served,
+        };
         self.keep(served)
     }
 

@@ -239,6 +239,10 @@ impl<K: FilterKind> ShardedFilter<K> {
         if results.iter().any(|(_, r)| r.is_err()) {
             self.nodes.forget();
         }
+        let results = match conns.first_mut() {
+            Some(conn) => super::gone::explain(conn, self.root.as_deref(), results),
+            None => results,
+        };
         gather(&self.name, items.len(), &parts, results)
     }
 }
@@ -276,6 +280,8 @@ impl<K: FilterKind> ShardedFilter<K> {
         // Every shard's result, failed or not: one's failure leaves the
         // others' answers.
         let results = futures_util::future::join_all(futures).await;
+        let results =
+            super::gone::explain_async(&mut conn.clone(), self.root.as_deref(), results).await;
         gather(&self.name, items.len(), &parts, results)
     }
 

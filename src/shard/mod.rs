@@ -15,6 +15,7 @@ mod by_kind;
 mod create;
 pub(crate) mod dump;
 mod fanout;
+mod gone;
 pub(crate) mod placement;
 pub(crate) mod restore;
 mod root_io;
@@ -292,7 +293,8 @@ impl<K: FilterKind> ShardedFilter<K> {
         item: impl AsRef<[u8]>,
     ) -> Result<bool> {
         let (j, f) = self.holder(item.as_ref())?;
-        f.insert(conn, item).map_err(|e| self.shard_error(j, e))
+        let r = f.insert(conn, item).map_err(|e| self.shard_error(j, e));
+        self.said(conn, j, r)
     }
 
     /// Whether `item` may be present (asked of its shard alone).
@@ -302,7 +304,8 @@ impl<K: FilterKind> ShardedFilter<K> {
         item: impl AsRef<[u8]>,
     ) -> Result<bool> {
         let (j, f) = self.holder(item.as_ref())?;
-        f.contains(conn, item).map_err(|e| self.shard_error(j, e))
+        let r = f.contains(conn, item).map_err(|e| self.shard_error(j, e));
+        self.said(conn, j, r)
     }
 
     /// Atomically in its shard: `true` when `item` was new and is now
@@ -313,8 +316,25 @@ impl<K: FilterKind> ShardedFilter<K> {
         item: impl AsRef<[u8]>,
     ) -> Result<bool> {
         let (j, f) = self.holder(item.as_ref())?;
-        f.check_and_insert(conn, item)
-            .map_err(|e| self.shard_error(j, e))
+        let r = f
+            .check_and_insert(conn, item)
+            .map_err(|e| self.shard_error(j, e));
+        self.said(conn, j, r)
+    }
+
+    /// One shard's result, a missing shard said as what it is (the whole
+    /// filter dropped or re-created, see `gone`).
+    fn said<C: redis::ConnectionLike + ?Sized, T>(
+        &self,
+        conn: &mut C,
+        j: usize,
+        r: Result<T>,
+    ) -> Result<T> {
+        let explained = gone::explain(conn, self.root.as_deref(), vec![(j, r)]);
+        match explained.into_iter().next() {
+            Some((_, r)) => r,
+            None => Err(Error::Internal("a shard's result was lost".into())),
+        }
     }
 
     /// Inserts `items`; `true` for each that was not present before.

@@ -148,3 +148,22 @@ fn a_short_or_missing_answer_is_an_unknown_failure_never_a_default() {
         .iter()
         .all(|f| matches!(f.error, Error::Internal(_))));
 }
+
+#[test]
+fn a_filter_gone_before_any_shard_answered_is_that_error() {
+    let items = Items::collect(["a", "b", "c", "d"]);
+    let parts = split(&items, 2);
+    let gone = |j| (j, Err(Error::Recreated { name: "f".into() }));
+    let r = gather("f", 4, &parts, vec![gone(0), gone(1)]);
+    assert!(matches!(r, Err(Error::Recreated { .. })), "{r:?}");
+    // One shard answered before: its answers stand, in a partial.
+    let first = parts.iter().position(|p| !p.is_empty()).unwrap();
+    let answered = (first, Ok(vec![true; parts[first].len()]));
+    let other = 1 - first;
+    let r = gather("f", 4, &parts, vec![answered, gone(other)]);
+    match (r, parts[other].is_empty()) {
+        (Ok(_), true) => {}
+        (Err(Error::Partial(p)), false) => assert!(p.answers.iter().any(Option::is_some)),
+        (r, _) => panic!("{r:?}"),
+    }
+}

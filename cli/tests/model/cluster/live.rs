@@ -5,7 +5,7 @@
 use crate::cluster::data::{settle, Printed};
 use crate::cluster::props::loud;
 use crate::cluster::run::{create_args, CRun, Hazard};
-use crate::cluster::steps::CSpec;
+use crate::cluster::steps::{CFault, CSpec};
 use crate::cluster::world::{ids, lines, live, name};
 use std::collections::BTreeSet;
 
@@ -51,6 +51,13 @@ impl CRun<'_> {
         let child = self
             .world
             .spawn(&["--in-flight", "2", "filter", &n, "--batch", "1"]);
+        // The drop and the re-create are the step's setting, not what it
+        // tests: a master out of memory is lifted for them.
+        let hazard = self.hazard;
+        let oom = match hazard {
+            Hazard::Fault(CFault::Maxmemory { node }) => Some(node as usize),
+            _ => None,
+        };
         let world = &*self.world;
         let mut old_keys = Vec::new();
         let mut made = None;
@@ -61,6 +68,9 @@ impl CRun<'_> {
             &lines(second),
             false,
             || {
+                if let Some(node) = oom {
+                    world.maxmemory(node, false);
+                }
                 old_keys = world.keys(&n);
                 let d = world.rb(&["drop", &n, "--yes"], "");
                 let args = create_args(&n, spec);
@@ -88,7 +98,7 @@ impl CRun<'_> {
                 stderr: stderr.clone(),
                 least: false,
             };
-            settle(m, &head, 1, &out, Hazard::None)?;
+            settle(m, &head, 1, &out, hazard)?;
         }
         self.model[f as usize] = None;
         self.made(f, spec)?;
