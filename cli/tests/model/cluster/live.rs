@@ -9,6 +9,17 @@ use crate::cluster::steps::{CFault, CSpec};
 use crate::cluster::world::{ids, lines, live, name};
 use std::collections::BTreeSet;
 
+/// The line a run's error says to run again from ("run again from line
+/// N", "resume ... from line N").
+fn again_from(stderr: &str) -> Option<usize> {
+    let at = stderr.find("again from line ")? + "again from line ".len();
+    let digits: String = stderr[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
 /// The batch size of a killed and resumed run.
 const KILL_BATCH: usize = 20;
 
@@ -85,7 +96,14 @@ impl CRun<'_> {
         if c.code != 0 {
             return Err(format!("re-create: exit {}: {}", c.code, c.stderr));
         }
-        let cut = printed.iter().position(|&i| i == mark);
+        // The run stopped in the first part when it says to run again from
+        // a line there (a refusal stops the reading), marker printed or
+        // not: its exit speaks of the old filter.
+        let stopped_at = again_from(&stderr).filter(|&l| l <= head.len());
+        let cut = printed
+            .iter()
+            .position(|&i| i == mark)
+            .filter(|_| stopped_at.is_none());
         // The first part, against the old filter (dropped now).
         if let Some(m) = self.model[f as usize].as_mut() {
             if d.code != 0 {
@@ -164,7 +182,8 @@ impl CRun<'_> {
             return self.absent(resumed.code, &resumed.stderr);
         };
         let first = ids(&first.join("\n"));
-        let again = printing(items, &first, KILL_BATCH);
+        // `--batch` is lines per shard: a batch is that many per shard.
+        let again = printing(items, &first, KILL_BATCH * m.count());
         let mut all = first.clone();
         // A killed `filter` may print again the lines of the batch it was
         // printing (docs/CLI.md, "Resuming a run"), and only those.

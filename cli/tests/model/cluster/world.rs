@@ -335,6 +335,7 @@ pub fn live(
         stdin
     });
     let mut printed = Vec::new();
+    let mut eof = false;
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
         match rx.recv_timeout(Duration::from_millis(20)) {
@@ -350,13 +351,17 @@ pub fn live(
                     break;
                 }
             }
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                eof = true;
+                break;
+            }
         }
     }
     // A run that ended on its own before the kill (refused at once, say)
     // keeps its own exit code.
-    let ended = child.try_wait().ok().flatten();
-    let killed = kill && ended.is_none();
+    // Its standard output closed: it is ending by itself (not yet reaped).
+    let ended = eof || child.try_wait().ok().flatten().is_some();
+    let killed = kill && !ended;
     if killed {
         let _ = child.kill();
     }
