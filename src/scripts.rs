@@ -74,6 +74,7 @@ pub(crate) static SWEEP: LuaScript = LuaScript::new(include_str!("lua/sweep.lua"
 pub(crate) static ROOT_CLAIM: LuaScript = LuaScript::new(include_str!("lua/root_claim.lua"));
 pub(crate) static ROOT_MOVE: LuaScript = LuaScript::new(include_str!("lua/root_move.lua"));
 pub(crate) static ROOT_TARGET: LuaScript = LuaScript::new(include_str!("lua/root_target.lua"));
+pub(crate) static FIND_SHARDS: LuaScript = LuaScript::new(include_str!("lua/find_shards.lua"));
 
 /// The scripts on a sharded filter's root record (§11), which is no
 /// filter's metadata hash.
@@ -82,7 +83,7 @@ pub(crate) static ROOT: [&LuaScript; 3] = [&ROOT_CLAIM, &ROOT_MOVE, &ROOT_TARGET
 
 /// Every script: tests go over all of them, and an error names the
 /// command of the line it points to ([`command_at`]).
-pub(crate) static ALL: [&LuaScript; 18] = [
+pub(crate) static ALL: [&LuaScript; 19] = [
     &LOAD,
     &DATA,
     &CREATE,
@@ -101,6 +102,7 @@ pub(crate) static ALL: [&LuaScript; 18] = [
     &ROOT_CLAIM,
     &ROOT_MOVE,
     &ROOT_TARGET,
+    &FIND_SHARDS,
 ];
 
 /// The Redis command a script calls on `line` (1-based, as an error's

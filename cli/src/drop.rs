@@ -65,13 +65,27 @@ pub fn run(ctx: &Ctx, name: &str, yes: bool, output: Output) -> anyhow::Result<u
     // Gone before this drop (another process's, or an interrupted one):
     // what it left under the name goes now.
     match AnyFilter::remove_leftovers(&mut conn, name)? {
-        0 => {
-            let names = connect::all_names(&mut conn).unwrap_or_default();
-            let near = crate::suggest::did_you_mean(name, names.iter().map(String::as_str))
-                .map(|n| format!(" (did you mean {n:?}?)"))
-                .unwrap_or_default();
-            Err(usage(format!("filter {name:?} does not exist{near}")))
-        }
+        // A sharded filter whose root a master lost (restarted without
+        // persistence): its shards on the other masters go.
+        0 => match connect::Sharded::drop_orphans(&mut conn, name)? {
+            lost if lost.is_empty() => {
+                let names = connect::all_names(&mut conn).unwrap_or_default();
+                let near = crate::suggest::did_you_mean(name, names.iter().map(String::as_str))
+                    .map(|n| format!(" (did you mean {n:?}?)"))
+                    .unwrap_or_default();
+                Err(usage(format!("filter {name:?} does not exist{near}")))
+            }
+            lost => {
+                let doc = json!({ "name": name, "result": "orphans_dropped", "shards": lost });
+                let text = format!(
+                    "{name}: no such filter; dropped {} its lost root had listed: {}",
+                    crate::show::count(lost.len() as u64, "shard"),
+                    lost.join(", ")
+                );
+                output.print(&mut io::stdout(), &text, &doc, true)?;
+                Ok(0)
+            }
+        },
         n => {
             let doc = json!({ "name": name, "result": "leftovers_removed", "keys": n });
             let text = format!(

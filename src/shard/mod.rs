@@ -16,6 +16,7 @@ mod create;
 pub(crate) mod dump;
 mod fanout;
 mod gone;
+mod orphans;
 pub(crate) mod placement;
 pub(crate) mod restore;
 mod root_io;

@@ -271,7 +271,7 @@ fn cluster_sequences_hold_every_property() {
         }
     }
     eprintln!(
-        "cluster model: {sequences} sequences, {} steps, {} commands, {} items, {} orphaned keys after restarts, {} failures ({failures:?}), {} races that passed when run again ({races:?}) in {:.1} s",
+        "cluster model: {sequences} sequences, {} steps, {} commands, {} items, {} filters dropped by their shards after their root was lost, {} failures ({failures:?}), {} races that passed when run again ({races:?}) in {:.1} s",
         total.steps,
         total.calls,
         total.items,

@@ -44,8 +44,8 @@ pub struct Stats {
     /// answers with a reply (sent again, counted unknown).
     pub least: u64,
     pub lost: u64,
-    /// Cluster model: keys of a filter whose root a master's restart lost,
-    /// which no command finds (deleted by hand).
+    /// Cluster: filters whose root a restart lost, dropped by their
+    /// shards' names.
     pub orphans: u64,
 }
 

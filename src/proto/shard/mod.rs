@@ -3,6 +3,7 @@
 //! reads of it (`script`). Pure: the sharded layer (`crate::shard`) sends
 //! them and gives the decoders the replies.
 
+pub(crate) mod orphans;
 pub(crate) mod root;
 pub(crate) mod script;
 pub(crate) mod target;
