@@ -366,16 +366,9 @@ impl World {
         let items: Vec<String> = call.items.iter().map(|&i| item(i)).collect();
         let result = match call.runner {
             Runner::Async => self.rt.block_on(async {
-                let mut a = redis::Client::open(self.url_of(call.no_watch))?
-                    .get_multiplexed_async_connection()
-                    .await?;
+                let mut a = async_conn(self.url_of(call.no_watch)).await?;
                 data_async(&h, &mut a, call, &items, resent, || {
-                    let url = self.url_of(call.no_watch);
-                    async move {
-                        redis::Client::open(url)?
-                            .get_multiplexed_async_connection()
-                            .await
-                    }
+                    async_conn(self.url_of(call.no_watch))
                 })
                 .await
             }),
@@ -745,4 +738,16 @@ pub fn create_on(conn: &mut redis::Connection, f: u8, spec: &Spec) -> rotabloom:
             .create_or_open(conn)
             .map(|_| ()),
     }
+}
+
+/// An async connection without redis-rs's default 500 ms reply timeout: a
+/// loaded CI machine (two servers' test suites side by side) can take
+/// longer than that for one script, and the model injects its faults
+/// itself, so a timeout would be a failure nobody caused.
+async fn async_conn(url: String) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
+    let config = redis::AsyncConnectionConfig::new()
+        .set_response_timeout(Some(std::time::Duration::from_secs(60)));
+    redis::Client::open(url)?
+        .get_multiplexed_async_connection_with_config(&config)
+        .await
 }
