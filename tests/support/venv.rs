@@ -6,13 +6,65 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Held while a venv is made: two concurrent installs into one venv fail,
+/// and the tests may run as separate processes at once (cargo nextest).
+/// A lock file naming its holder's pid; one whose holder died is taken.
+struct InstallLock(PathBuf);
+
+impl InstallLock {
+    fn take(path: PathBuf) -> InstallLock {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(900);
+        loop {
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(mut f) => {
+                    use std::io::Write;
+                    let _ = write!(f, "{}", std::process::id());
+                    return InstallLock(path);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                    let alive = !holder.is_empty()
+                        && Path::new(&format!("/proc/{}", holder.trim())).exists();
+                    if !alive && !holder.is_empty() {
+                        let _ = std::fs::remove_file(&path);
+                        continue;
+                    }
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "waited 15 minutes for {} (held by pid {holder})",
+                        path.display()
+                    );
+                    // Another test process is installing: wait for it.
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+                Err(e) => panic!("cannot make {}: {e}", path.display()),
+            }
+        }
+    }
+}
+
+impl Drop for InstallLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// The python of a venv `name` under `dir` with `packages` installed.
-/// Call it from one thread (the callers hold it in a `OnceLock`): two
-/// concurrent installs into one venv fail.
+/// Within a process, call it from one thread (the callers hold it in a
+/// `OnceLock`); across processes, a lock file orders the installs.
 pub fn python(dir: &Path, name: &str, packages: &[&str]) -> PathBuf {
     let dir = dir.join(name);
     let python = dir.join("bin/python");
     let marker = dir.join(".installed");
+    if marker.exists() {
+        return python;
+    }
+    std::fs::create_dir_all(dir.parent().unwrap_or(Path::new("."))).unwrap();
+    let _lock = InstallLock::take(dir.with_extension("lock"));
     if !marker.exists() {
         let ok = Command::new("python3")
             .args(["-m", "venv"])

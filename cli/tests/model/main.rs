@@ -117,6 +117,67 @@ fn check_seed(seed: u64, total: &mut Stats) {
     );
 }
 
+/// The fixed seeds, or a smaller budget of them (scripts/test.sh's quick
+/// run, and the run against Valkey): the first N.
+fn fixed_seeds() -> std::ops::RangeInclusive<u64> {
+    match std::env::var("ROTABLOOM_MODEL_SEEDS") {
+        Ok(n) => {
+            let n: u64 = n
+                .parse()
+                .expect("ROTABLOOM_MODEL_SEEDS is a number of seeds");
+            *FIXED.start()..=(*FIXED.start() + n).saturating_sub(1).min(*FIXED.end())
+        }
+        Err(_) => FIXED,
+    }
+}
+
+/// The fixed seeds are run in `PARTS` tests, so that a runner of tests
+/// side by side (cargo nextest, or cargo test's threads) runs them at once:
+/// each sequence waits on its own server far more than it computes.
+const PARTS: u64 = 4;
+
+fn in_part(seed: u64, part: u64) -> bool {
+    (seed - FIXED.start()) % PARTS == part
+}
+
+/// Part `part` of the fixed seeds (part 0 runs in
+/// [`sequences_hold_every_property`]); nothing when one seed or a soak
+/// was asked for.
+fn fixed_part(part: u64) {
+    let asked = ["ROTABLOOM_MODEL_SEED", "ROTABLOOM_MODEL_MINUTES"];
+    if asked.iter().any(|v| std::env::var(v).is_ok()) {
+        return;
+    }
+    let start = Instant::now();
+    let mut total = Stats::default();
+    let seeds: Vec<u64> = fixed_seeds().filter(|s| in_part(*s, part)).collect();
+    for &seed in &seeds {
+        check_seed(seed, &mut total);
+    }
+    eprintln!(
+        "model: part {part} of {PARTS}: {} sequences, {total:?} in {:.1} s",
+        seeds.len(),
+        start.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn fixed_seeds_part_1_hold_every_property() {
+    fixed_part(1);
+}
+
+#[test]
+fn fixed_seeds_part_2_hold_every_property() {
+    fixed_part(2);
+}
+
+#[test]
+fn fixed_seeds_part_3_hold_every_property() {
+    fixed_part(3);
+}
+
+/// Part 0 of the fixed seeds, then random seeds for
+/// `ROTABLOOM_MODEL_MINUTES` (the soak), or one seed alone.
 #[test]
 fn sequences_hold_every_property() {
     let start = Instant::now();
@@ -135,19 +196,9 @@ fn sequences_hold_every_property() {
         eprintln!("model: seed {seed}: {total:?}");
         return;
     }
-    // A smaller budget of the same fixed seeds (scripts/test.sh's quick
-    // run, and the run against Valkey): the first N of them.
-    let fixed = match std::env::var("ROTABLOOM_MODEL_SEEDS") {
-        Ok(n) => {
-            let n: u64 = n
-                .parse()
-                .expect("ROTABLOOM_MODEL_SEEDS is a number of seeds");
-            *FIXED.start()..=(*FIXED.start() + n).saturating_sub(1).min(*FIXED.end())
-        }
-        Err(_) => FIXED,
-    };
+    let fixed = fixed_seeds();
     if minutes == 0 {
-        for seed in fixed {
+        for seed in fixed.filter(|s| in_part(*s, 0)) {
             check_seed(seed, &mut total);
             sequences += 1;
         }
