@@ -182,6 +182,14 @@ impl Tally {
                         if gave_up { " (and the same options), within that time" } else { "" },
                     );
                 }
+                // Refused before anything was written (a re-created
+                // filter, say): nothing to lose, only to send again.
+                (None, Writes::Answers) if refused_whole(&e) => {
+                    message += &format!(
+                        ", the next {len} were not applied (run again from {one} {})",
+                        first + 1,
+                    );
+                }
                 (None, Writes::Answers) => {
                     message += &format!(
                         ", the next {len} are not confirmed (run again from {one} {}); {unit} {} may have been applied without being printed, and a rerun answers them seen: run with --state FILE to be able to resume with their answers",
@@ -250,6 +258,14 @@ pub fn ranges(r: &[(u64, u64)]) -> String {
         .map(|&(f, l)| range(f, l))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Whether the server refused the failed batch before writing any of it
+/// ([`rotabloom::Fate::Refused`]).
+fn refused_whole(e: &anyhow::Error) -> bool {
+    e.chain()
+        .filter_map(|c| c.downcast_ref::<rotabloom::Error>())
+        .any(|r| rotabloom::Fate::of(r) == rotabloom::Fate::Refused)
 }
 
 #[cfg(test)]

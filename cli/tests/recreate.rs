@@ -103,16 +103,27 @@ fn a_filter_that_refuses_writes_is_an_error_for_every_kind() {
 fn a_run_across_a_drop_and_a_sharded_re_create_stops_in_words() {
     let server = RedisServer::start();
     let url = server.url();
-    for delivery in ["at-least-once", "exactly-once"] {
+    // An unsharded run across a sharded re-create, and a sharded run
+    // across an unsharded one.
+    let cases = [
+        ("at-least-once", false),
+        ("exactly-once", false),
+        ("exactly-once", true),
+    ];
+    for (delivery, sharded_before) in cases {
         let settings = ["--kind", "bloom", "--capacity", "100k"];
-        create(&url, "g", &settings);
+        let (old, new): (&[&str], &[&str]) = match sharded_before {
+            false => (&[], &["--shards", "3"]),
+            true => (&["--shards", "3"], &[]),
+        };
+        create(&url, "g", &[&settings[..], old].concat());
         let mut run = stream::Filter::start(&url, &["--delivery", delivery], "g");
         let first = lines("first", 500);
         run.feed(&first);
         run.printed_at_least(first.len());
         rb(&["--redis", &url, "drop", "g", "--yes"]).ok();
-        assert!(keys(&server, "rotabloom:{g}:*").is_empty());
-        create(&url, "g", &[&settings[..], &["--shards", "3"]].concat());
+        assert!(keys(&server, "rotabloom:{g*").is_empty());
+        create(&url, "g", &[&settings[..], new].concat());
         let before = keys(&server, "rotabloom:{g}:*");
         run.feed(&lines("second", 500));
         let (printed, stderr, code) = run.finish();
@@ -120,6 +131,11 @@ fn a_run_across_a_drop_and_a_sharded_re_create_stops_in_words() {
         assert!(
             stderr.contains("filter \"g\" was dropped and created again (another instance)")
                 && !stderr.contains("user_script"),
+            "{delivery}: {stderr}"
+        );
+        // Refused before any write: said so, not "may have been applied".
+        assert!(
+            stderr.contains("were not applied") && !stderr.contains("may have been"),
             "{delivery}: {stderr}"
         );
         assert_eq!(

@@ -77,6 +77,7 @@ impl Fate {
             | Error::MemoryFull { .. }
             | Error::OutOfMemory { .. }
             | Error::NotFound { .. }
+            | Error::Recreated { .. }
             | Error::ShardMissing { .. }
             | Error::ShardedBusy { .. }
             | Error::MissingData { .. }
