@@ -239,34 +239,27 @@ fn replay(steps: &[Step]) {
     }
 }
 
-/// The cluster model's fixed seeds in CI, each on a cluster of its own:
-/// 14 of seeds 1 to 40 on the code of 2026-11-28 after the whole-filter
-/// targets, the partial answers and the re-create guard (issue 28), about
-/// 5 s each; 3, 5, 6, 9, 25, 27 and 28 failed before them (a full
-/// shard's batch dropped the other shards' answers, or printed repeated
-/// lines twice).
+/// The cluster model's fixed seeds in CI, each on a cluster of its own,
+/// about 8 s each, in two tests that run at once. Seeds 1 to 60 were run
+/// on the code of 2026-11-28 (evening): all passed but 43, whose
+/// `--state` run killed mid-batch and resumed answers new, now and then,
+/// items the killed run had printed (its state file read back holding no
+/// batch; open). Found and fixed that day, each by a seed here: a drop
+/// left the fence and blocks of a shard whose metadata was deleted (12);
+/// a sharded handle across a drop or re-create named a lost shard instead
+/// of the drop (19); a drop after a master's restart left the shards of a
+/// root it lost (2, 22, 40); and the model's own misreadings of the CLI's
+/// documented behaviour: a killed `filter` prints again the batch it was
+/// printing, which is `--batch` lines per shard (22, 26); a re-create's
+/// run that stopped in its first part (8, 14); an expanding shard's insert
+/// counted again across its growth (12).
 ///
-/// Open: an item answered new a second time, a race seen in 1 to 4 of
-/// these 15 seeds a run on a loaded machine (seed 10 shrunk to a
-/// `--resume` after a re-create and killed connections, passing alone;
-/// seeds 1 and 32 fail on it more often than not). A fixed seed that
-/// fails and then passes when run again (up to twice) is said and
-/// counted, not failed: the soak (`scripts/soak.sh --cluster`) fails on
-/// it. Seeds not listed, to add once each is fixed or found to be the
-/// model's:
-/// - 12, 14, 16, 34, 36, 38, 40: `drop` of a filter whose shard lost its
-///   metadata leaves that shard's fence, blocks and records;
-/// - 8, 17, 19, 23: refused as full where the model sees no shard near
-///   its capacity (not yet told apart, the model's or the code's);
-/// - 22: i116 answered new at step 7 though the filter held it, every
-///   run on a Valkey cluster, now and then on Redis;
-/// - 35 now and then: one more new answer than items not in the filter;
-/// - 26: `--resume` of a state file the killed run had not yet written;
-/// - 30: a re-create as unsharded under a running batch refused with the
-///   root's format version, not as the sharded filter it still is;
-/// - 2, 7, 11, 13, 15, 20, 33, 37, 39: passed, but not yet run often
-///   enough here.
-const CLUSTER_FIXED: &[u64] = &[3, 4, 5, 6, 9, 10, 18, 21, 24, 25, 27, 28, 29, 31];
+/// A fixed seed that fails and then passes when run again (up to twice)
+/// is said and counted as a race, not failed: the soak
+/// (`scripts/soak.sh --cluster`) fails on it.
+const CLUSTER_FIXED: &[u64] = &[
+    2, 3, 4, 5, 6, 8, 9, 10, 12, 14, 18, 19, 21, 22, 24, 25, 26, 27, 28, 29, 31, 40,
+];
 
 /// The model on a local 3-master cluster (`cluster/`): the fixed seeds,
 /// or with `ROTABLOOM_MODEL_CLUSTER_MINUTES` random seeds for that long
@@ -274,6 +267,26 @@ const CLUSTER_FIXED: &[u64] = &[3, 4, 5, 6, 9, 10, 18, 21, 24, 25, 27, 28, 29, 3
 /// shrunk sequence; `ROTABLOOM_MODEL_CLUSTER_SEED` runs one seed.
 #[test]
 fn cluster_sequences_hold_every_property() {
+    cluster_check(0);
+}
+
+/// The other half of the cluster model's fixed seeds (see
+/// [`cluster_sequences_hold_every_property`]).
+#[test]
+fn cluster_fixed_seeds_part_1_hold_every_property() {
+    let asked = [
+        "ROTABLOOM_MODEL_CLUSTER_SEED",
+        "ROTABLOOM_MODEL_CLUSTER_MINUTES",
+    ];
+    if asked.iter().any(|v| std::env::var(v).is_ok()) {
+        return;
+    }
+    cluster_check(1);
+}
+
+/// Part `part` (of 2) of the fixed seeds, or for part 0, one seed or the
+/// soak when asked.
+fn cluster_check(part: usize) {
     let start = Instant::now();
     let mut world = cluster::CWorld::new();
     let mut total = Stats::default();
@@ -286,7 +299,14 @@ fn cluster_sequences_hold_every_property() {
         .and_then(|s| s.parse().ok());
     let seeds: Box<dyn Iterator<Item = u64>> = match (one, minutes) {
         (Some(seed), _) => Box::new(std::iter::once(seed)),
-        (None, 0) => Box::new(CLUSTER_FIXED.iter().copied()),
+        (None, 0) => Box::new(
+            CLUSTER_FIXED
+                .iter()
+                .copied()
+                .enumerate()
+                .filter(move |(i, _)| i % 2 == part)
+                .map(|(_, s)| s),
+        ),
         (None, _) => Box::new(std::iter::from_fn(|| {
             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
             Some(now.map(|d| d.as_nanos() as u64).unwrap_or(1))
