@@ -41,9 +41,16 @@ fn checkout(dir: &Path) -> Option<String> {
     // the branch's ref packed.
     let mut watched = vec!["HEAD".to_string(), "packed-refs".to_string()];
     watched.extend(git(dir, &["symbolic-ref", "-q", "HEAD"]));
+    // Only files that exist: cargo builds again, every time, when a
+    // watched file is missing (a fresh clone has its refs packed and no
+    // loose ref; a repository never packed has no packed-refs). A ref
+    // packed later removes the loose file watched, which is a change.
     for path in watched {
         if let Some(p) = git(dir, &["rev-parse", "--git-path", &path]) {
-            println!("cargo:rerun-if-changed={}", dir.join(p).display());
+            let p = dir.join(p);
+            if p.exists() {
+                println!("cargo:rerun-if-changed={}", p.display());
+            }
         }
     }
     Some(match git(dir, &["log", "-1", "--format=%cs", "HEAD"]) {

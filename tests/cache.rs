@@ -105,6 +105,7 @@ fn answers_are_identical_with_and_without_the_mirror_under_rotations_and_expansi
         circ.rotate(&mut conn).unwrap();
         probes.extend(batch);
     }
+    let inserted = probes.len();
     probes.extend((0..3_000).map(|i| format!("never-{i}")));
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -144,13 +145,18 @@ fn answers_are_identical_with_and_without_the_mirror_under_rotations_and_expansi
         let c = e_cached.contains_many(&mut conn, &probes).unwrap();
         let d = exp.contains_many(&mut conn, &probes).unwrap();
         // Only a structural change between the two reads may explain a
-        // difference; compare the rounds where none happened.
+        // difference; compare the rounds where none happened. Without one,
+        // the churn's inserts between the two reads only set bits: a
+        // never-inserted probe may turn into a false positive in the
+        // second read (the more likely the slower the machine), never the
+        // other way.
         if fence(&mut conn, "circ") == cf {
-            assert_eq!(a, b, "circular: mirror and server disagree");
+            // The window moved past the probes inserted first: none must stay.
+            agree(&a, &b, 0, "circular");
             compared += 1;
         }
         if fence(&mut conn, "exp") == ef {
-            assert_eq!(c, d, "expanding: mirror and server disagree");
+            agree(&c, &d, inserted, "expanding");
             compared += 1;
         }
     }
@@ -181,4 +187,23 @@ fn answers_are_identical_with_and_without_the_mirror_under_rotations_and_expansi
         .unwrap()
         .iter()
         .all(|&x| !x));
+}
+
+/// The mirror's answers (read first) against the server's (read after):
+/// the same, but for never-inserted probes that became false positives in
+/// between; the first `inserted` probes are present in both.
+fn agree(first: &[bool], then: &[bool], inserted: usize, kind: &str) {
+    assert_eq!(first.len(), then.len());
+    let missed = (0..inserted).filter(|&i| !first[i] || !then[i]).count();
+    assert_eq!(missed, 0, "{kind}: false negatives");
+    let lost: Vec<usize> = (0..first.len()).filter(|&i| first[i] && !then[i]).collect();
+    assert!(
+        lost.is_empty(),
+        "{kind}: mirror and server disagree at {lost:?}"
+    );
+    let turned = (0..first.len()).filter(|&i| !first[i] && then[i]).count();
+    assert!(
+        turned <= first.len() / 100,
+        "{kind}: {turned} answers changed without a structural change"
+    );
 }

@@ -453,9 +453,14 @@ pub struct Names {
 impl Names {
     /// Whether the error of one filter is no error at all: a filter found
     /// in the database that was dropped before the command got to it is
-    /// simply not there. A filter the user named must exist.
+    /// simply not there, and one dropped and created again between its
+    /// open and its read is another filter than the one listed (the next
+    /// run sees it). A filter the user named must exist.
     pub fn vanished(&self, e: &anyhow::Error) -> bool {
-        !self.named && is_gone(e)
+        let replaced = e
+            .chain()
+            .any(|c| matches!(c.downcast_ref::<Error>(), Some(Error::Recreated { .. })));
+        !self.named && (is_gone(e) || replaced)
     }
 }
 

@@ -34,6 +34,7 @@ mod rotate;
 mod show;
 mod statefile;
 mod status;
+mod stop;
 mod suggest;
 mod tally;
 mod term;

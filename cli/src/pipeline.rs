@@ -19,6 +19,7 @@ use crate::errors::usage;
 use crate::lines::Items;
 use crate::resilient::Resilient;
 use crate::resume::{digest, fate, Fate, Journal, Plan};
+use crate::stop::Stop;
 use crate::tally::{Tally, Words, Writes};
 use rotabloom::ShardedBatch;
 use std::collections::BTreeMap;
@@ -35,6 +36,8 @@ pub struct Job {
     pub lines: Vec<Vec<u8>>,
     /// Resumed: the token the interrupted run sent it under.
     token: Option<String>,
+    /// One of a resumed run's listed batches.
+    resumed: bool,
     /// Resumed although its record was gone.
     lost: bool,
     journal: Option<Arc<Journal>>,
@@ -113,13 +116,13 @@ impl Progress {
     }
 
     /// Waits until batch `seq` is within `window` of what was handed on,
-    /// or `stop`.
-    fn wait_for(&self, seq: u64, window: u64, stop: &AtomicBool) {
+    /// or `stop()`.
+    fn wait_for(&self, seq: u64, window: u64, stop: impl Fn() -> bool) {
         let mut n = match self.emitted.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
         };
-        while seq >= *n + window && !stop.load(Ordering::Relaxed) {
+        while seq >= *n + window && !stop() {
             n = match self.moved.wait_timeout(n, POLL) {
                 Ok((g, _)) => g,
                 Err(p) => p.into_inner().0,
@@ -158,7 +161,7 @@ where
             return Err(e);
         }
     };
-    let stop = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(Stop::default());
     // Bounded: at most `workers` batches wait besides those in flight.
     let (jobs_tx, jobs_rx) = sync_channel::<Job>(workers);
     let jobs_rx = Arc::new(Mutex::new(jobs_rx));
@@ -287,18 +290,20 @@ fn resumed(j: &Journal, redis: &mut Resilient, name: &str) -> anyhow::Result<Pla
 const POLL: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The next batch for a worker; `None` once the input is done or the run
-/// stopped.
-fn next(jobs: &Mutex<Receiver<Job>>, stop: &AtomicBool) -> Option<Job> {
+/// failed. After a refusal, only a resumed run's own batches go: a new
+/// one taken then is left unsent (the state file lists it, as queued).
+fn next(jobs: &Mutex<Receiver<Job>>, stop: &Stop) -> Option<Job> {
     let rx = match jobs.lock() {
         Ok(g) => g,
         Err(p) => p.into_inner(),
     };
     loop {
-        if stop.load(Ordering::Relaxed) {
+        if stop.failed() {
             return None;
         }
         match rx.recv_timeout(POLL) {
-            Ok(job) => return Some(job),
+            Ok(job) if stop.lets(job.resumed) => return Some(job),
+            Ok(_) => continue,
             Err(RecvTimeoutError::Timeout) => continue,
             Err(RecvTimeoutError::Disconnected) => return None,
         }
@@ -342,14 +347,17 @@ fn read(
     cut: Cut,
     plan: Option<Plan>,
     jobs: std::sync::mpsc::SyncSender<Job>,
-    stop: &AtomicBool,
+    stop: &Stop,
     reading: &Reading,
 ) -> anyhow::Result<()> {
-    let send = |seq: u64, first: u64, lines: Vec<Vec<u8>>, token: Option<String>, lost: bool| {
+    let send = |seq: u64, first: u64, lines: Vec<Vec<u8>>, plan: Option<(Option<String>, bool)>| {
+        let resumed = plan.is_some();
+        let (token, lost) = plan.unwrap_or_default();
         let job = Job {
             seq,
             first,
             lines,
+            resumed,
             token,
             lost,
             journal: cut.journal.clone(),
@@ -361,9 +369,10 @@ fn read(
         |e: std::io::Error| crate::errors::file_error(format!("reading {}: {e}", cut.what));
     let (mut seq, mut first) = (0u64, 0u64);
     if let Some(plan) = plan {
+        // A refusal does not stop these (see `Stop`).
         for e in plan.batches {
-            cut.progress.wait_for(seq, cut.ahead, stop);
-            if stop.load(Ordering::Relaxed) {
+            cut.progress.wait_for(seq, cut.ahead, || stop.failed());
+            if stop.failed() {
                 return Ok(());
             }
             skip(&mut items, e.first.saturating_sub(first), first, &cut.what)?;
@@ -379,7 +388,7 @@ fn read(
             }
             reading.bytes.store(items.bytes_read(), Ordering::Relaxed);
             first = e.first + e.len;
-            if !send(seq, e.first, lines, e.token, e.lost) {
+            if !send(seq, e.first, lines, Some((e.token, e.lost))) {
                 return Ok(());
             }
             seq += 1;
@@ -393,8 +402,8 @@ fn read(
         first = first.max(plan.read);
     }
     loop {
-        cut.progress.wait_for(seq, cut.ahead, stop);
-        if stop.load(Ordering::Relaxed) {
+        cut.progress.wait_for(seq, cut.ahead, || stop.any());
+        if stop.any() {
             return Ok(());
         }
         let mut lines = Vec::with_capacity(cut.batch.min(1 << 16));
@@ -412,7 +421,7 @@ fn read(
         if let Some(j) = &cut.journal {
             j.queued(first, &lines)?;
         }
-        if !send(seq, first, lines, None, false) {
+        if !send(seq, first, lines, None) {
             return Ok(());
         }
         seq += 1;
@@ -459,7 +468,7 @@ fn skip(items: &mut impl Items, n: u64, at: u64, what: &str) -> anyhow::Result<(
 /// after a failure, hands on the later successes too.
 fn in_order(
     done: Receiver<(Job, anyhow::Result<Vec<bool>>, u64)>,
-    stop: &AtomicBool,
+    stop: &Stop,
     progress: &Progress,
     emit: &mut impl FnMut(&[Vec<u8>], Vec<bool>, u64) -> anyhow::Result<()>,
     words: &Words,
@@ -480,8 +489,10 @@ fn in_order(
                 words,
                 |lines, answers| emit(lines, answers, read),
             );
-            if tally.stopping() {
-                stop.store(true, Ordering::Relaxed);
+            if tally.failing() {
+                stop.fail();
+            } else if tally.stopping() {
+                stop.refuse();
             }
         }
     }

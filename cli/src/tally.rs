@@ -81,6 +81,11 @@ pub fn is_refusal(e: &anyhow::Error) -> bool {
 
 impl Tally {
     /// Whether the run must stop reading.
+    /// Whether a batch failed (or the output did): nothing more is sent.
+    pub fn failing(&self) -> bool {
+        self.failed.is_some() || self.output.is_some()
+    }
+
     pub fn stopping(&self) -> bool {
         self.failed.is_some() || !self.left.is_empty() || self.output.is_some()
     }

@@ -373,3 +373,75 @@ fn a_run_killed_with_sigkill_leaves_a_state_file_that_resumes_it() {
         second.len()
     );
 }
+
+/// A sharded filter with little room, its `filter --state` killed after
+/// its first line while batches refused in part and batches answered were
+/// in flight: the resumed run, refused again for the first, still prints
+/// the answers the server kept for the others, so every item the filter
+/// stored was printed (its count equals the lines printed across the two
+/// runs). A refusal used to stop the resumed run before those batches.
+/// The kill's moment varies; each trial checks the whole property.
+#[test]
+fn a_resumed_run_refused_again_still_prints_the_answers_kept_for_its_other_batches() {
+    // On a cluster, whose masters answer the shards' parts apart.
+    let cluster = harness::RedisCluster::start();
+    let url = format!("redis+cluster://127.0.0.1:{}", cluster.nodes()[0].port());
+    let state = cluster.nodes()[0].dir().join("full.state");
+    let st = state.to_str().unwrap();
+    for trial in 0..40 {
+        let name = format!("small{trial}");
+        bin::create(
+            &url,
+            &name,
+            &["--kind", "bloom", "--capacity", "10", "--shards", "2"],
+        );
+        let input = urls(&format!("t{trial}"), 200);
+        let text = input.join("\n") + "\n";
+        let _ = std::fs::remove_file(&state);
+        let mut child = bin::spawn(&[
+            "--redis", &url, "filter", &name, "--batch", "20", "--state", st,
+        ]);
+        let mut stdin = child.stdin.take().unwrap();
+        let writer = {
+            let text = text.clone();
+            std::thread::spawn(move || {
+                let _ = stdin.write_all(text.as_bytes());
+                stdin
+            })
+        };
+        // Killed as soon as its first line is out: batches are then in
+        // flight, answered or refused, and not yet printed.
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        let _ = out.read_line(&mut line);
+        let _ = child.kill();
+        child.wait().unwrap();
+        drop(writer.join());
+        let mut rest = String::new();
+        let _ = out.read_to_string(&mut rest);
+        let first: Vec<String> = line.lines().chain(rest.lines()).map(String::from).collect();
+        let mut printed: BTreeSet<String> = first.into_iter().collect();
+        if state.exists() {
+            let run = bin::rotabloom(
+                &[
+                    "--redis", &url, "filter", &name, "--batch", "20", "--resume", st,
+                ],
+                &[],
+                text.as_bytes(),
+            );
+            assert!(
+                run.code == 0 || run.stderr.contains("is full"),
+                "trial {trial}: {run:?}"
+            );
+            printed.extend(run.stdout.lines().map(String::from));
+        }
+        let status = bin::rotabloom(&["--redis", &url, "status", &name, "--json"], &[], b"");
+        let doc: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+        let count = doc["filters"][0]["items"].as_u64().unwrap();
+        assert_eq!(
+            count,
+            printed.len() as u64,
+            "trial {trial}: items stored, lines printed"
+        );
+    }
+}
