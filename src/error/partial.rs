@@ -89,6 +89,9 @@ impl Fate {
             | Error::ModuleMissing { .. }
             | Error::PermissionDenied { .. }
             | Error::InvalidParameter { .. } => Fate::Refused,
+            // A cluster's redirection (MOVED, ASK): the node did not run
+            // the command, it names the one that serves the slot now.
+            Error::Redis(e) if e.inner().redirect_node().is_some() => Fate::Refused,
             _ => Fate::Unknown,
         }
     }
@@ -181,5 +184,30 @@ impl fmt::Display for Partial {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::{ErrorKind, ServerErrorKind};
+
+    #[test]
+    fn a_redirection_was_not_run_and_a_lost_reply_may_have_been() {
+        let moved = |kind| {
+            Error::from(redis::RedisError::from((
+                ErrorKind::Server(kind),
+                "redirected",
+                "3999 127.0.0.1:6381".to_string(),
+            )))
+        };
+        assert_eq!(Fate::of(&moved(ServerErrorKind::Moved)), Fate::Refused);
+        assert_eq!(Fate::of(&moved(ServerErrorKind::Ask)), Fate::Refused);
+        let reset = Error::from(redis::RedisError::from(std::io::Error::from(
+            std::io::ErrorKind::ConnectionReset,
+        )));
+        assert_eq!(Fate::of(&reset), Fate::Unknown);
+        let recreated = Error::Recreated { name: "f".into() };
+        assert_eq!(Fate::of(&recreated), Fate::Refused);
     }
 }
