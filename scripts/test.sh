@@ -143,3 +143,4 @@ echo "==> Valkey: python"
 # With arguments, one pass over every test file (not the oldest Scrapy's
 # again); the TLS tests stay Redis-only, as above.
 bash scripts/test-python.sh -k "not tls"
+echo "==> test suite: ok ($((SECONDS / 60)) min $((SECONDS % 60)) s)"
