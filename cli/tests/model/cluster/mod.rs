@@ -66,11 +66,17 @@ pub fn check_seed(world: &mut CWorld, seed: u64, total: &mut Stats) -> Result<()
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(90);
+    // A cluster of its own per try, as per sequence: a try can leave slots
+    // mid-migration or a master restarted, which no reset undoes.
     let shrunk = crate::shrink::shrink_steps(
         steps[..=failure.step].to_vec(),
         Duration::from_secs(budget),
-        |s| play(world, s).0.is_err(),
+        |s| {
+            *world = CWorld::new();
+            play(world, s).0.is_err()
+        },
     );
+    *world = CWorld::new();
     let (again, _) = play(world, &shrunk);
     Err(crate::shrink::report(
         "cluster model",
