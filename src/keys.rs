@@ -199,15 +199,16 @@ impl Keys {
     pub fn pattern(&self) -> String {
         // A name's own glob characters are escaped, or the pattern of
         // filter `a*` would match every filter starting with `a`.
-        let name: String = self
-            .name
-            .as_str()
-            .chars()
-            .flat_map(|c| match c {
-                '*' | '?' | '[' | ']' | '\\' => vec!['\\', c],
-                c => vec![c],
-            })
-            .collect();
-        format!("{KEY_PREFIX}:{{{name}}}:*")
+        format!("{KEY_PREFIX}:{{{}}}:*", glob_escaped(self.name.as_str()))
     }
+}
+
+/// `name` with its glob characters escaped, for a SCAN pattern.
+pub(crate) fn glob_escaped(name: &str) -> String {
+    name.chars()
+        .flat_map(|c| match c {
+            '*' | '?' | '[' | ']' | '\\' => vec!['\\', c],
+            c => vec![c],
+        })
+        .collect()
 }

@@ -49,16 +49,20 @@ fn mismatch(name: &str, field: &str, stored: impl ToString, requested: impl ToSt
 /// would ever find them).
 fn drop_shards<C: redis::ConnectionLike + ?Sized>(conn: &mut C, root: &Root) -> Result<()> {
     for sub in &root.shards {
-        match crate::any::AnyFilter::open(conn, sub) {
-            Ok(f) => {
-                f.drop(conn)?;
-            }
-            Err(_) => {
-                crate::any::AnyFilter::drop_unreadable(conn, sub)?;
-            }
-        }
+        drop_shard(conn, sub)?;
     }
     Ok(())
+}
+
+/// Drops shard `name`, readable or not (see [`drop_shards`]).
+pub(crate) fn drop_shard<C: redis::ConnectionLike + ?Sized>(
+    conn: &mut C,
+    name: &str,
+) -> Result<()> {
+    match crate::any::AnyFilter::open(conn, name) {
+        Ok(f) => f.drop(conn).map(|_| ()),
+        Err(_) => crate::any::AnyFilter::drop_unreadable(conn, name).map(|_| ()),
+    }
 }
 
 /// Drops a sharded filter: marks the root `dropping`, drops the shards,

@@ -74,10 +74,12 @@ fn relabel<T>(name: &str, results: Results<T>, gone: Option<Gone>) -> Results<T>
         .collect()
 }
 
-/// The root's metadata key.
-fn meta_key(root: &Root) -> Option<String> {
+/// The root and its metadata key, when `results` name a missing shard:
+/// the record to read before saying which (sync and async alike).
+fn to_read<'r, T>(root: Option<&'r Root>, results: &Results<T>) -> Option<(&'r Root, String)> {
+    let root = root.filter(|_| any_missing(results))?;
     let name = FilterName::existing(&root.name).ok()?;
-    Some(Keys::new(name).meta().to_string())
+    Some((root, Keys::new(name).meta().to_string()))
 }
 
 /// `results`, a missing shard said as what it is (see the module). The
@@ -87,12 +89,9 @@ pub(super) fn explain<C, T>(conn: &mut C, root: Option<&Root>, results: Results<
 where
     C: redis::ConnectionLike + ?Sized,
 {
-    let Some((root, meta)) = root.and_then(|r| Some((r, meta_key(r)?))) else {
+    let Some((root, meta)) = to_read(root, &results) else {
         return results;
     };
-    if !any_missing(&results) {
-        return results;
-    }
     match read_meta(conn, &meta) {
         Ok(now) => relabel(&root.name, results, meaning(root, &now)),
         Err(_) => results,
@@ -109,12 +108,9 @@ pub(super) async fn explain_async<C, T>(
 where
     C: redis::aio::ConnectionLike + Send,
 {
-    let Some((root, meta)) = root.and_then(|r| Some((r, meta_key(r)?))) else {
+    let Some((root, meta)) = to_read(root, &results) else {
         return results;
     };
-    if !any_missing(&results) {
-        return results;
-    }
     match super::root_io::read_meta_async(conn, &meta).await {
         Ok(now) => relabel(&root.name, results, meaning(root, &now)),
         Err(_) => results,

@@ -111,14 +111,7 @@ impl ShardedFilter<crate::kinds::Any> {
     ) -> Result<Vec<String>> {
         let lost = Self::orphans(conn, name)?;
         for shard in &lost {
-            match crate::any::AnyFilter::open(conn, shard) {
-                Ok(f) => {
-                    f.drop(conn)?;
-                }
-                Err(_) => {
-                    crate::any::AnyFilter::drop_unreadable(conn, shard)?;
-                }
-            }
+            super::create::drop_shard(conn, shard)?;
         }
         Ok(lost)
     }

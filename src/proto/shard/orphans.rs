@@ -4,8 +4,9 @@
 //! step per request, run by a script routed to that master by a key of a
 //! slot it serves. Pure: built and decoded here, sent by `crate::shard`.
 
+use super::script::text;
 use crate::error::{Error, Result};
-use crate::keys::KEY_PREFIX;
+use crate::keys::{glob_escaped, KEY_PREFIX};
 use crate::proto::take_one;
 use crate::request::{Replies, Request};
 use crate::scripts::FIND_SHARDS;
@@ -18,19 +19,9 @@ const COUNT: u32 = 1000;
 /// on average, so this bound is never met by a master that serves a slot.
 const MAX_TRIES: u32 = 1_000_000;
 
-/// `name` with its glob characters escaped.
-fn escaped(name: &str) -> String {
-    name.chars()
-        .flat_map(|c| match c {
-            '*' | '?' | '[' | ']' | '\\' => vec!['\\', c],
-            c => vec![c],
-        })
-        .collect()
-}
-
 /// The pattern of every shard's metadata key of filter `name`.
 pub fn pattern(name: &str) -> String {
-    format!("{KEY_PREFIX}:{{{}:shard:*}}:meta", escaped(name))
+    format!("{KEY_PREFIX}:{{{}:shard:*}}:meta", glob_escaped(name))
 }
 
 /// A key that `lands` on the master to walk (a cluster's: the key's slot
@@ -49,14 +40,6 @@ pub fn step(probe: &str, cursor: &str, pattern: &str) -> Request {
     let mut req = Request::new().read_only();
     req.script(&FIND_SHARDS, cmd);
     req
-}
-
-fn text(v: &Value) -> Option<String> {
-    match v {
-        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
-        Value::SimpleString(s) => Some(s.clone()),
-        _ => None,
-    }
 }
 
 /// The reply of a [`step`]: the next cursor ("0": done) and the keys.

@@ -220,25 +220,31 @@ impl Root {
     }
 }
 
+/// A 2-shard root record of filter `crawl` (for tests).
+#[cfg(test)]
+pub(crate) fn canned_record(kind: &str, uid: &str, state: &str) -> BTreeMap<String, String> {
+    [
+        ("format", "sharded-1"),
+        ("uid", uid),
+        ("shards", "2"),
+        ("kind", kind),
+        ("capacity", "1000"),
+        ("state", state),
+        ("created_at", "1700000000000"),
+        ("shard.0", "crawl:shard:0:0a1b2c3d"),
+        ("shard.1", "crawl:shard:1:00000007"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn canned() -> BTreeMap<String, String> {
-        [
-            ("format", "sharded-1"),
-            ("uid", "0123456789abcdef"),
-            ("shards", "2"),
-            ("kind", "circular"),
-            ("capacity", "1000"),
-            ("state", "ready"),
-            ("created_at", "1700000000000"),
-            ("shard.0", "crawl:shard:0:0a1b2c3d"),
-            ("shard.1", "crawl:shard:1:00000007"),
-        ]
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+        canned_record("circular", "0123456789abcdef", "ready")
     }
 
     #[test]

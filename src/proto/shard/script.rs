@@ -128,7 +128,8 @@ pub fn cluster_slots() -> Request {
     Request::new().read_only().cmd(cmd)
 }
 
-fn text(v: &Value) -> Option<String> {
+/// A reply's text (a bulk or simple string).
+pub(crate) fn text(v: &Value) -> Option<String> {
     match v {
         Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
         Value::SimpleString(s) => Some(s.clone()),

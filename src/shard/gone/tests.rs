@@ -1,20 +1,7 @@
 use super::*;
 
 fn record(uid: &str, state: &str) -> BTreeMap<String, String> {
-    [
-        ("format", "sharded-1"),
-        ("uid", uid),
-        ("shards", "2"),
-        ("kind", "bloom"),
-        ("capacity", "1000"),
-        ("state", state),
-        ("created_at", "1700000000000"),
-        ("shard.0", "crawl:shard:0:0a1b2c3d"),
-        ("shard.1", "crawl:shard:1:00000007"),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect()
+    crate::proto::shard::root::canned_record("bloom", uid, state)
 }
 
 fn opened() -> Root {
