@@ -209,10 +209,11 @@ impl RedisServer {
 
     /// A cluster-enabled node (used by [`RedisCluster`]) that declares a
     /// silent peer failed after `node_timeout_ms`.
-    fn start_cluster_node(node_timeout_ms: u32) -> RedisServer {
+    fn start_cluster_node(node_timeout_ms: u32, extra_args: &[String]) -> RedisServer {
         // Given after the role's own arguments, so it is the one in force.
-        let timeout = vec!["--cluster-node-timeout".into(), node_timeout_ms.to_string()];
-        Self::start_impl(timeout, Role::ClusterNode)
+        let mut args = vec!["--cluster-node-timeout".into(), node_timeout_ms.to_string()];
+        args.extend_from_slice(extra_args);
+        Self::start_impl(args, Role::ClusterNode)
     }
 
     /// A server listening with TLS only, with the certificates of `files`;
@@ -623,6 +624,8 @@ pub fn external_or_private() -> Redis {
 pub struct RedisCluster {
     nodes: Vec<RedisServer>,
     node_timeout_ms: u32,
+    /// Every node's extra `redis-server` arguments (a module to load).
+    extra_args: Vec<String>,
 }
 
 impl RedisCluster {
@@ -634,12 +637,26 @@ impl RedisCluster {
     /// declaring a silent peer failed after `node_timeout_ms`; returns once
     /// every node says `cluster_state:ok` and every replica is in sync.
     pub fn start_with(masters: usize, replicas: usize, node_timeout_ms: u32) -> RedisCluster {
+        Self::start_with_args(masters, replicas, node_timeout_ms, &[])
+    }
+
+    /// As [`start_with`](Self::start_with), every node (and every node
+    /// added later) started with `extra_args` too, e.g.
+    /// `&["--loadmodule", "/path/to/redisbloom.so"]`.
+    pub fn start_with_args(
+        masters: usize,
+        replicas: usize,
+        node_timeout_ms: u32,
+        extra_args: &[&str],
+    ) -> RedisCluster {
+        let extra_args: Vec<String> = extra_args.iter().map(|s| s.to_string()).collect();
         let nodes: Vec<RedisServer> = (0..masters * (1 + replicas))
-            .map(|_| RedisServer::start_cluster_node(node_timeout_ms))
+            .map(|_| RedisServer::start_cluster_node(node_timeout_ms, &extra_args))
             .collect();
         let cluster = RedisCluster {
             nodes,
             node_timeout_ms,
+            extra_args,
         };
         let addrs: Vec<String> = cluster
             .nodes
@@ -716,7 +733,7 @@ impl RedisCluster {
     /// master whose node id is `master_id`; returns its index in
     /// [`nodes`](Self::nodes). Returns once it is in sync with its master.
     pub fn add_replica(&mut self, master_id: &str) -> usize {
-        let node = RedisServer::start_cluster_node(self.node_timeout_ms);
+        let node = RedisServer::start_cluster_node(self.node_timeout_ms, &self.extra_args);
         let existing = self
             .nodes
             .iter()

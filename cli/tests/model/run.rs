@@ -47,6 +47,10 @@ pub struct Stats {
     /// Cluster: filters whose root a restart lost, dropped by their
     /// shards' names.
     pub orphans: u64,
+    /// Cluster: filters created on each backend (bitmap, RedisBloom).
+    pub backends: [u64; 2],
+    /// Cluster: steps with a Python client beside a Rust one.
+    pub python: u64,
 }
 
 /// What may go wrong during a step, besides the model's own answers.

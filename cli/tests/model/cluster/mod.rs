@@ -8,8 +8,8 @@
 //! connections killed, restarted) or one shard (metadata or blocks
 //! deleted). Properties: see `run.rs`, `data.rs` and `whole.rs`.
 //!
-//! Bitmap filters only: RedisBloom is not loaded on the cluster's nodes.
-//! No Python client: the unsharded model has no Python client path either.
+//! Both backends: the nodes load RedisBloom (`crate::module`), and about
+//! a third of the filters keep their generations in its keys.
 
 mod data;
 mod live;
@@ -31,7 +31,7 @@ pub const STEPS: usize = 30;
 
 /// The sequence of `seed`: even seeds inject faults.
 pub fn sequence(seed: u64) -> Vec<CStep> {
-    let mut g = CGenerator::new(seed);
+    let mut g = CGenerator::new(seed, crate::module().is_some());
     let faults = seed.is_multiple_of(2);
     (0..STEPS).map(|_| g.step(faults)).collect()
 }
@@ -55,6 +55,9 @@ pub fn check_seed(world: &mut CWorld, seed: u64, total: &mut Stats) -> Result<()
     total.calls += stats.calls;
     total.items += stats.items;
     total.orphans += stats.orphans;
+    total.backends[0] += stats.backends[0];
+    total.backends[1] += stats.backends[1];
+    total.python += stats.python;
     let Err(failure) = out else {
         return Ok(());
     };

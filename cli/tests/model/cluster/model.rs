@@ -6,7 +6,7 @@
 
 use crate::cluster::steps::{CSpec, Kind};
 use crate::model::MFilter;
-use crate::steps::{Shape, Spec, Store};
+use crate::steps::{Shape, Spec};
 use rotabloom::ItemHash;
 
 /// The bytes of item `id` (as the unsharded model spells them).
@@ -39,7 +39,7 @@ impl MSharded {
             .map(|c| {
                 let s = Spec {
                     shape: shape(spec.kind),
-                    store: Store::Bitmap,
+                    store: spec.store,
                     capacity: Self::shard_capacity(&spec),
                     error_rate: spec.error_rate,
                 };

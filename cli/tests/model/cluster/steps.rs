@@ -3,6 +3,7 @@
 //! ready to paste into `replay_cluster(&[...])`.
 
 use crate::rng::Rng;
+pub use crate::steps::Store;
 
 /// A filter's kind as `rotabloom create --kind` takes it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,10 +16,12 @@ pub enum Kind {
     },
 }
 
-/// A filter to create: `shards` 0 is an unsharded filter.
+/// A filter to create: `shards` 0 is an unsharded filter; `store` its
+/// backend (bitmap, or RedisBloom keys when the module is loaded).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CSpec {
     pub kind: Kind,
+    pub store: Store,
     pub shards: u32,
     pub capacity: u64,
     pub error_rate: f64,
@@ -132,14 +135,17 @@ pub struct CGenerator {
     rng: Rng,
     filters: Vec<Option<CSpec>>,
     next_item: u32,
+    /// Whether RedisBloom is loaded on the cluster's nodes.
+    module: bool,
 }
 
 impl CGenerator {
-    pub fn new(seed: u64) -> CGenerator {
+    pub fn new(seed: u64, module: bool) -> CGenerator {
         CGenerator {
             rng: Rng::new(seed ^ 0xc1_5e7e),
             filters: vec![None; FILTERS as usize],
             next_item: 0,
+            module,
         }
     }
 
@@ -156,11 +162,20 @@ impl CGenerator {
             0 => 0,
             _ => 1 + self.rng.below(8) as u32,
         };
+        // Drawn last, so that a seed's other choices stay as they were
+        // before the module backend came into the cluster model.
+        let capacity = *self.rng.pick(&[3, 10, 40, 200, 1_000, 5_000, 50_000]);
+        let error_rate = *self.rng.pick(&[0.01, 0.001]);
+        let store = match self.module && self.rng.chance(0.3) {
+            true => Store::Module,
+            false => Store::Bitmap,
+        };
         CSpec {
             kind,
+            store,
             shards,
-            capacity: *self.rng.pick(&[3, 10, 40, 200, 1_000, 5_000, 50_000]),
-            error_rate: *self.rng.pick(&[0.01, 0.001]),
+            capacity,
+            error_rate,
         }
     }
 
@@ -289,7 +304,10 @@ impl CGenerator {
             69..=71 => {
                 let (f, s) = self.existing()?;
                 let to = self.absent()?;
-                self.filters[to as usize] = Some(s);
+                // A RedisBloom filter's dump is refused (nothing restored).
+                if s.store == Store::Bitmap {
+                    self.filters[to as usize] = Some(s);
+                }
                 CStep::DumpRestore { f, to }
             }
             72..=75 => {

@@ -76,7 +76,12 @@ pub struct CWorld {
 
 impl CWorld {
     pub fn new() -> CWorld {
-        let cluster = RedisCluster::start();
+        let module = crate::module();
+        let args: Vec<&str> = match &module {
+            Some(m) => vec!["--loadmodule", m],
+            None => vec![],
+        };
+        let cluster = RedisCluster::start_with_args(3, 0, 5000, &args);
         let seeds: Vec<String> = cluster
             .nodes()
             .iter()
