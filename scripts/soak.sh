@@ -21,6 +21,9 @@ case "$minutes" in
 esac
 bash scripts/ensure-redis.sh
 if [ "$cluster" = 1 ]; then
+    # The Python clients' interpreter, with the wheel of this checkout.
+    ROTABLOOM_MODEL_PYTHON="$(bash scripts/model-python.sh)"
+    export ROTABLOOM_MODEL_PYTHON
     ROTABLOOM_MODEL_CLUSTER_MINUTES="$minutes" cargo test -p rotabloom-cli --test model cluster_sequences -- --nocapture
 else
     ROTABLOOM_MODEL_MINUTES="$minutes" cargo test -p rotabloom-cli --test model -- --exact sequences_hold_every_property --nocapture

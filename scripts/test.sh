@@ -44,7 +44,16 @@ export ROTABLOOM_BIN="$target_dir/debug/rotabloom"
 # Python smoke tests: the binding's surface and its filters, no Scrapy.
 python_smoke=(test_surface.py test_filters.py)
 
+# The wheel (the Python tests install it too), in a venv for the cluster
+# model's Python clients, which run beside the command line.
+model_python() {
+    echo "==> build: the Python wheel"
+    ROTABLOOM_MODEL_PYTHON="$(bash scripts/model-python.sh)"
+    export ROTABLOOM_MODEL_PYTHON
+}
+
 if [ "$quick" -eq 1 ]; then
+    model_python
     echo "==> quick: unit tests, model (8 fixed seeds), CLI black box"
     ROTABLOOM_MODEL_SEEDS=8 ROTABLOOM_MODEL_FIXED_ONLY=1 \
         cargo_test --lib --bins --test cli --test model "$@"
@@ -105,6 +114,7 @@ done
 # Built once, before either server's run starts.
 echo "==> build"
 cargo_test --all-targets --no-run "$@" 2>&1 | tail -n 1
+model_python
 logs="$target_dir/test-logs"
 mkdir -p "$logs"
 

@@ -666,4 +666,13 @@ fn a_module_generation_counts_itself_and_batches_commit_nothing() {
     let _: () = redis::cmd("DEL").arg(&key).query(&mut conn).unwrap();
     let e = f.count(&mut conn).unwrap_err();
     assert!(matches!(e, Error::MissingData { .. }), "{e:?}");
+    // And an error in `info`, whatever count the metadata keeps (none for
+    // a module's generation): `status --check` fails on it.
+    let info = f.info(&mut conn).unwrap();
+    let lost = info
+        .warnings
+        .iter()
+        .find(|w| w.code == rotabloom::WarningCode::MissingBlock)
+        .expect("a missing_block warning");
+    assert_eq!(lost.level, rotabloom::Level::Error, "{}", lost.message);
 }

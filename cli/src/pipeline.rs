@@ -388,6 +388,7 @@ fn read(
             }
             reading.bytes.store(items.bytes_read(), Ordering::Relaxed);
             first = e.first + e.len;
+            reading.lines.store(first, Ordering::Relaxed);
             if !send(seq, e.first, lines, Some((e.token, e.lost))) {
                 return Ok(());
             }
@@ -400,6 +401,8 @@ fn read(
             &cut.what,
         )?;
         first = first.max(plan.read);
+        // What a stop says was not read starts after the interrupted run's.
+        reading.lines.store(first, Ordering::Relaxed);
     }
     loop {
         cut.progress.wait_for(seq, cut.ahead, || stop.any());

@@ -433,6 +433,20 @@ fn a_resumed_run_refused_again_still_prints_the_answers_kept_for_its_other_batch
                 run.code == 0 || run.stderr.contains("is full"),
                 "trial {trial}: {run:?}"
             );
+            // What it says was not read follows what the killed run read
+            // (its first batch of 20 lines at least: it printed a line).
+            if let Some(at) = run.stderr.find("input after line ") {
+                let n: String = run.stderr[at + 17..]
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                let n: u64 = n.parse().unwrap();
+                assert!(
+                    n >= 20,
+                    "trial {trial}: not read after line {n}: {}",
+                    run.stderr
+                );
+            }
             printed.extend(run.stdout.lines().map(String::from));
         }
         let status = bin::rotabloom(&["--redis", &url, "status", &name, "--json"], &[], b"");

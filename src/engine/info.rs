@@ -132,8 +132,9 @@ fn block_warnings(g: &Generation, read: &Held, warnings: &mut Vec<Warning>) {
     }
     let missing = read.short.iter().filter(|(_, len)| *len == 0).count();
     // A missing block of a generation that holds items lost them; a short
-    // one lost what lay past its end.
-    let level = if g.count > 0 || missing < read.short.len() {
+    // one lost what lay past its end; a store that makes its blocks with
+    // the generation lost them whatever the count (which it kept there).
+    let level = if g.count > 0 || missing < read.short.len() || read.gone {
         Level::Error
     } else {
         Level::Warn
@@ -143,13 +144,16 @@ fn block_warnings(g: &Generation, read: &Held, warnings: &mut Vec<Warning>) {
     } else {
         "missing or shorter than its full size"
     };
+    let held = match read.gone {
+        true => "items unknown: the count was kept in it".to_string(),
+        false => format!("{} items", g.count),
+    };
     warnings.push(Warning::new(
         WarningCode::MissingBlock,
         level,
         format!(
-            "generation {} ({} items): block {} {what} (evicted or deleted?): queries now miss items it held",
+            "generation {} ({held}): block {} {what} (evicted or deleted?): queries now miss items it held",
             g.seq,
-            g.count,
             block_list(read.short.iter().map(|(b, _)| *b)),
         ),
     ));
@@ -319,6 +323,33 @@ mod tests {
             still(&view, reply(vec![other, epoch, None])).unwrap(),
             Still::Changed
         );
+    }
+
+    #[test]
+    fn a_missing_block_is_an_error_when_items_or_the_count_were_in_it() {
+        use super::{block_warnings, Held};
+        use crate::info::Level;
+        let view = crate::testkit::view_of("bloom", 1);
+        let mut g = view.gens[0].clone();
+        let level = |g: &crate::generation::Generation, gone: bool| {
+            let read = Held {
+                short: vec![(0, 0)],
+                gone,
+                ..Held::default()
+            };
+            let mut w = Vec::new();
+            block_warnings(g, &read, &mut w);
+            (w[0].level, w[0].message.clone())
+        };
+        g.count = 0;
+        // A bitmap block is made by the first write: none yet, no loss.
+        assert_eq!(level(&g, false).0, Level::Warn);
+        // A module's key is made with the generation and holds its count.
+        let (l, message) = level(&g, true);
+        assert_eq!(l, Level::Error);
+        assert!(message.contains("items unknown"), "{message}");
+        g.count = 3;
+        assert_eq!(level(&g, false).0, Level::Error);
     }
 
     #[test]

@@ -112,6 +112,10 @@ pub(crate) struct Held {
     pub items: Option<u64>,
     /// (block, bytes held) of missing or short blocks.
     pub short: Vec<(u32, u64)>,
+    /// A missing block is lost data even if the generation's count is 0:
+    /// the store makes its blocks with the generation (a module's key),
+    /// not on the first write (a bitmap's), and keeps the count in them.
+    pub gone: bool,
 }
 
 /// A backend's policy for one generation.

@@ -190,7 +190,10 @@ impl Store for RedisBloom {
     ) -> Result<()> {
         match replies.next() {
             // BF.INFO of a key that does not exist.
-            Some(Err(e)) if e.to_string().contains("not found") => out.short.push((block, 0)),
+            Some(Err(e)) if e.to_string().contains("not found") => {
+                out.short.push((block, 0));
+                out.gone = true;
+            }
             Some(Ok(v)) => {
                 let (size, items) = bf_info(&v);
                 out.memory_bytes = out.memory_bytes.saturating_add(size);

@@ -53,6 +53,12 @@ impl Drop for InstallLock {
     }
 }
 
+/// Runs `f` holding the lock file `lock` (the same across processes).
+pub fn locked<T>(lock: PathBuf, f: impl FnOnce() -> T) -> T {
+    let _lock = InstallLock::take(lock);
+    f()
+}
+
 /// The python of a venv `name` under `dir` with `packages` installed.
 /// Within a process, call it from one thread (the callers hold it in a
 /// `OnceLock`); across processes, a lock file orders the installs.

@@ -30,10 +30,24 @@ pub fn settle(
     out: &Printed,
     hazard: Hazard,
 ) -> Result<(), String> {
+    settle_with(m, input, input, first_line, out, hazard)
+}
+
+/// [`settle`], with `room` the items written at the same time (this run's
+/// and another client's): a refusal as full is right when they may fill
+/// a shard.
+pub fn settle_with(
+    m: &mut MSharded,
+    input: &[u32],
+    room: &[u32],
+    first_line: usize,
+    out: &Printed,
+    hazard: Hazard,
+) -> Result<(), String> {
     if out.code != 0 {
         loud(out.code, &out.stderr)?;
         let full = out.stderr.contains("is full");
-        if full && !m.may_fill(input) {
+        if full && !m.may_fill(room) {
             return Err(format!(
                 "refused as full, no shard near its capacity: {}",
                 out.stderr
@@ -81,24 +95,30 @@ pub fn settle(
     Ok(())
 }
 
+/// `filter NAME --batch B`, two batches in flight, four retries.
+pub fn filter_args<'a>(n: &'a str, b: &'a str, least: bool) -> Vec<&'a str> {
+    let mut args = vec![
+        "--in-flight",
+        "2",
+        "--retries",
+        "4",
+        "filter",
+        n,
+        "--batch",
+        b,
+    ];
+    if least {
+        args.extend(["--delivery", "at-least-once"]);
+    }
+    args
+}
+
 impl CRun<'_> {
     /// `filter NAME --batch B`.
     pub fn filter(&mut self, f: u8, items: &[u32], batch: u32, least: bool) -> Result<(), String> {
         let n = name(f);
         let b = batch.to_string();
-        let mut args = vec![
-            "--in-flight",
-            "2",
-            "--retries",
-            "4",
-            "filter",
-            &n,
-            "--batch",
-            &b,
-        ];
-        if least {
-            args.extend(["--delivery", "at-least-once"]);
-        }
+        let args = filter_args(&n, &b, least);
         let hazard = self.hazard;
         let run = self.with_fault(|w| w.rb(&args, &lines(items)));
         self.stats.items += items.len() as u64;

@@ -2,7 +2,8 @@
 //! filters (1 to 8 shards, and unsharded ones beside them) of every kind,
 //! driven through the `rotabloom` command line (`filter`, `add`, `load`,
 //! `check`, `rotate`, `rotate --if-due`, `expand`, `convert`, `clear`,
-//! `dump`/`restore`, `drop`, `--state`/`--resume` after a kill), with drops
+//! `dump`/`restore`, `drop`, `--state`/`--resume` after a kill) and, beside
+//! a `filter` run, Python clients (`python.rs`), with drops
 //! and re-creates under a running `filter`, slots migrated mid-batch
 //! (MOVED and ASK), and faults on one master (out of memory, paused,
 //! connections killed, restarted) or one shard (metadata or blocks
@@ -15,6 +16,7 @@ mod data;
 mod live;
 mod model;
 mod props;
+mod python;
 pub mod run;
 pub mod steps;
 mod whole;

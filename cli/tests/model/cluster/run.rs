@@ -102,6 +102,13 @@ impl<'w> CRun<'w> {
                 batch,
                 least,
             } => self.filter(*f, items, *batch, *least),
+            CStep::Beside {
+                f,
+                py,
+                cli,
+                batch,
+                aio,
+            } => self.beside(*f, py, cli, *batch, *aio),
             CStep::Add { f, items } => self.add(*f, items, false),
             CStep::Load { f, items } => self.add(*f, items, true),
             CStep::Check { f, items } => self.check(*f, items),

@@ -63,6 +63,16 @@ pub enum CStep {
         batch: u32,
         least: bool,
     },
+    /// A `filter` run fed `cli` and, at the same time, a Python client
+    /// (`aio`: the asyncio class, else the blocking one) fed `py`, both
+    /// `batch` items at a time.
+    Beside {
+        f: u8,
+        py: Vec<u32>,
+        cli: Vec<u32>,
+        batch: u32,
+        aio: bool,
+    },
     /// `add` (items on standard input).
     Add {
         f: u8,
@@ -235,7 +245,21 @@ impl CGenerator {
                 self.filters[f as usize] = Some(spec);
                 CStep::Create { f, spec }
             }
-            12..=36 => {
+            33..=36 => {
+                let (f, s) = self.existing()?;
+                let py = self.items(s.capacity);
+                // Half the Python client's items, and some of its own.
+                let mut cli: Vec<u32> = py.iter().copied().step_by(2).collect();
+                cli.extend(self.items(s.capacity).into_iter().take(py.len() / 2 + 1));
+                CStep::Beside {
+                    f,
+                    py,
+                    cli,
+                    batch: *self.rng.pick(&[1, 7, 50, 250]),
+                    aio: self.rng.chance(0.5),
+                }
+            }
+            12..=32 => {
                 let (f, s) = self.existing()?;
                 let items = self.items(s.capacity);
                 let batch = *self.rng.pick(&[1, 7, 50, 250]);
