@@ -57,6 +57,14 @@ pub(crate) fn plain(e: &redis::RedisError) -> Option<String> {
         });
     } else if e.is_timeout() {
         "timed out waiting for the server's reply"
+    } else if let Some((node, slot)) = e.redirect_node() {
+        // A cluster connection follows redirections itself: one that
+        // reaches here came, most often, over a URL naming one node.
+        return Some(format!(
+            "the server is a node of a Redis Cluster, and slot {slot} of the filter's keys is served by {node} \
+             (a redis+cluster://HOST:PORT,HOST:PORT URL follows the cluster's slots; \
+             if it is one already, the cluster is moving that slot: run again)"
+        ));
     } else {
         return None;
     };
@@ -345,6 +353,13 @@ mod tests {
             let e = reply(wire);
             assert!(e.is_retryable(), "{wire:?}: {e:?}");
         }
+        // A redirection says where the slot is, and which URL follows it.
+        let moved = reply("-MOVED 3999 127.0.0.1:6381\r\n").to_string();
+        assert!(
+            moved.contains("slot 3999") && moved.contains("127.0.0.1:6381"),
+            "{moved}"
+        );
+        assert!(moved.contains("redis+cluster://"), "{moved}");
         assert!(
             !reply("-CROSSSLOT Keys in request don't hash to the same slot\r\n").is_retryable()
         );
