@@ -182,6 +182,7 @@ pub(crate) fn run<M: Machine, C: redis::ConnectionLike + ?Sized>(
     m.allow_transactions(conn.supports_pipelining());
     let mut replies = None;
     loop {
+        m.at(std::time::Instant::now());
         match m.step(replies.take())? {
             Poll::Ready(v) => return Ok(v),
             Poll::Send(req) => replies = Some(send_sync(conn, req, wait)?),
@@ -205,6 +206,7 @@ pub(crate) async fn run_async<M: Machine, C: redis::aio::ConnectionLike + Send>(
     let mut replies = None;
     loop {
         let_writers_run().await;
+        m.at(std::time::Instant::now());
         match m.step(replies.take())? {
             Poll::Ready(v) => return Ok(v),
             Poll::Send(req) => replies = Some(send_async(conn, req, wait).await?),

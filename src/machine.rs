@@ -23,6 +23,12 @@ pub(crate) trait Machine {
     /// Told once, before the first step, whether the connection can run a
     /// pipelined `WATCH ... EXEC` transaction.
     fn allow_transactions(&mut self, _yes: bool) {}
+
+    /// Told before each step the driver's monotonic time, read at the edge:
+    /// a machine that keeps a deadline (a restore's lease) reads no clock
+    /// of its own, so its tests set the time. A machine that wraps one
+    /// passes it on.
+    fn at(&mut self, _now: std::time::Instant) {}
 }
 
 impl<M: Machine + ?Sized> Machine for Box<M> {
@@ -32,5 +38,8 @@ impl<M: Machine + ?Sized> Machine for Box<M> {
     }
     fn allow_transactions(&mut self, yes: bool) {
         (**self).allow_transactions(yes)
+    }
+    fn at(&mut self, now: std::time::Instant) {
+        (**self).at(now)
     }
 }

@@ -394,6 +394,12 @@ impl<'a, R: Read> ShardedRestore<'a, R> {
 impl<R: Read> Machine for ShardedRestore<'_, R> {
     type Output = Summary;
 
+    fn at(&mut self, now: std::time::Instant) {
+        if let Step::Shard(_, m) = &mut self.step {
+            m.at(now);
+        }
+    }
+
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<Summary>> {
         let step = std::mem::replace(&mut self.step, Step::Over);
         self.advance(step, replies)

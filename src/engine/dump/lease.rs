@@ -25,10 +25,10 @@ pub const DEFAULT_LEASE: Duration = Duration::from_secs(15 * 60);
 pub const MIN_LEASE: Duration = Duration::from_secs(1);
 
 /// A restore's lease: its length, and when it was last renewed (or the
-/// restore began).
+/// restore's first step ran), on the driver's clock.
 pub(crate) struct Lease {
     pub(crate) length: Duration,
-    renewed: Instant,
+    renewed: Option<Instant>,
 }
 
 impl Lease {
@@ -47,11 +47,11 @@ impl Lease {
         Ok(())
     }
 
-    /// A lease of `length` that begins now.
+    /// A lease of `length` that begins at the first [`at`](Self::at).
     pub(crate) fn start(length: Duration) -> Lease {
         Lease {
             length,
-            renewed: Instant::now(),
+            renewed: None,
         }
     }
 
@@ -65,12 +65,18 @@ impl Lease {
         self.length.as_secs()
     }
 
-    /// Whether a third of the lease has passed since it was last renewed
-    /// (see [`DEFAULT_LEASE`] for why a third); if so, the renewal is
-    /// counted as done now.
-    pub(crate) fn renewal_due(&mut self) -> bool {
-        if self.renewed.elapsed() >= self.length / 3 {
-            self.renewed = Instant::now();
+    /// The driver's time: the first begins the lease.
+    pub(crate) fn at(&mut self, now: Instant) {
+        self.renewed.get_or_insert(now);
+    }
+
+    /// Whether at `now` a third of the lease has passed since it was last
+    /// renewed (see [`DEFAULT_LEASE`] for why a third); if so, the renewal
+    /// is counted as done at `now`.
+    pub(crate) fn renewal_due(&mut self, now: Instant) -> bool {
+        let since = *self.renewed.get_or_insert(now);
+        if now.saturating_duration_since(since) >= self.length / 3 {
+            self.renewed = Some(now);
             return true;
         }
         false

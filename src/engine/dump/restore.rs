@@ -51,6 +51,9 @@ pub(crate) struct RestoreMachine<'a, R> {
     data_bytes: u64,
     cancel: Option<&'a AtomicBool>,
     lease: Lease,
+    /// The driver's time at this step ([`Machine::at`]); none yet, no
+    /// renewal.
+    now: Option<std::time::Instant>,
 }
 
 impl<'a, R: Read> RestoreMachine<'a, R> {
@@ -128,6 +131,7 @@ impl<'a, R: Read> RestoreMachine<'a, R> {
             data_bytes: 0,
             cancel: options.cancel,
             lease: Lease::start(options.lease),
+            now: None,
         })
     }
 
@@ -219,7 +223,8 @@ impl<'a, R: Read> RestoreMachine<'a, R> {
     /// the lease has passed (each write renews its own block's), else the
     /// next record.
     fn renew_or_next(&mut self) -> Result<Poll<Summary>> {
-        if !self.written.is_empty() && self.lease.renewal_due() {
+        let due = self.now.is_some_and(|now| self.lease.renewal_due(now));
+        if !self.written.is_empty() && due {
             self.state = RestoreState::Renewed;
             return Ok(Poll::Send(format::refresh_request(
                 &self.written,
@@ -315,6 +320,11 @@ impl<'a, R: Read> RestoreMachine<'a, R> {
 
 impl<R: Read> Machine for RestoreMachine<'_, R> {
     type Output = Summary;
+
+    fn at(&mut self, now: std::time::Instant) {
+        self.now = Some(now);
+        self.lease.at(now);
+    }
 
     fn step(&mut self, replies: Option<Replies>) -> Result<Poll<Summary>> {
         let state = std::mem::replace(&mut self.state, RestoreState::Publish);

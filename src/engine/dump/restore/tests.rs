@@ -178,6 +178,7 @@ fn leases_are_renewed_and_a_vanished_block_fails_the_restore() {
     let mut m = machine(&file, RestoreOptions::new().name(Some("copy")));
     // A lease of 0: every write is followed by the renewal.
     m.lease.length = Duration::ZERO;
+    m.at(std::time::Instant::now());
     assert_eq!(send(m.step(None).unwrap())[0], "EXISTS");
     let key = send(m.step(ok(Value::Int(0))).unwrap())[3].clone();
     let renew = send(m.step(ok(Value::Int(125))).unwrap());
@@ -196,6 +197,25 @@ fn leases_are_renewed_and_a_vanished_block_fails_the_restore() {
     assert_eq!(undo, ["UNLINK".to_string(), key]);
     let e = m.step(ok(Value::Int(0))).err();
     assert!(matches!(e, Some(Error::RestoreExpired { .. })), "{e:?}");
+}
+
+#[test]
+fn the_lease_is_renewed_once_a_third_of_it_passed_on_the_drivers_clock() {
+    let file = whole_dump();
+    let t0 = std::time::Instant::now();
+    // The default lease, 15 minutes: renewed 5 minutes after the start,
+    // by the time the driver passes in, not by a clock of the machine's.
+    let after_the_write = |elapsed: Duration| {
+        let mut m = machine(&file, RestoreOptions::new().name(Some("copy")));
+        m.at(t0);
+        let key = allocate(&mut m);
+        m.at(t0 + elapsed);
+        (key, send(m.step(ok(Value::Int(125))).unwrap()))
+    };
+    let (key, renew) = after_the_write(Duration::from_secs(300));
+    assert_eq!(renew, ["PEXPIRE".to_string(), key, "900000".into()]);
+    let (_, next) = after_the_write(Duration::from_secs(299));
+    assert_ne!(next[0], "PEXPIRE", "renewed before a third had passed");
 }
 
 #[test]
