@@ -55,6 +55,9 @@ pub(crate) fn plain(e: &redis::RedisError) -> Option<String> {
             Some(d) => format!("not a Redis server: {d}"),
             None => "not a Redis server: its reply is not in the Redis protocol".to_string(),
         });
+    } else if code == Some("OOM") {
+        "out of memory: the server refused a write (its used memory is above maxmemory); \
+         free memory or raise maxmemory, then run again"
     } else if e.is_timeout() {
         "timed out waiting for the server's reply"
     } else if let Some((node, slot)) = e.redirect_node() {
@@ -328,6 +331,11 @@ mod tests {
         )
         .into();
         assert_eq!(said(timeout), "timed out waiting for the server's reply");
+        let oom = server(
+            "OOM",
+            "command not allowed when used memory > 'maxmemory'. script: 1280af8c, on @user_script:21.",
+        );
+        assert!(said(oom).starts_with("out of memory: "));
         // Anything else keeps the redis crate's words, after `redis: `.
         assert!(said(server("BUSY", "a script is running")).starts_with("redis: "));
     }
