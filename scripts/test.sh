@@ -19,6 +19,12 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
+# "==> what" with the time since the start, so that a run's log shows
+# where its minutes go.
+step() {
+    echo "==> [$((SECONDS / 60))m$(printf '%02d' $((SECONDS % 60)))s] $*"
+}
+
 quick=0
 if [ "${1:-}" = "--quick" ]; then
     quick=1
@@ -47,17 +53,17 @@ python_smoke=(test_surface.py test_filters.py)
 # The wheel (the Python tests install it too), in a venv for the cluster
 # model's Python clients, which run beside the command line.
 model_python() {
-    echo "==> build: the Python wheel"
+    step "build: the Python wheel"
     ROTABLOOM_MODEL_PYTHON="$(bash scripts/model-python.sh)"
     export ROTABLOOM_MODEL_PYTHON
 }
 
 if [ "$quick" -eq 1 ]; then
     model_python
-    echo "==> quick: unit tests, model (8 fixed seeds), CLI black box"
+    step "quick: unit tests, model (8 fixed seeds), CLI black box"
     ROTABLOOM_MODEL_SEEDS=8 ROTABLOOM_MODEL_FIXED_ONLY=1 \
         cargo_test --lib --bins --test cli --test model "$@"
-    echo "==> quick: python smoke tests"
+    step "quick: python smoke tests"
     bash scripts/test-python.sh "${python_smoke[@]}"
     exit 0
 fi
@@ -112,7 +118,7 @@ for t in "${valkey_tests[@]}"; do
 done
 
 # Built once, before either server's run starts.
-echo "==> build"
+step "build"
 cargo_test --all-targets --no-run "$@" 2>&1 | tail -n 1
 model_python
 logs="$target_dir/test-logs"
@@ -121,7 +127,7 @@ mkdir -p "$logs"
 # Both servers' runs at once: each mostly waits on its own servers.
 redis_version="$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
 valkey_version="$("$valkey_server" --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
-echo "==> Redis $redis_version and Valkey $valkey_version side by side (logs: $logs)"
+step "Redis $redis_version and Valkey $valkey_version side by side (logs: $logs)"
 run_tests "$logs/redis.log" --lib --bins --tests "$@" &
 redis_pid=$!
 REDIS_SERVER="$valkey_server" ROTABLOOM_MODEL_SEEDS=60 ROTABLOOM_MODEL_FIXED_ONLY=1 \
@@ -134,22 +140,23 @@ wait "$valkey_pid" || { echo "==> Valkey: FAILED (above)"; failed=1; }
 
 # The benches' smoke runs (`harness = false`: nextest does not run them)
 # and the doctests, which neither runs.
-echo "==> benches (smoke) and doctests"
+step "benches (smoke)"
 cargo_test --benches "$@"
+step "doctests"
 cargo_test --doc "$@"
 
 # The examples assert their own claims: run each as a smoke test.
 for example in demo monthly_recrawl capacity_growth cron_rotation async_crawler; do
-    echo "==> example $example"
+    step "example $example"
     cargo run ${locked[@]+"${locked[@]}"} --quiet --example "$example" >/dev/null
 done
 
 # The Python package and its Scrapy dupefilter (builds the wheel).
-echo "==> python"
+step "python"
 bash scripts/test-python.sh
 
 export REDIS_SERVER="$valkey_server"
-echo "==> Valkey: python"
+step "Valkey: python"
 # With arguments, one pass over every test file (not the oldest Scrapy's
 # again); the TLS tests stay Redis-only, as above.
 bash scripts/test-python.sh -k "not tls"
