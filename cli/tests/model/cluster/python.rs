@@ -95,8 +95,19 @@ fn finish(mut child: Child, input: String) -> (String, i32, String) {
         let _ = o.read_to_string(&mut stdout);
     }
     let _ = writer.join();
-    let code = child.wait().map_or(-1, |s| s.code().unwrap_or(-1));
-    (stdout, code, errors.join().unwrap_or_default())
+    let mut stderr = errors.join().unwrap_or_default();
+    let code = match child.wait() {
+        Ok(s) => s.code().unwrap_or_else(|| {
+            use std::os::unix::process::ExitStatusExt;
+            stderr.push_str(&format!("(ended by signal {:?})", s.signal()));
+            -1
+        }),
+        Err(e) => {
+            stderr.push_str(&format!("(cannot wait for it: {e})"));
+            -1
+        }
+    };
+    (stdout, code, stderr)
 }
 
 impl CWorld {
@@ -106,7 +117,9 @@ impl CWorld {
         if !script.exists() {
             std::fs::write(&script, CLIENT).expect("write client.py");
         }
+        // A crash of the native module prints the Python threads' stacks.
         Command::new(interpreter())
+            .args(["-X", "faulthandler"])
             .arg(&script)
             .args([&self.url, name, &batch.to_string()])
             .arg(if aio { "aio" } else { "sync" })
