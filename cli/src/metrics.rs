@@ -10,11 +10,13 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::Path;
 
-/// One metric family: its name, help, and samples (labels, value).
+/// One metric family: its name, help, and its samples' lines, written
+/// as each is added (a family's lines must stand together, so each has
+/// its own text; a filter's report is dropped once its samples are in).
 struct Family {
     name: &'static str,
     help: &'static str,
-    samples: Vec<(Vec<(&'static str, String)>, f64)>,
+    lines: String,
 }
 
 impl Family {
@@ -22,30 +24,28 @@ impl Family {
         Family {
             name,
             help,
-            samples: Vec::new(),
+            lines: String::new(),
         }
     }
 
     fn add(&mut self, labels: Vec<(&'static str, String)>, value: f64) {
-        self.samples.push((labels, value));
+        let labels: Vec<String> = labels
+            .iter()
+            .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+            .collect();
+        let _ = writeln!(
+            self.lines,
+            "{}{{{}}} {}",
+            self.name,
+            labels.join(","),
+            number(value)
+        );
     }
 
     fn write(&self, out: &mut String) {
         let _ = writeln!(out, "# HELP {} {}", self.name, self.help);
         let _ = writeln!(out, "# TYPE {} gauge", self.name);
-        for (labels, value) in &self.samples {
-            let labels: Vec<String> = labels
-                .iter()
-                .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
-                .collect();
-            let _ = writeln!(
-                out,
-                "{}{{{}}} {}",
-                self.name,
-                labels.join(","),
-                number(*value)
-            );
-        }
+        out.push_str(&self.lines);
     }
 }
 
@@ -90,114 +90,136 @@ fn count_levels(name: &str, ws: &[Warning], family: &mut Family) {
     }
 }
 
-/// The whole exposition for `reports`, the filters that could not be
-/// read, and the server's warnings.
-fn render(reports: &[Report], failed: &[status::Failed], server: &Server) -> String {
-    let mut up = Family::new(
-        "rotabloom_filter_up",
-        "1 when the filter could be read, 0 when reading it failed (see the command's stderr).",
-    );
-    let mut kind = Family::new(
-        "rotabloom_filter_info",
-        "Always 1; the labels say the filter's kind.",
-    );
-    let mut items = Family::new(
-        "rotabloom_items",
-        "Distinct items inserted, over all generations.",
-    );
-    let mut capacity = Family::new(
-        "rotabloom_capacity",
-        "Items the generations were sized for, summed.",
-    );
-    let mut fill = Family::new("rotabloom_fill_ratio", "Items divided by capacity.");
-    let mut fpr = Family::new(
-        "rotabloom_false_positive_rate",
-        "Estimated false-positive rate of a query now, from the bits set.",
-    );
-    let mut bytes = Family::new(
-        "rotabloom_memory_bytes",
-        "Bytes Redis holds for the filter's generations.",
-    );
-    let mut gens = Family::new("rotabloom_generations", "Live generations.");
-    let mut epoch = Family::new(
-        "rotabloom_epoch",
-        "Structural changes so far (rotations, expansions, conversions).",
-    );
-    let mut next = Family::new(
-        "rotabloom_next_rotation_seconds",
-        "Seconds until the next scheduled rotation (negative when overdue); scheduled circular filters only.",
-    );
-    let mut warnings = Family::new(
-        "rotabloom_warnings",
-        "Warnings of the filter, by level (alert on level=\"error\" > 0).",
-    );
-    let mut warning = Family::new(
-        "rotabloom_warning",
-        "1 for each warning of the filter, by code and level.",
-    );
-    let mut server_warning = Family::new(
-        "rotabloom_server_warning",
-        "1 for each warning about the Redis server, by code and level.",
-    );
-    for r in reports {
+/// The exposition being written: one family per metric.
+struct Exposition {
+    up: Family,
+    kind: Family,
+    items: Family,
+    capacity: Family,
+    fill: Family,
+    fpr: Family,
+    bytes: Family,
+    gens: Family,
+    epoch: Family,
+    next: Family,
+    warnings: Family,
+    warning: Family,
+}
+
+impl Exposition {
+    fn new() -> Exposition {
+        Exposition {
+            up: Family::new(
+                "rotabloom_filter_up",
+                "1 when the filter could be read, 0 when reading it failed (see the command's stderr).",
+            ),
+            kind: Family::new(
+                "rotabloom_filter_info",
+                "Always 1; the labels say the filter's kind.",
+            ),
+            items: Family::new(
+                "rotabloom_items",
+                "Distinct items inserted, over all generations.",
+            ),
+            capacity: Family::new(
+                "rotabloom_capacity",
+                "Items the generations were sized for, summed.",
+            ),
+            fill: Family::new("rotabloom_fill_ratio", "Items divided by capacity."),
+            fpr: Family::new(
+                "rotabloom_false_positive_rate",
+                "Estimated false-positive rate of a query now, from the bits set.",
+            ),
+            bytes: Family::new(
+                "rotabloom_memory_bytes",
+                "Bytes Redis holds for the filter's generations.",
+            ),
+            gens: Family::new("rotabloom_generations", "Live generations."),
+            epoch: Family::new(
+                "rotabloom_epoch",
+                "Structural changes so far (rotations, expansions, conversions).",
+            ),
+            next: Family::new(
+                "rotabloom_next_rotation_seconds",
+                "Seconds until the next scheduled rotation (negative when overdue); scheduled circular filters only.",
+            ),
+            warnings: Family::new(
+                "rotabloom_warnings",
+                "Warnings of the filter, by level (alert on level=\"error\" > 0).",
+            ),
+            warning: Family::new(
+                "rotabloom_warning",
+                "1 for each warning of the filter, by code and level.",
+            ),
+        }
+    }
+
+    /// The samples of a filter that was read.
+    fn report(&mut self, r: &Report, server: &Server) {
         let i = &r.info;
         let name = i.name.as_str();
-        up.add(filter(name), 1.0);
+        self.up.add(filter(name), 1.0);
         let mut k = filter(name);
         k.push(("kind", i.kind.as_str().to_string()));
-        kind.add(k, 1.0);
-        items.add(filter(name), i.count as f64);
-        capacity.add(filter(name), r.capacity() as f64);
-        fill.add(filter(name), i.count as f64 / r.capacity().max(1) as f64);
-        fpr.add(filter(name), i.false_positive_rate);
-        bytes.add(filter(name), i.memory_bytes as f64);
-        gens.add(filter(name), i.generations.len() as f64);
-        epoch.add(filter(name), i.epoch as f64);
+        self.kind.add(k, 1.0);
+        self.items.add(filter(name), i.count as f64);
+        self.capacity.add(filter(name), r.capacity() as f64);
+        self.fill
+            .add(filter(name), i.count as f64 / r.capacity().max(1) as f64);
+        self.fpr.add(filter(name), i.false_positive_rate);
+        self.bytes.add(filter(name), i.memory_bytes as f64);
+        self.gens.add(filter(name), i.generations.len() as f64);
+        self.epoch.add(filter(name), i.epoch as f64);
         if let Some(t) = r.next_rotation_at {
-            next.add(
+            self.next.add(
                 filter(name),
                 (t - server.now).num_milliseconds() as f64 / 1000.0,
             );
         }
-        count_levels(name, &r.warnings, &mut warnings);
+        count_levels(name, &r.warnings, &mut self.warnings);
         for w in &r.warnings {
             let mut labels = filter(name);
             labels.push(("code", w.code.as_str().to_string()));
             labels.push(("level", level_label(w.level)));
-            warning.add(labels, 1.0);
+            self.warning.add(labels, 1.0);
         }
     }
-    for f in failed {
-        up.add(filter(&f.name), 0.0);
-    }
-    for w in server.warnings() {
-        server_warning.add(
-            vec![
-                ("code", w.code.as_str().to_string()),
-                ("level", level_label(w.level)),
-            ],
-            1.0,
+
+    /// The whole text, with the server's warnings last.
+    fn finish(self, server: &Server) -> String {
+        let mut server_warning = Family::new(
+            "rotabloom_server_warning",
+            "1 for each warning about the Redis server, by code and level.",
         );
+        for w in server.warnings() {
+            server_warning.add(
+                vec![
+                    ("code", w.code.as_str().to_string()),
+                    ("level", level_label(w.level)),
+                ],
+                1.0,
+            );
+        }
+        let mut out = String::new();
+        for f in [
+            &self.up,
+            &self.kind,
+            &self.items,
+            &self.capacity,
+            &self.fill,
+            &self.fpr,
+            &self.bytes,
+            &self.gens,
+            &self.epoch,
+            &self.next,
+            &self.warnings,
+            &self.warning,
+            &server_warning,
+        ] {
+            f.write(&mut out);
+        }
+        out
     }
-    let mut out = String::new();
-    for f in [
-        &up,
-        &kind,
-        &items,
-        &capacity,
-        &fill,
-        &fpr,
-        &bytes,
-        &gens,
-        &epoch,
-        &next,
-        &warnings,
-        &warning,
-        &server_warning,
-    ] {
-        f.write(&mut out);
-    }
-    out
 }
 
 /// Writes `text` to `path` as the textfile collector needs: a regular
@@ -218,8 +240,20 @@ pub fn run(ctx: &Ctx, names: Vec<String>, output: Option<&Path>) -> anyhow::Resu
     let server = Server::read(&mut conn)?;
     // A filter that cannot be read is `rotabloom_filter_up 0`, not a
     // missing file: the exposition is written either way.
-    let (reports, failed, worst) = status::collect(ctx, &mut conn, &names, &server)?;
-    let text = render(&reports, &failed, &server);
+    let mut exposition = Exposition::new();
+    // Their `up 0` after every filter read, as one name each.
+    let mut failed = Vec::new();
+    let worst = status::each(ctx, &mut conn, &names, &server, |seen| {
+        match seen {
+            status::Seen::Report(r) => exposition.report(&r, &server),
+            status::Seen::Failed(f) => failed.push(f.name),
+        }
+        Ok(())
+    })?;
+    for name in &failed {
+        exposition.up.add(filter(name), 0.0);
+    }
+    let text = exposition.finish(&server);
     match output {
         Some(path) => write_out(path, &text)?,
         None => {

@@ -29,25 +29,34 @@ pub struct Failed {
     pub missing_shard: bool,
 }
 
-/// The report of every filter in `names`, and the filters that cannot be
-/// read (a named one that does not exist, corrupt, another format:
-/// reported on standard error and skipped) with the worst exit code among
-/// them. A filter found in the database and dropped before it was read is
-/// left out without a word. Losing Redis ends it.
-pub fn collect(
+/// A filter as `status` and `metrics` see it: its report, or why it
+/// cannot be read.
+pub enum Seen {
+    Report(Box<Report>),
+    Failed(Failed),
+}
+
+/// Hands `each` the report of every filter in `names` in turn, or what
+/// keeps it from being read (a named one that does not exist, corrupt,
+/// another format: also reported on standard error); returns the worst
+/// exit code among those. One filter at a time, so that what a caller
+/// keeps of each (a line of output) is all it holds: 10,000 filters are
+/// not 10,000 reports in memory. A filter found in the database and
+/// dropped before it was read is left out without a word. Losing Redis
+/// ends it.
+pub fn each(
     ctx: &Ctx,
     conn: &mut Connection,
     names: &Names,
     server: &Server,
-) -> anyhow::Result<(Vec<Report>, Vec<Failed>, u8)> {
-    let mut reports = Vec::new();
-    let mut failed = Vec::new();
+    mut each: impl FnMut(Seen) -> anyhow::Result<()>,
+) -> anyhow::Result<u8> {
     let mut worst = 0;
     for name in &names.list {
         let report_of =
             connect::open_sharded_unconverged(conn, name).and_then(|f| report_of(conn, &f, server));
         match report_of {
-            Ok(r) => reports.push(r),
+            Ok(r) => each(Seen::Report(Box::new(r)))?,
             Err(e) if names.vanished(&e) => {}
             Err(e) if is_redis(&e) => return Err(e),
             Err(e) => {
@@ -56,16 +65,16 @@ pub fn collect(
                 let is = |f: fn(&Error) -> bool| {
                     e.chain().any(|c| c.downcast_ref::<Error>().is_some_and(f))
                 };
-                failed.push(Failed {
+                each(Seen::Failed(Failed {
                     name: name.clone(),
                     error,
                     wrong_type: is(|e| matches!(e, Error::WrongType { .. })),
                     missing_shard: is(|e| matches!(e, Error::ShardMissing { .. })),
-                });
+                }))?;
             }
         }
     }
-    Ok((reports, failed, worst))
+    Ok(worst)
 }
 
 /// The report of `f`: of the filter, or of the whole and each shard.
@@ -104,38 +113,66 @@ pub fn run(ctx: &Ctx, names: Vec<String>, json: bool, check: bool) -> anyhow::Re
     let mut conn = ctx.connect()?;
     let names = connect::names_or_all(&mut conn, names)?;
     let server = Server::read(&mut conn)?;
-    let (reports, failed, worst) = collect(ctx, &mut conn, &names, &server)?;
-    let missing_shard = failed.iter().any(|f| f.missing_shard);
-    let failed: Vec<Value> = failed
-        .into_iter()
-        .map(|f| {
-            let warnings: Vec<Warning> = f
-                .wrong_type
-                .then(|| Warning::new(WarningCode::WrongKeyType, Level::Error, f.error.clone()))
-                .into_iter()
-                .collect();
-            json!({ "name": f.name, "error": f.error, "warnings": warnings })
-        })
-        .collect();
     let warnings = server.warnings();
+    let mut unhealthy = warnings.iter().any(|w| w.level == Level::Error);
+    let (mut missing_shard, mut any) = (false, false);
+    // Whether an element of the JSON `filters` array was written.
+    let mut written = false;
+    // The filters that cannot be read come after the others, as one
+    // small value each.
+    let mut failed: Vec<Value> = Vec::new();
     // Colour on a terminal only (and as --color says).
     let mut out = anstream::stdout().lock();
     if json {
-        let mut filters: Vec<Value> = reports.iter().map(Report::json).collect::<Result<_, _>>()?;
-        filters.extend(failed);
-        let doc = json!({
-            "server": server_json(&server),
-            "warnings": warnings,
-            "filters": filters,
-        });
-        // One object on one line, as every command's JSON (`jq .` to read).
-        writeln!(out, "{doc}")?;
-    } else {
-        if reports.is_empty() && failed.is_empty() {
-            writeln!(out, "no filters")?;
+        // One object on one line, as every command's JSON (`jq .` to
+        // read), written a filter at a time; its keys in serde_json's
+        // order, as one `json!` would give them.
+        out.write_all(b"{\"filters\":[")?;
+    }
+    let worst = each(ctx, &mut conn, &names, &server, |seen| {
+        match seen {
+            Seen::Report(r) => {
+                unhealthy |= r.warnings.iter().any(|w| w.level == Level::Error);
+                if json {
+                    if written {
+                        out.write_all(b",")?;
+                    }
+                    written = true;
+                    serde_json::to_writer(&mut out, &r.json()?)?;
+                } else {
+                    out.write_all(r.text(&server).as_bytes())?;
+                }
+            }
+            Seen::Failed(f) => {
+                missing_shard |= f.missing_shard;
+                let warnings: Vec<Warning> = f
+                    .wrong_type
+                    .then(|| Warning::new(WarningCode::WrongKeyType, Level::Error, f.error.clone()))
+                    .into_iter()
+                    .collect();
+                failed.push(json!({ "name": f.name, "error": f.error, "warnings": warnings }));
+            }
         }
-        for r in &reports {
-            out.write_all(r.text(&server).as_bytes())?;
+        any = true;
+        Ok(())
+    })?;
+    if json {
+        for f in &failed {
+            if written {
+                out.write_all(b",")?;
+            }
+            written = true;
+            serde_json::to_writer(&mut out, f)?;
+        }
+        writeln!(
+            out,
+            "],\"server\":{},\"warnings\":{}}}",
+            server_json(&server),
+            serde_json::to_string(&warnings)?
+        )?;
+    } else {
+        if !any {
+            writeln!(out, "no filters")?;
         }
         for w in &warnings {
             writeln!(
@@ -148,18 +185,12 @@ pub fn run(ctx: &Ctx, names: Vec<String>, json: bool, check: bool) -> anyhow::Re
         }
     }
     out.flush()?;
-    let unhealthy = reports
-        .iter()
-        .flat_map(|r| &r.warnings)
-        .chain(&warnings)
-        .any(|w| w.level == Level::Error);
     if check && ((worst == 0 && unhealthy) || missing_shard) {
         return Ok(EXIT_UNHEALTHY);
     }
     Ok(worst)
 }
 
-/// How a warning line starts: `error`, `warning` or `note`, in its colour.
 fn level_word(level: Level) -> String {
     match level {
         Level::Error => paint(term::ERROR, "error"),
