@@ -85,7 +85,14 @@ class FullError(LimitReachedError):
     """A base or circular filter's generation holds its capacity and the
     filter refuses further writes (``when_full="error"``, the default):
     rotate it, convert it to an expanding filter, make a bigger one, or
-    pass ``when_full="warn"``. Nothing of the refused write was applied."""
+    pass ``when_full="warn"``.
+
+    ``answered`` holds the answers of the items the call handled before
+    the generation filled: a prefix of its items, in order, written (True:
+    new). Nothing from index ``len(answered)`` on was written. Empty when
+    the filter was full before the call."""
+
+    answered = None
 
 
 class ReplicasTimeoutError(RotabloomError):

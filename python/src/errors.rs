@@ -114,6 +114,7 @@ pub fn to_py(e: Error, link: Option<&Link>) -> PyErr {
         let err = raise_with(py, class, message, retryable, &attrs);
         match &e {
             Error::Partial(p) => with_outcome(py, err, p),
+            Error::Full { answered, .. } => with_answered(py, err, answered),
             _ => err,
         }
     })
@@ -146,6 +147,16 @@ fn with_outcome(py: Python<'_>, err: PyErr, p: &rotabloom::Partial) -> PyErr {
         .and_then(|()| exc.setattr("unknown", p.unknown()))
         .and_then(|()| exc.setattr("failures", failures));
     match set {
+        Ok(()) => err,
+        Err(e) => e,
+    }
+}
+
+/// A full filter's answers to the items it handled before its generation
+/// filled (a prefix of the call's items): written, and answered, though
+/// the call failed.
+fn with_answered(py: Python<'_>, err: PyErr, answered: &[bool]) -> PyErr {
+    match err.value(py).setattr("answered", answered.to_vec()) {
         Ok(()) => err,
         Err(e) => e,
     }

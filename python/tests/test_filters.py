@@ -163,6 +163,24 @@ def test_when_full_refuses_by_default_and_writes_on_with_warn(redis_url):
         rotabloom.BloomFilter.open(redis_url, "wf", when_full="grow")
 
 
+def test_a_batch_that_fills_the_filter_keeps_the_answers_it_was_given(redis_url):
+    """Issue 28: the items handled before the generation filled were
+    written; their answers come with the error, never lost."""
+    f = rotabloom.BloomFilter(redis_url, "fill", capacity=100, error_rate=0.001)
+    assert f.check_and_insert_many([f"a{i}" for i in range(80)]) == [True] * 80
+    batch = [f"a{i}" for i in range(70, 130)]
+    with pytest.raises(errors.FullError) as caught:
+        f.check_and_insert_many(batch)
+    answered = caught.value.answered
+    # a70..a79 seen, then new ones up to the capacity of 100.
+    assert answered == [False] * 10 + [True] * 20, answered
+    assert f.count() == 100
+    assert f.contains_many(batch[: len(answered)]) == [True] * len(answered)
+    with pytest.raises(errors.FullError) as again:
+        f.add("one more")
+    assert again.value.answered == [], "full before the call: nothing handled"
+
+
 def test_warnings_reach_python_logging(redis_url, caplog):
     # A filter over capacity with when_full="warn" writes on and warns once,
     # through Python's logging, under the "rotabloom" logger.

@@ -33,7 +33,14 @@ NOTHING_WRITTEN = (
 
 def failed(chunk, e):
     """Says what a failed batch did to each of its items."""
-    if isinstance(e, errors.PartialError):
+    if isinstance(e, errors.FullError) and e.answered is not None:
+        # The items handled before the generation filled were written.
+        for item, answer in zip(chunk, e.answered):
+            if answer:
+                print("new", item)
+        for item in chunk[len(e.answered) :]:
+            print("refused", item)
+    elif isinstance(e, errors.PartialError):
         for item, answer in zip(chunk, e.answers):
             if answer:
                 print("new", item)
