@@ -5,6 +5,8 @@
 //! end record is checked: all or nothing. One machine, driven by the
 //! blocking and the async restore alike.
 
+mod container;
+
 use super::dump::{add, empty};
 use super::{ShardPlan, DEFAULT_CREATE_LEASE};
 use crate::engine::dump::options::RestoreOptions;
@@ -17,111 +19,8 @@ use crate::proto::dump::{decode_int, Frame, Reader, SHARDED_DUMP_VERSION, SHARDE
 use crate::proto::shard::root::{check_root, Root, State};
 use crate::proto::shard::script::{self, Claim};
 use crate::request::Replies;
+use container::{bad, end, in_shard, ShardInput};
 use std::io::Read;
-
-fn bad(reason: impl Into<String>) -> Error {
-    Error::BadDump {
-        reason: reason.into(),
-    }
-}
-
-/// One shard's dump, read out of the `C` records that carry it: the
-/// bytes end at its `Z` record, whose count is checked. A problem of the
-/// container is kept to be reported as itself (the shard's restore only
-/// sees its input fail). It owns the container's reader while the shard's
-/// machine runs, and gives it back.
-struct ShardInput<R> {
-    outer: Reader<R>,
-    buf: Vec<u8>,
-    at: usize,
-    bytes: u64,
-    ended: bool,
-    failure: Option<Error>,
-}
-
-impl<R: Read> ShardInput<R> {
-    fn next(&mut self) -> Result<bool> {
-        let (tag, p) = self
-            .outer
-            .next_frame("the rest of a shard's dump, or its end record")?;
-        self.outer.records += 1;
-        match Frame::decode(tag, &p)? {
-            Frame::Chunk(bytes) => {
-                self.bytes += bytes.len() as u64;
-                self.buf = bytes;
-                self.at = 0;
-                Ok(true)
-            }
-            Frame::ShardEnd { bytes } if bytes == self.bytes => {
-                self.ended = true;
-                Ok(false)
-            }
-            Frame::ShardEnd { bytes } => Err(bad(format!(
-                "a shard's end record counts {bytes} bytes, its chunks {}",
-                self.bytes
-            ))),
-            other => Err(bad(format!(
-                "a shard's dump is interrupted by {}",
-                other.what()
-            ))),
-        }
-    }
-}
-
-impl<R: Read> Read for ShardInput<R> {
-    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
-        while self.at == self.buf.len() {
-            if self.ended || self.failure.is_some() {
-                return Ok(0);
-            }
-            match self.next() {
-                Ok(true) => {}
-                Ok(false) => return Ok(0),
-                Err(e) => {
-                    let message = e.to_string();
-                    self.failure = Some(e);
-                    return Err(std::io::Error::other(message));
-                }
-            }
-        }
-        let n = out.len().min(self.buf.len() - self.at);
-        out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
-        self.at += n;
-        Ok(n)
-    }
-}
-
-/// `e`, met in shard `j`'s part of the file, naming it.
-fn in_shard(j: u32, shards: u32, e: Error) -> Error {
-    match e {
-        Error::BadDump { reason } => bad(format!("shard {j} of {shards}: {reason}")),
-        other => other,
-    }
-}
-
-/// Reads the end record: it must count what came before it, and nothing
-/// may follow it.
-fn end<R: Read>(reader: &mut Reader<R>, shards: u32) -> Result<()> {
-    let before = reader.records;
-    let (tag, p) = reader.next_frame("the end record").map_err(|e| match e {
-        Error::BadDump { reason } if !reason.contains("end record") => {
-            bad(format!("the end record: {reason}"))
-        }
-        other => other,
-    })?;
-    match Frame::decode(tag, &p)? {
-        Frame::End { records, shards: s } if records == before && s == shards => {
-            reader.expect_end()
-        }
-        Frame::End { records, shards: s } => Err(bad(format!(
-            "the end record counts {records} records and {s} shards, the file has {before} and {shards}"
-        ))),
-        other => Err(bad(format!(
-            "more than {shards} shards, or no end record: found {}",
-            other.what()
-        ))),
-    }
-}
 
 /// A machine that drops one shard made by the restore.
 type ShardDrop = Box<dyn Machine<Output = bool> + Send>;
@@ -242,14 +141,7 @@ impl<'a, R: Read> ShardedRestore<'a, R> {
             .as_ref()
             .and_then(|r| r.shards.get(j as usize))
             .ok_or_else(|| Error::Internal(format!("sharded restore: no shard {j}")))?;
-        let input = ShardInput {
-            outer: reader,
-            buf: Vec::new(),
-            at: 0,
-            bytes: 0,
-            ended: false,
-            failure: None,
-        };
+        let input = ShardInput::new(reader);
         let m = RestoreMachine::to(input, self.options, Some(sub), crate::any::ACCEPT_ANY)
             .map_err(|e| in_shard(j, shards, e))?;
         self.step = Step::Shard(j, Box::new(m));
