@@ -2,7 +2,8 @@
 //! half-made filter, conversion and typed views; a circular one's
 //! rotations; an expanding one's growth. Each acts on every shard.
 
-use super::{build::ShardableBuilder, create, read_meta, ShardedFilter};
+use super::root_io::read_meta;
+use super::{build::ShardableBuilder, create, ShardedFilter};
 use crate::error::{Error, Result};
 use crate::handle::{Filter, FilterKind};
 use crate::keys::{FilterName, Keys};

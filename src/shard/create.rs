@@ -222,7 +222,7 @@ impl<K: FilterKind> ShardedFilter<K> {
                                 script::transition(&meta, &found.uid, Some(State::Creating), None);
                             ask(conn, undo, None, |r| script::decode_moved(&meta, r))?;
                         }
-                        state => return Err(super::busy(&name, state)),
+                        state => return Err(super::open::busy(&name, state)),
                     }
                 }
             }

@@ -218,7 +218,7 @@ impl<W: Write> Machine for ShardedDump<W> {
             }
             State::Root(records) => {
                 let fields = script::decode_record(&self.meta, replies.unwrap_or_default())?;
-                let root = super::ready_root(&self.name, &fields)?;
+                let root = super::open::ready_root(&self.name, &fields)?;
                 self.begin(records, root)
             }
             State::Shard(j, mut m) => match m.step(replies) {

@@ -6,7 +6,8 @@
 //! ([`ItemHash::shard`](crate::ItemHash::shard)), the root record
 //! (`root`), placement on masters (`placement`), the root's atomic steps
 //! (`script`). This file and `create` are the I/O: the handle, its fan-out
-//! and its creation.
+//! and its creation; opening it (`open`) and where its shards are served
+//! (`masters`) have files of their own.
 
 mod answers;
 mod batch;
@@ -16,6 +17,8 @@ mod create;
 pub(crate) mod dump;
 mod fanout;
 mod gone;
+mod masters;
+mod open;
 mod orphans;
 pub(crate) mod placement;
 pub(crate) mod restore;
@@ -30,13 +33,11 @@ pub use crate::proto::shard::target::{ShardDisagreement, ShardOff};
 pub use batch::ShardedBatch;
 pub use build::ShardableBuilder;
 pub use create::{ShardPlan, ShardedBuilder, DEFAULT_CREATE_LEASE};
-use root_io::read_meta;
 
 use crate::error::{Error, Result};
 use crate::handle::{Filter, FilterKind};
-use crate::keys::{FilterName, Keys};
 use fanout::{NodeMap, Op};
-use root::{Root, State};
+use root::Root;
 use std::sync::Arc;
 
 /// A filter that may be split into shards: S ordinary [`Filter`]s over
@@ -92,37 +93,6 @@ impl<K: FilterKind> std::fmt::Debug for ShardedFilter<K> {
     }
 }
 
-/// Whether an ordinary open refused `e` because the name holds a root.
-fn is_root(e: &Error) -> bool {
-    matches!(e, Error::UnsupportedFormat { found, .. } if found == root::ROOT_FORMAT)
-}
-
-/// The root record in `fields`, if it is ready to use.
-fn ready_root(name: &str, fields: &std::collections::BTreeMap<String, String>) -> Result<Root> {
-    if !Root::is_root(fields) {
-        // Changed since the ordinary open saw a root: gone, or re-made.
-        return Err(Error::NotFound {
-            name: name.to_string(),
-        });
-    }
-    let root = Root::decode(name, fields)?;
-    if root.state != State::Ready {
-        return Err(busy(name, root.state));
-    }
-    Ok(root)
-}
-
-/// The error for a root that cannot be used in its state.
-fn busy(name: &str, state: State) -> Error {
-    Error::ShardedBusy {
-        name: name.to_string(),
-        state: match state {
-            State::Dropping => "dropped",
-            _ => "created",
-        },
-    }
-}
-
 impl<K: FilterKind> ShardedFilter<K> {
     /// An unsharded filter as a one-shard handle.
     pub fn single(filter: Filter<K>) -> Self {
@@ -135,73 +105,6 @@ impl<K: FilterKind> ShardedFilter<K> {
             name,
             root,
             shards,
-        }
-    }
-
-    /// Opens the filter `name`, sharded or not: a sharded one's shards are
-    /// opened too, and a missing shard is
-    /// [`Error::ShardMissing`](crate::Error::ShardMissing); shards that
-    /// disagree with the root (a whole-filter change that did not reach
-    /// them, docs/FORMAT.md §11.8) are
-    /// [`Error::ShardsDisagree`](crate::Error::ShardsDisagree). One round
-    /// trip, plus one per shard.
-    pub fn open<C: redis::ConnectionLike + ?Sized>(conn: &mut C, name: &str) -> Result<Self> {
-        Self::open_unconverged(conn, name)?.checked(conn)
-    }
-
-    /// [`open`](Self::open) whatever its shards say: for the whole-filter
-    /// changes that finish an interrupted one (`rotate`, `clear`,
-    /// `convert_bloom`), for [`disagreements`](Self::disagreements),
-    /// status and drop.
-    pub fn open_unconverged<C: redis::ConnectionLike + ?Sized>(
-        conn: &mut C,
-        name: &str,
-    ) -> Result<Self> {
-        // The ordinary open first: an unsharded filter costs what it did.
-        match Filter::<K>::open(conn, name) {
-            Err(e) if is_root(&e) => {}
-            other => return other.map(Self::single),
-        }
-        let keys = Keys::new(FilterName::existing(name)?);
-        let root = ready_root(name, &read_meta(conn, keys.meta())?)?;
-        let mut shards = Vec::with_capacity(root.shards.len());
-        for (j, sub) in root.shards.iter().enumerate() {
-            let f = Filter::<K>::open(conn, sub).map_err(|e| missing(&root, j, e))?;
-            shards.push(f);
-        }
-        Ok(Self::from_parts(
-            name.to_string(),
-            Some(Arc::new(root)),
-            shards,
-        ))
-    }
-
-    #[cfg(feature = "async")]
-    /// Async [`open`](Self::open).
-    pub async fn open_async<C: redis::aio::ConnectionLike + Send>(
-        conn: &mut C,
-        name: &str,
-    ) -> Result<Self> {
-        match Filter::<K>::open_async(conn, name).await {
-            Err(e) if is_root(&e) => {}
-            other => return other.map(Self::single),
-        }
-        let keys = Keys::new(FilterName::existing(name)?);
-        let fields = root_io::read_meta_async(conn, keys.meta()).await?;
-        let root = ready_root(name, &fields)?;
-        let mut shards = Vec::with_capacity(root.shards.len());
-        for (j, sub) in root.shards.iter().enumerate() {
-            let f = Filter::<K>::open_async(conn, sub)
-                .await
-                .map_err(|e| missing(&root, j, e))?;
-            shards.push(f);
-        }
-        let f = Self::from_parts(name.to_string(), Some(Arc::new(root)), shards);
-        let found = f.found();
-        match found.is_empty() {
-            true => Ok(f),
-            // Shards behind are brought forward by the blocking open only.
-            false => Err(f.disagree(&found, " (an async open does not bring them forward)")),
         }
     }
 
@@ -414,74 +317,6 @@ impl<K: FilterKind> ShardedFilter<K> {
         self.fan(conns, Op::CheckAndInsert, items)
     }
 
-    /// The shards each master serves, from `CLUSTER SLOTS`: one group per
-    /// master in use (shard indices ascending), one group of every shard
-    /// outside a cluster. Read on the first call (or the first `*_on`
-    /// batch) and kept by the handle and its clones until a batch fails;
-    /// a server that refuses `CLUSTER SLOTS` gets one group per shard.
-    /// How many connections the `*_on` methods can use at once.
-    ///
-    /// ```no_run
-    /// # let client = redis::cluster::ClusterClient::new(vec!["redis://127.0.0.1:7000/"])?;
-    /// # let mut conn = client.get_connection()?;
-    /// let f = rotabloom::ShardedFilter::<rotabloom::kinds::Bloom>::open(&mut conn, "crawl")?;
-    /// let masters = f.shards_by_master(&mut conn).len();
-    /// let mut conns = (0..masters).map(|_| client.get_connection()).collect::<Result<Vec<_>, _>>()?;
-    /// let new = f.check_and_insert_many_on(&mut conns, ["a", "b"])?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn shards_by_master<C: redis::ConnectionLike + ?Sized>(
-        &self,
-        conn: &mut C,
-    ) -> Vec<Vec<u32>> {
-        if self.shards.len() == 1 {
-            return vec![vec![0]];
-        }
-        self.nodes
-            .groups(conn)
-            .groups
-            .iter()
-            .map(|g| g.iter().map(|&j| j as u32).collect())
-            .collect()
-    }
-
-    /// The master (`host:port`) of each group of shards, read from the
-    /// cluster now (`CLUSTER SLOTS`: after a failover, the new masters) and
-    /// kept for the `*_on` batches, which send group `g` on `conns[g]`:
-    /// `None` for a group no master serves (outside a cluster, or when
-    /// `CLUSTER SLOTS` is refused). Give the `*_on` methods a plain
-    /// connection to each ([`Target::connect_to`](crate::connect::Target::connect_to)):
-    /// each master's shards then go in one pipeline per step, where a
-    /// cluster connection sends every command alone. A master that no
-    /// longer serves a shard (after a resharding or a failover) refuses its
-    /// part with `MOVED`, unapplied: a retryable error, after which the
-    /// groups are read again.
-    ///
-    /// ```no_run
-    /// # fn demo(target: &rotabloom::connect::Target) -> Result<(), Box<dyn std::error::Error>> {
-    /// let mut conn = target.connect()?;
-    /// let f = rotabloom::ShardedFilter::<rotabloom::kinds::Bloom>::open(&mut conn, "crawl")?;
-    /// let mut conns = Vec::new();
-    /// for master in f.group_masters(&mut conn) {
-    ///     conns.push(match master {
-    ///         Some(addr) => target.connect_to(&addr)?,
-    ///         None => target.connect()?,
-    ///     });
-    /// }
-    /// let mut batch = f.idempotent_batch(["a", "b", "c"]);
-    /// let new = batch.check_and_insert_on(&mut conns)?;
-    /// # Ok(()) }
-    /// ```
-    pub fn group_masters<C: redis::ConnectionLike + ?Sized>(
-        &self,
-        conn: &mut C,
-    ) -> Vec<Option<String>> {
-        if self.shards.len() == 1 {
-            return vec![None];
-        }
-        self.nodes.read(conn).addrs.clone()
-    }
-
     /// Items inserted, summed over the shards.
     pub fn count<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Result<u64> {
         let mut total = 0u64;
@@ -520,23 +355,6 @@ impl<K: FilterKind> ShardedFilter<K> {
             .enumerate()
             .map(|(j, f)| op(f, conn).map_err(|e| self.shard_error(j, e)))
             .collect()
-    }
-
-    /// The address (`host:port`) of the master serving each shard's slot,
-    /// from `CLUSTER SLOTS`; `None` everywhere outside a cluster.
-    pub fn masters<C: redis::ConnectionLike + ?Sized>(
-        &self,
-        conn: &mut C,
-    ) -> Result<Vec<Option<String>>> {
-        let masters = root_io::cluster_masters(conn)?;
-        Ok(self
-            .shards
-            .iter()
-            .map(|f| {
-                placement::master_of(&masters, placement::slot_of_filter(f.name()))
-                    .map(|m| m.addr.clone())
-            })
-            .collect())
     }
 
     /// Drops the filter, every shard and the root (docs/FORMAT.md §11.4):

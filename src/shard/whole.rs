@@ -6,9 +6,10 @@
 //! root; the next run finishes it, doing no shard's part twice. Shards
 //! that disagree with their root are named, never answered for silently.
 
+use super::open::ready_root;
 use super::root_io::{ask, read_meta};
 pub(super) use super::snapshot::Snapshot;
-use super::{ready_root, ShardedFilter};
+use super::ShardedFilter;
 use crate::error::{Error, Result};
 use crate::handle::{Filter, FilterKind};
 use crate::keys::{FilterName, Keys};
