@@ -7,7 +7,7 @@
 //! [`AnyFilter`](crate::AnyFilter) are its names for each kind.
 //!
 //! Each method runs one machine of `engine::operation`, blocking or async:
-//! the two differ only in the driver.
+//! the two differ only in the driver. The async ones are in `async_calls`.
 
 use crate::engine::operation::{self, data};
 use crate::engine::Core;
@@ -15,6 +15,9 @@ use crate::error::Result;
 use crate::proto::script::DataOp;
 use std::fmt;
 use std::marker::PhantomData;
+
+#[cfg(feature = "async")]
+mod async_calls;
 
 pub(crate) mod sealed {
     /// What a kind marker tells the handle: the kinds it opens. Sealed: the
@@ -112,18 +115,6 @@ impl<K: FilterKind> Filter<K> {
     pub fn open<C: redis::ConnectionLike + ?Sized>(conn: &mut C, name: &str) -> Result<Self> {
         let m = crate::engine::load::open(name, K::accept().0)?;
         crate::exec::run(conn, m, None).map(Self::from_core)
-    }
-
-    #[cfg(feature = "async")]
-    /// Async [`open`](Self::open).
-    pub async fn open_async<C: redis::aio::ConnectionLike + Send>(
-        conn: &mut C,
-        name: &str,
-    ) -> Result<Self> {
-        let m = crate::engine::load::open(name, K::accept().0)?;
-        crate::exec::run_async(conn, m, None)
-            .await
-            .map(Self::from_core)
     }
 
     /// The filter's name.
@@ -368,120 +359,5 @@ impl<K: FilterKind> Filter<K> {
     /// `false` when it was already gone.
     pub fn drop<C: redis::ConnectionLike + ?Sized>(&self, conn: &mut C) -> Result<bool> {
         self.core.run(conn, operation::drop_filter(&self.core))
-    }
-
-    #[cfg(feature = "async")]
-    /// Async [`insert`](Self::insert).
-    pub async fn insert_async<C: redis::aio::ConnectionLike + Send>(
-        &self,
-        conn: &mut C,
-        item: impl AsRef<[u8]>,
-    ) -> Result<bool> {
-        let m = operation::one(&self.core, DataOp::Add, item);
-        self.core.run_async(conn, m).await
-    }
-
-    #[cfg(feature = "async")]
-    /// Async [`contains`](Self::contains).
-    pub async fn contains_async<C: redis::aio::ConnectionLike + Send>(
-        &self,
-        conn: &mut C,
-        item: impl AsRef<[u8]>,
-    ) -> Result<bool> {
-        let m = operation::one(&self.core, DataOp::Has, item);
-        self.core.run_async(conn, m).await
-    }
-
-    #[cfg(feature = "async")]
-    /// Async [`check_and_insert`](Self::check_and_insert).
-    pub async fn check_and_insert_async<C: redis::aio::ConnectionLike + Send>(
-        &self,
-        conn: &mut C,
-        item: impl AsRef<[u8]>,
-    ) -> Result<bool> {
-        let m = operation::one(&self.core, DataOp::CheckAdd, item);
-        self.core.run_async(conn, m).await
-    }
-
-    #[cfg(feature = "async")]
-    /// Async [`insert_many`](Self::insert_many).
-    pub async fn insert_many_async<C, I>(&self, conn: &mut C, items: I) -> Result<Vec<bool>>
-    where
-        C: redis::aio::ConnectionLike + Send,
-        I: IntoIterator,
-        I::Item: AsRef<[u8]>,
-    {
-        let m = data(&self.core, DataOp::Add, items, None);
-        self.core.run_async(conn, m).await
-    }
-
-    #[cfg(feature = "async")]
-    /// Async [`contains_many`](Self::contains_many).
-    pub async fn contains_many_async<C, I>(&self, conn: &mut C, items: I) -> Result<Vec<bool>>
-    where
-        C: redis::aio::ConnectionLike + Send,
-        I: IntoIterator,
-        I::Item: AsRef<[u8]>,
-    {
-        let m = data(&self.core, DataOp::Has, items, None);
-        self.core.run_async(conn, m).await
-    }
-
-    #[cfg(feature = "async")]
-    /// Async [`check_and_insert_many`](Self::check_and_insert_many).
-    pub async fn check_and_insert_many_async<C, I>(
-        &self,
-        conn: &mut C,
-        items: I,
-    ) -> Result<Vec<bool>>
-    where
-        C: redis::aio::ConnectionLike + Send,
-        I: IntoIterator,
-        I::Item: AsRef<[u8]>,
-    {
-        let m = data(&self.core, DataOp::CheckAdd, items, None);
-        self.core.run_async(conn, m).await
-    }
-
-    #[cfg(feature = "async")]
-    /// Async [`count`](Self::count).
-    pub async fn count_async<C: redis::aio::ConnectionLike + Send>(
-        &self,
-        conn: &mut C,
-    ) -> Result<u64> {
-        self.core
-            .run_async(conn, operation::count(&self.core))
-            .await
-    }
-
-    #[cfg(feature = "async")]
-    /// Async [`info`](Self::info).
-    pub async fn info_async<C: redis::aio::ConnectionLike + Send>(
-        &self,
-        conn: &mut C,
-    ) -> Result<crate::info::Info> {
-        self.core.run_async(conn, operation::info(&self.core)).await
-    }
-
-    #[cfg(feature = "async")]
-    /// Async [`clear`](Self::clear).
-    pub async fn clear_async<C: redis::aio::ConnectionLike + Send>(
-        &self,
-        conn: &mut C,
-    ) -> Result<()> {
-        self.core
-            .run_async(conn, operation::clear(&self.core))
-            .await
-    }
-
-    #[cfg(feature = "async")]
-    /// Async [`drop`](Self::drop).
-    pub async fn drop_async<C: redis::aio::ConnectionLike + Send>(
-        &self,
-        conn: &mut C,
-    ) -> Result<bool> {
-        self.core
-            .run_async(conn, operation::drop_filter(&self.core))
-            .await
     }
 }
