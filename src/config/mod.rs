@@ -48,6 +48,7 @@
 
 mod error;
 mod file;
+mod locate;
 mod parameters;
 mod settings;
 mod slot;
@@ -117,7 +118,7 @@ impl Config {
             .filter
             .into_iter()
             .map(|(name, section)| {
-                let header = file::find_filter_header(text, &name)
+                let header = locate::find_filter_header(text, &name)
                     .unwrap_or_else(|| Location::of_offset(text, section.span().start));
                 (header, name, section.into_inner())
             })
