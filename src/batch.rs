@@ -2,6 +2,12 @@
 //! token, whose answers the server keeps for a while, so that running it
 //! again after a dropped connection returns them instead of "seen".
 
+mod delivery;
+mod token;
+
+pub use delivery::Delivery;
+use token::check_token;
+
 use crate::engine::Core;
 use crate::error::{Error, Result};
 use crate::proto::script::{DataOp, Record};
@@ -94,58 +100,6 @@ pub struct IdempotentBatch {
     lost: bool,
     /// Answers the batch could not know (see [`IdempotentBatch::unknown`]).
     unknown: usize,
-}
-
-/// How a batch's answers survive a lost reply.
-///
-/// ```
-/// use rotabloom::Delivery;
-/// assert_eq!(Delivery::default(), Delivery::ExactlyOnce);
-/// assert_eq!("at-least-once".parse::<Delivery>().unwrap(), Delivery::AtLeastOnce);
-/// assert_eq!(Delivery::AtLeastOnce.as_str(), "at-least-once");
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Delivery {
-    /// The server keeps each answer with the bits, in the same atomic
-    /// step, for the retry window: a run again after a lost reply answers
-    /// exactly as the lost one did. Costs the atomic script per call.
-    #[default]
-    ExactlyOnce,
-    /// Nothing is kept: pipelined guarded transactions. After a lost reply
-    /// the items are written again and, for a check-and-insert, answered
-    /// new; [`IdempotentBatch::unknown`] counts them.
-    AtLeastOnce,
-}
-
-impl Delivery {
-    /// `exactly-once` or `at-least-once`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Delivery::ExactlyOnce => "exactly-once",
-            Delivery::AtLeastOnce => "at-least-once",
-        }
-    }
-}
-
-impl std::fmt::Display for Delivery {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for Delivery {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Delivery> {
-        match s {
-            "exactly-once" => Ok(Delivery::ExactlyOnce),
-            "at-least-once" => Ok(Delivery::AtLeastOnce),
-            other => Err(Error::InvalidParameter {
-                name: "delivery",
-                reason: format!("{other:?} is not exactly-once or at-least-once"),
-            }),
-        }
-    }
 }
 
 impl IdempotentBatch {
@@ -387,50 +341,5 @@ impl IdempotentBatch {
         let m = self.machine(DataOp::Add)?;
         let r = self.core.run_async(conn, m).await;
         self.settle(DataOp::Add, r)
-    }
-}
-
-/// The longest token [`IdempotentBatch::with_token`] takes.
-const MAX_TOKEN: usize = 64;
-
-/// A token names a key (the record, in the filter's hash slot): letters,
-/// digits, `-` and `_` only, so that it can never change the key's slot
-/// (`{`, `}`) nor its pattern (`*`, `?`, `[`).
-fn check_token(token: &str) -> Result<()> {
-    let bad = |reason: String| {
-        Err(Error::InvalidParameter {
-            name: "token",
-            reason,
-        })
-    };
-    if token.is_empty() || token.len() > MAX_TOKEN {
-        return bad(format!(
-            "a token is 1 to {MAX_TOKEN} characters, this one has {}",
-            token.len()
-        ));
-    }
-    match token
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '_'))
-    {
-        Some(c) => bad(format!(
-            "{c:?} is not allowed in a token (ASCII letters, digits, '-' and '_' only)"
-        )),
-        None => Ok(()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::check_token;
-
-    #[test]
-    fn tokens_are_checked() {
-        for ok in ["a", "0123456789abcdef", "run-7_batch-12", &"x".repeat(64)] {
-            assert!(check_token(ok).is_ok(), "{ok}");
-        }
-        for bad in ["", "a b", "a{b}", "a*", "é", "a:b", &"x".repeat(65)] {
-            assert!(check_token(bad).is_err(), "{bad:?}");
-        }
     }
 }
