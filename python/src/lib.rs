@@ -4,6 +4,7 @@
 mod aio;
 mod base;
 mod clock;
+mod create;
 mod errors;
 mod filter;
 mod info;
@@ -39,7 +40,7 @@ fn check_settings(
 ) -> PyResult<()> {
     let kind = parse_kind(kind)?;
     let kw = keywords::Keywords::parse("check_settings", Some(kind), settings)?;
-    kinds::spec(py, &kw, name)?;
+    create::spec(py, &kw, name)?;
     base::link(py, url, kw.tls).map(|_| ())
 }
 
