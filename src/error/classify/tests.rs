@@ -68,6 +68,11 @@ fn common_causes_are_said_in_words() {
     )
     .into();
     assert_eq!(said(timeout), "timed out waiting for the server's reply");
+    let oom = server(
+        "OOM",
+        "command not allowed when used memory > 'maxmemory'. script: 1280af8c, on @user_script:21.",
+    );
+    assert!(said(oom).starts_with("out of memory: "));
     // Anything else keeps the redis crate's words, after `redis: `.
     assert!(said(server("BUSY", "a script is running")).starts_with("redis: "));
 }
@@ -93,6 +98,13 @@ fn cluster_reconfiguration_is_retryable() {
         let e = reply(wire);
         assert!(e.is_retryable(), "{wire:?}: {e:?}");
     }
+    // A redirection says where the slot is, and which URL follows it.
+    let moved = reply("-MOVED 3999 127.0.0.1:6381\r\n").to_string();
+    assert!(
+        moved.contains("slot 3999") && moved.contains("127.0.0.1:6381"),
+        "{moved}"
+    );
+    assert!(moved.contains("redis+cluster://"), "{moved}");
     // A redirection says where the slot is, and which URL follows it.
     let moved = reply("-MOVED 3999 127.0.0.1:6381\r\n").to_string();
     assert!(
