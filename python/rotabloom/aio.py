@@ -236,6 +236,18 @@ class CircularFilter(Filter):
 _CLASSES = {"bloom": BloomFilter, "expanding": ExpandingFilter, "circular": CircularFilter}
 
 
+def _settle(future: "asyncio.Future[Any]", ok: bool, value: Any) -> None:
+    """Resolves ``future`` on its loop with a call's outcome (the binding
+    calls it through ``call_soon_threadsafe``); a future cancelled
+    meanwhile takes none."""
+    if future.done():
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
+
+
 async def open_filter(url: str, name: str, **keywords: "Unpack[OpenKeywords]") -> Filter:
     """Opens the existing filter ``name`` at ``url`` as the async class of
     its kind (``rotabloom.open_filter``)."""

@@ -110,7 +110,14 @@ pub fn to_py(e: Error, link: Option<&Link>) -> PyErr {
     // which cannot know the caller's patience, does not say so.
     let retryable = e.is_retryable() || class == "RedisConnectionError";
     let attrs = attributes(&e);
-    Python::attach(|py| {
+    // Made on a worker thread of the async runtime too: never attached to
+    // an interpreter that is exiting (see `crate::logs`), where a plain
+    // error, made without it, is all anyone could still see.
+    let fallback = PyRuntimeError::new_err(message.clone());
+    if crate::logs::exiting() {
+        return fallback;
+    }
+    Python::try_attach(|py| {
         let err = raise_with(py, class, message, retryable, &attrs);
         match &e {
             Error::Partial(p) => with_outcome(py, err, p),
@@ -118,6 +125,7 @@ pub fn to_py(e: Error, link: Option<&Link>) -> PyErr {
             _ => err,
         }
     })
+    .unwrap_or(fallback)
 }
 
 /// A partial outcome's answers and failures on its exception, so that a

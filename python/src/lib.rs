@@ -12,6 +12,7 @@ mod items;
 mod keywords;
 mod kinds;
 mod link;
+mod logs;
 
 use pyo3::prelude::*;
 use rotabloom::Kind;
@@ -57,11 +58,8 @@ fn error_classes() -> Vec<&'static str> {
 
 #[pymodule]
 fn _rotabloom(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    // The library's `log` records become Python `logging` records (logger
-    // names follow the Rust modules: "rotabloom.engine" and so on), so a
-    // crawler's log shows them. A second import in the same process (a
-    // sub-interpreter) keeps the logger set by the first.
-    let _ = pyo3_log::try_init();
+    logs::install(m)?;
+    aio::install(m)?;
     m.add_class::<base::Filter>()?;
     m.add_class::<kinds::BloomFilter>()?;
     m.add_class::<kinds::ExpandingFilter>()?;

@@ -3,7 +3,10 @@
 //! classes open and create filters with the blocking classes (on a worker
 //! thread, once) and send every call after that through here.
 
+mod deliver;
 mod shared;
+
+pub use deliver::install;
 
 use crate::base::Filter;
 use crate::info::{self, After};
@@ -231,7 +234,7 @@ impl AsyncCore {
     /// awaiter was cancelled included.
     fn drain<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let s = Arc::clone(&self.shared);
-        pyo3_async_runtimes::tokio::future_into_py(py, async move {
+        deliver::awaitable(py, async move {
             s.idle().await;
             Ok(())
         })

@@ -119,7 +119,7 @@ where
         drop(running);
         out.map_err(|e| to_py(e, Some(&s.link)))
     });
-    pyo3_async_runtimes::tokio::future_into_py(py, async move {
+    super::deliver::awaitable(py, async move {
         match task.await {
             Ok(out) => out,
             Err(e) => Err(PyRuntimeError::new_err(format!(
