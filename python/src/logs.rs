@@ -4,12 +4,13 @@
 //!
 //! Why not pyo3-log alone: the async runtime's worker threads log too
 //! (the redis crate's cluster connection, as it closes), and a record
-//! logged by one once Python is finalizing attaches that thread to a dying
-//! interpreter, which aborts the process at exit ("Fatal Python error:
-//! PyGILState_Release: thread state ... must be current when releasing",
-//! seen in the cluster model's asyncio clients). An `atexit` hook, which
-//! runs before finalization, ends the forwarding; a record that races it
-//! is dropped rather than attach (`Python::try_attach`).
+//! logged by one once Python is finalizing would attach that thread to a
+//! dying interpreter, which aborts the process at exit: the hazard that
+//! `aio::deliver` removes for the calls' outcomes (where the cluster
+//! model's asyncio clients met it), removed here for log records. An
+//! `atexit` hook, which runs before finalization, ends the forwarding; a
+//! record that races it is dropped rather than attach
+//! (`Python::try_attach`).
 
 use pyo3::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
