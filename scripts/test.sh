@@ -109,8 +109,8 @@ valkey_tests=(
     acl answers cli cli_admin cli_cluster cli_cluster_faults cli_cluster_partial
     corruption faults loud plain_errors resume sentinel model
     # rotabloom: scripts and faults at the seams, the sharded filters on a
-    # cluster, the module backend.
-    seams sharded sharded_faults cluster drop dump redisbloom modules
+    # cluster, the module backends.
+    seams sharded sharded_faults cluster drop dump redisbloom valkey_bloom modules
 )
 valkey_args=()
 for t in "${valkey_tests[@]}"; do

@@ -305,7 +305,7 @@ impl BloomBuilder {
         };
         Ok(BloomSpec {
             name,
-            layout: self.backend.layout(params, self.max_block_bits),
+            layout: self.backend.layout(params, self.max_block_bits)?,
             params: policy.params(),
             capacity,
             wait: self.wait,

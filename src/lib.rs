@@ -30,7 +30,6 @@ mod metadata;
 mod params;
 mod poison;
 mod proto;
-mod rbchain;
 mod redact;
 mod request;
 mod schedule;

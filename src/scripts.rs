@@ -55,17 +55,27 @@ macro_rules! with_prelude {
     };
 }
 
+/// The stores' pieces (`store::lua!`) before a script that makes, empties
+/// or uses a generation, which names no backend itself.
+macro_rules! with_stores {
+    ($($part:expr),+) => {
+        concat!(crate::store::lua!(), $($part),+)
+    };
+}
+
 pub(crate) static LOAD: LuaScript = LuaScript::new(include_str!("lua/load.lua"));
-pub(crate) static DATA: LuaScript = LuaScript::new(with_prelude!("lua/data.lua"));
+pub(crate) static DATA: LuaScript = LuaScript::new(with_stores!(with_prelude!("lua/data.lua")));
 pub(crate) static CREATE: LuaScript = LuaScript::new(include_str!("lua/create.lua"));
 pub(crate) static CLEAR: LuaScript = LuaScript::new(with_prelude!("lua/clear.lua"));
-pub(crate) static ZERO: LuaScript = LuaScript::new(with_prelude!("lua/zero.lua"));
+pub(crate) static ZERO: LuaScript = LuaScript::new(with_stores!(with_prelude!("lua/zero.lua")));
 pub(crate) static DROP: LuaScript = LuaScript::new(with_prelude!("lua/drop.lua"));
 pub(crate) static ROLL: LuaScript = LuaScript::new(with_prelude!("lua/roll.lua"));
 pub(crate) static GUARD: LuaScript = LuaScript::new(with_prelude!("lua/guard.lua"));
 pub(crate) static COMMIT: LuaScript = LuaScript::new(with_prelude!("lua/commit.lua"));
-pub(crate) static PREALLOC: LuaScript = LuaScript::new(include_str!("lua/prealloc.lua"));
-pub(crate) static ALLOC_NEW: LuaScript = LuaScript::new(include_str!("lua/alloc_new.lua"));
+pub(crate) static PREALLOC: LuaScript =
+    LuaScript::new(with_stores!(include_str!("lua/prealloc.lua")));
+pub(crate) static ALLOC_NEW: LuaScript =
+    LuaScript::new(with_stores!(include_str!("lua/alloc_new.lua")));
 pub(crate) static DROP_UNREADABLE: LuaScript =
     LuaScript::new(include_str!("lua/drop_unreadable.lua"));
 pub(crate) static RESTORE: LuaScript = LuaScript::new(include_str!("lua/restore.lua"));
@@ -136,6 +146,9 @@ mod tests {
         // Line numbers count the prelude of the scripts that have one.
         let rpush = line(&DROP, "redis.call('RPUSH'");
         assert!(rpush > include_str!("lua/prelude.lua").lines().count());
+        // And the stores' pieces, for the scripts that have them.
+        let card = line(&DATA, "redis.call('BF.CARD'");
+        assert_eq!(command_at(DATA.sha(), card).as_deref(), Some("bf.card"));
         assert_eq!(command_at(DROP.sha(), rpush).as_deref(), Some("rpush"));
         assert_eq!(command_at(DROP.sha(), 1), None);
         assert_eq!(command_at(&"0".repeat(40), scan), None);

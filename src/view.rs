@@ -67,7 +67,7 @@ pub(crate) struct Roll {
     pub expect: Vec<(&'static str, String)>,
     pub set: Vec<(&'static str, String)>,
     /// How many of `add` (from the first) to allocate before the roll; the
-    /// others fill lazily. A RedisBloom generation must exist before use,
+    /// others fill lazily. A module's generation must exist before use,
     /// so those are always all allocated.
     pub allocate: usize,
 }

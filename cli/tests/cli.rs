@@ -1082,7 +1082,7 @@ fn backend_from_flags_and_configuration() {
 
     usage_error(
         rb(&url, &[&["create", "x"], &bloom[..], &["--backend", "disk"]].concat()),
-        "rotabloom: invalid value 'disk' for '--backend <BACKEND>': \"disk\" is not bitmap or redisbloom",
+        "rotabloom: invalid value 'disk' for '--backend <BACKEND>': \"disk\" is not bitmap, redisbloom or valkey-bloom",
     );
     // Expanding filters have a backend too.
     let expanding = ["--kind", "expanding", "--capacity", "5"];

@@ -24,7 +24,7 @@ __all__ = [
 Count = Union[int, float, str]
 Rate = Union[float, int, str]
 Path = Union[str, "os.PathLike[str]"]
-Backend = Literal["bitmap", "redisbloom"]
+Backend = Literal["bitmap", "redisbloom", "valkey-bloom"]
 
 
 class HandleKeywords(TypedDict, total=False):

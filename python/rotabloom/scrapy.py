@@ -57,7 +57,7 @@ Settings (all optional):
 ``ROTABLOOM_BITS``, ``ROTABLOOM_HASHES``
     A bloom filter's explicit shape, instead of capacity and error rate.
 ``ROTABLOOM_BACKEND``, ``ROTABLOOM_MAX_BITS``, ``ROTABLOOM_MAX_BLOCK_BITS``
-    ``bitmap`` (default) or ``redisbloom``; the largest generation and the
+    ``bitmap`` (default), ``redisbloom`` or ``valkey-bloom``; the largest generation and the
     block size, in bits.
 ``ROTABLOOM_CLOCK``
     A :class:`rotabloom.ManualClock` (or its import path) in place of the

@@ -110,7 +110,7 @@ impl CircularBuilder {
         };
         let (gen_capacity, gen_rate) = generation_sizing(self.mode, n, self.capacity, p)?;
         let params = BloomParams::for_capacity_within(gen_capacity, gen_rate, self.max_bits)?;
-        let layout = self.backend.layout(params, self.max_block_bits);
+        let layout = self.backend.layout(params, self.max_block_bits)?;
         let policy = CircularPolicy {
             n,
             mode: self.mode,

@@ -186,7 +186,7 @@ static SETTINGS: &[Setting] = &[
         flag: "backend",
         kinds: ALL,
         value_name: "BACKEND",
-        help: "Where generations are kept: bitmap (Redis strings, default) or redisbloom (the RedisBloom module)",
+        help: "Where generations are kept: bitmap (Redis strings, default), or a bloom module's keys: redisbloom (RedisBloom) or valkey-bloom (Valkey's module)",
         slot: |p| Slot::Word(&mut p.backend),
     },
     Setting {
@@ -267,7 +267,7 @@ impl Setting {
     ///
     /// ```
     /// let backend = rotabloom::config::settings().iter().find(|s| s.key() == "backend").unwrap();
-    /// assert_eq!(backend.words(), ["bitmap", "redisbloom"]);
+    /// assert_eq!(backend.words(), ["bitmap", "redisbloom", "valkey-bloom"]);
     /// ```
     pub fn words(&self) -> Vec<&'static str> {
         match (self.slot)(&mut FilterParams::default()) {

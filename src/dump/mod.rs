@@ -37,7 +37,7 @@ pub use crate::proto::dump::{DUMP_VERSION, MAGIC, SHARDED_DUMP_VERSION, SHARDED_
 /// may or may not be in it; a structural change or a clear meanwhile
 /// (rotation, expansion) fails it with
 /// [`Error::Contention`](crate::Error::Contention): try again. A filter
-/// kept in RedisBloom keys cannot be dumped
+/// kept in a module's keys cannot be dumped
 /// ([`Error::InvalidParameter`](crate::Error::InvalidParameter)). A
 /// sharded filter is dumped whole, every shard's dump in one container
 /// (docs/FORMAT.md §11.7, [`SHARDED_MAGIC`]) that [`restore`] turns back

@@ -1,11 +1,12 @@
-//! Allocation ahead of need, and RedisBloom reservations.
+//! Allocation ahead of need, and a module backend's reservations.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::keys::Keys;
 use crate::machine::{Machine, Poll};
 use crate::proto::alloc::{blocks_of, prealloc_request, Block};
-use crate::proto::{as_string, is_module_missing, take_one};
+use crate::proto::{as_string, take_one};
 use crate::request::{Replies, Request};
+use crate::store::Store;
 use crate::view::{NewGen, View};
 
 /// Grows blocks to their full size, one call per round trip, so Redis never
@@ -47,41 +48,43 @@ impl Machine for PreallocMachine {
 }
 
 /// Sends a fixed list of commands in one round trip (nothing when the list
-/// is empty); an unknown BF.* command is [`Error::ModuleMissing`].
+/// is empty); an error that one of `stores` reads as its module missing
+/// is [`Error::ModuleMissing`].
 #[derive(Clone)]
 pub(crate) struct ModuleMachine {
     name: String,
     cmds: Vec<redis::Cmd>,
+    stores: Vec<&'static dyn Store>,
     sent: bool,
 }
 
 impl ModuleMachine {
-    fn new(keys: &Keys, cmds: Vec<redis::Cmd>) -> ModuleMachine {
+    fn new(keys: &Keys, cmds: Vec<redis::Cmd>, stores: Vec<&'static dyn Store>) -> ModuleMachine {
         ModuleMachine {
             name: keys.name().to_string(),
             cmds,
+            stores,
             sent: false,
         }
     }
 
     /// Deletes the given blocks (a creation that lost its race or failed).
     pub fn unlink(keys: &Keys, blocks: &[Block]) -> ModuleMachine {
-        ModuleMachine::new(keys, crate::proto::alloc::unlink(blocks))
+        ModuleMachine::new(keys, crate::proto::alloc::unlink(blocks), Vec::new())
     }
 
-    /// Checks that a filter with RedisBloom generations has its module.
+    /// Checks that a filter whose generations need a module has it.
     pub fn probe(keys: &Keys, view: &View) -> ModuleMachine {
-        let cmds = view
-            .gens
-            .iter()
-            .find_map(|g| {
-                g.layout
-                    .store()
-                    .presence_probe(&keys.block(&view.uid, g.seq, 0))
-            })
-            .map(|cmd| vec![cmd])
-            .unwrap_or_default();
-        ModuleMachine::new(keys, cmds)
+        let probe = view.gens.iter().find_map(|g| {
+            let store = g.layout.store();
+            store
+                .presence_probe(&keys.block(&view.uid, g.seq, 0))
+                .map(|cmd| (cmd, store))
+        });
+        match probe {
+            Some((cmd, store)) => ModuleMachine::new(keys, vec![cmd], vec![store]),
+            None => ModuleMachine::new(keys, Vec::new(), Vec::new()),
+        }
     }
 }
 
@@ -102,13 +105,8 @@ impl Machine for ModuleMachine {
         }
         for r in replies.unwrap_or_default() {
             if let Err(e) = r {
-                let e: Error = e.into();
-                if is_module_missing(&e) {
-                    return Err(Error::ModuleMissing {
-                        name: self.name.clone(),
-                    });
-                }
-                return Err(e);
+                let stores = self.stores.iter().copied();
+                return Err(crate::store::missing_module(&self.name, stores, e.into()));
             }
         }
         Ok(Poll::Ready(()))

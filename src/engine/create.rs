@@ -1,5 +1,5 @@
 //! Create-or-open: allocate the new instance's blocks (bitmaps and
-//! RedisBloom generations alike), run the create script, give back a lost
+//! module generations alike), run the create script, give back a lost
 //! race's or a failure's blocks.
 
 use super::alloc::ModuleMachine;
@@ -126,6 +126,7 @@ pub(crate) fn create_whole(
         .map(|g| g.layout.bytes())
         .fold(0, u64::saturating_add);
     let name = keys.name().to_string();
+    let stores: Vec<_> = initial(&bp).iter().map(|g| g.layout.store()).collect();
     let k = keys.clone();
     let alloc = MapErr::new(
         AllocNew {
@@ -133,12 +134,8 @@ pub(crate) fn create_whole(
             sent: false,
         },
         move |e| {
-            let e = if crate::proto::is_module_missing(&e) {
-                crate::error::Error::ModuleMissing { name: name.clone() }
-            } else {
-                e
-            };
-            out_of_memory(&name, bytes, e)
+            let stores = stores.iter().copied();
+            out_of_memory(&name, bytes, crate::store::missing_module(&name, stores, e))
         },
     );
     let mut bp = bp;

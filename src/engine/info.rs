@@ -1,5 +1,5 @@
 //! A filter's state at a glance: load, then BITCOUNT and STRLEN (or
-//! BF.INFO) of every block.
+//! its store's own reading) of every block.
 
 use super::load::{reload, ReloadMachine};
 use super::Core;
@@ -73,7 +73,7 @@ fn still(view: &View, reply: Option<redis::RedisResult<Value>>) -> Result<Still>
 
 /// The info request, cut into round trips: per block the commands its
 /// store reads it with (bitmaps: `BITCOUNT`s over byte ranges, then
-/// `STRLEN`; a module: `BF.INFO`). A round trip counts at most
+/// `STRLEN`; a module: its own reading). A round trip counts at most
 /// [`COUNT_BYTES`] bytes of bitmap: a `BITCOUNT` runs at a few GB/s, so a
 /// step holds the server for about a millisecond and other clients'
 /// commands run between the steps (one pipeline of every block's

@@ -39,7 +39,7 @@ impl Machine for LoadMachine {
     }
 }
 
-/// Opens an existing filter: load, then (a RedisBloom filter only) check
+/// Opens an existing filter: load, then (a filter whose store needs a module) check
 /// that the module is there.
 pub(crate) fn open(name: &str, accept: Accept) -> Result<impl Machine<Output = Core>> {
     let keys = Keys::new(crate::keys::FilterName::existing(name)?);

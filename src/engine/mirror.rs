@@ -37,7 +37,7 @@ impl FillMachine {
                     continue;
                 };
                 if cache.get(&view, gen.seq).is_none() {
-                    // A RedisBloom key rounds its bits up to 64: the
+                    // A module's key may round its bits up: the
                     // header says exactly, and `insert` enforces the cap.
                     budget = budget.saturating_add(gen.layout.bytes());
                     if cache.fits(budget) {
@@ -202,7 +202,7 @@ mod tests {
 
     /// A dump header of one link of `bytes` bytes, FORCE64, 3 hashes.
     fn header(bytes: u64) -> Vec<u8> {
-        crate::rbchain::dump_header(&[(bytes, 3, 0)], 4 | 8)
+        crate::store::bf::chain::dump_header(&[(bytes, 3, 0)], 4 | 8)
     }
 
     fn dump_reply(iter: i64, data: &[u8]) -> Replies {

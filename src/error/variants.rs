@@ -181,12 +181,14 @@ pub enum Error {
         limit: String,
     },
 
-    /// The filter keeps its generations in RedisBloom keys, but the server
-    /// has no RedisBloom (or compatible bloom) module.
-    #[error("filter {name:?} uses the RedisBloom backend, but the server has no bloom module (BF.* commands): load redisbloom.so, or use the bitmap backend")]
+    /// The filter keeps its generations in a module's keys (a module
+    /// backend), but the server lacks that module.
+    #[error("filter {name:?} keeps its generations in a module's keys, but the server lacks {needs}: load it, or use the bitmap backend")]
     ModuleMissing {
         /// The filter's name.
         name: String,
+        /// The module, as its backend words it.
+        needs: &'static str,
     },
 
     /// Block keys of listed generations are gone (evicted, deleted): the

@@ -117,7 +117,7 @@ impl ExpandingBuilder {
             self.max_bits,
         )?;
         let backend = self.backend.unwrap_or_default();
-        let layout = backend.layout(first, self.max_block_bits);
+        let layout = backend.layout(first, self.max_block_bits)?;
         if self.max_bytes > 0 && layout.bytes() > self.max_bytes {
             return invalid(
                 "max_bytes",

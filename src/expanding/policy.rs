@@ -12,7 +12,7 @@ pub(crate) struct ExpandingPolicy {
     pub(super) max_bits: u64,
     pub(super) max_block_bits: u64,
     pub(super) legacy_gens: u32,
-    /// Where new generations go. A base filter on RedisBloom converted to
+    /// Where new generations go. A base filter on a module backend converted to
     /// an expanding one keeps its backend.
     pub(super) backend: Backend,
 }
@@ -48,7 +48,15 @@ impl ExpandingPolicy {
                     self.limit(c)
                 )
             })?;
-        let layout = self.backend.layout(params, self.max_block_bits);
+        let layout = self
+            .backend
+            .layout(params, self.max_block_bits)
+            .map_err(|e| {
+                format!(
+                    "{}: the next generation cannot be made ({e})",
+                    self.limit(c)
+                )
+            })?;
         let used: u64 = c
             .gens
             .iter()
@@ -132,7 +140,10 @@ pub(super) fn decode(f: &Fields, c: &Common) -> Result<Arc<dyn Policy>> {
         Some(b) => b.parse::<Backend>().map_err(|_| {
             f.corrupt(
                 field::BACKEND,
-                format!("{b:.40?} is not bitmap or redisbloom"),
+                format!(
+                    "{b:.40?} is not a backend ({})",
+                    crate::words::choices::<Backend>()
+                ),
             )
         })?,
     };

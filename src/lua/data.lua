@@ -13,15 +13,16 @@
 -- ARGV: op, uid, epoch, cleared, n, due, now, ngroups, first, ttl, round,
 -- then per group:
 --   role ('q' query only, 'd' decides and is written, 'w' written only;
---   upper case for a RedisBloom generation; 'l' the client's findings in
---   the generations it mirrors: k 0, no keys, one '1'/'0' per item), seq, k, nblocks (the block
+--   upper case for a module's generation (MODULE_GROUP); 'l' the client's
+--   findings in the generations it mirrors: k 0, no keys, one '1'/'0' per
+--   item), seq, k, nblocks (the block
 --   keys passed for the group), capacity (0:
 --   no limit), must ('=SIZE': every block key must exist and hold at least
 --   SIZE bytes, as rotabloom allocates it; '1': every block key must exist
---   (a RedisBloom key); '0': an adopted legacy bitmap, whose never-written
+--   (a module's key); '0': an adopted legacy bitmap, whose never-written
 --   blocks may be absent), then
 --   n * (block, k positions), block being the index of the item's block
---   among the keys passed, or for a RedisBloom generation n * (item).
+--   among the keys passed, or for a module's generation n * (item).
 -- A capacity above 0 on the deciding group means writes stop there: the
 -- group never holds more than it was sized for, counting the room
 -- reserved by guarded transactions in flight.
@@ -56,7 +57,7 @@
 -- of the input) were handled; flags holds one '0'/'1' per handled item;
 -- fill is the deciding group's count after the call when it is capped,
 -- else -1; count is the deciding group's count after a write, capped or
--- not, else -1. A RedisBloom group's count is the module's own (BF.CARD):
+-- not, else -1. A module group's count is the module's own:
 -- it keeps no gen.<seq>.count and reserves no room.
 local meta = KEYS[1]
 local op = ARGV[1]
@@ -167,55 +168,6 @@ local MAXARGS = 7800
 -- 15% more server time per bit (measured on Redis 7.0).
 local BITS_PER_COMMAND = 128
 
--- Applies BF.MEXISTS (set = false) or BF.INSERT (set = true) for the
--- listed items (0-based indexes) of one RedisBloom group. Returns a table:
--- item -> true when the module already held it, and, when the module
--- refused an insert (a non-scaling filter at its capacity: its reply stops
--- with an error), the index of the first item it did not take.
---
--- Valkey's Lua raises the whole reply as an error when one of its elements
--- is one, losing the answers before the refusal: so an insert never asks
--- for more new items than the module has room for (capacity less its
--- count; an item it holds takes none), and once it has none, the items it
--- holds are answered by BF.MEXISTS up to the first that would need room.
-local function apply_bf(grp, items, set)
-  local full = {}
-  local key = KEYS[grp.key0]
-  local room
-  if set then
-    local cap = redis.call('BF.INFO', key, 'CAPACITY')
-    if type(cap) == 'table' then cap = cap[1] end
-    room = cap - redis.call('BF.CARD', key)
-  end
-  local s = 1
-  while s <= #items do
-    local e = math.min(#items, s + MAXARGS - 1)
-    local insert = set and room > 0
-    if insert then e = math.min(e, s + room - 1) end
-    local cmd = {}
-    for t = s, e do cmd[#cmd + 1] = ARGV[grp.base + items[t]] end
-    local r
-    if insert then
-      r = redis.call('BF.INSERT', key, 'NOCREATE', 'ITEMS', unpack(cmd))
-    else
-      r = redis.call('BF.MEXISTS', key, unpack(cmd))
-    end
-    for t = s, e do
-      local v = r[t - s + 1]
-      if type(v) ~= 'number' then return full, items[t] end
-      if insert then
-        full[items[t]] = (v == 0)
-        if v == 1 then room = room - 1 end
-      else
-        full[items[t]] = (v == 1)
-        if set and v == 0 then return full, items[t] end
-      end
-    end
-    s = e + 1
-  end
-  return full, nil
-end
-
 -- Reads or writes the bits of the listed items (0-based indexes), all in
 -- the block `key`, marking in `full` each item whose bits were all set.
 local function bitfield(grp, key, list, set, full)
@@ -256,7 +208,10 @@ end
 -- table of items whose bits were all set already and, for a module that
 -- refused part of a write, the first item it did not take.
 local function apply(grp, items, set)
-  if grp.bf then return apply_bf(grp, items, set) end
+  if grp.bf then
+    return MODULE_GROUP.apply(KEYS[grp.key0], items, set,
+                              function(i) return ARGV[grp.base + i] end, MAXARGS)
+  end
   local full = {}
   if grp.role == 'l' then
     for _, i in ipairs(items) do full[i] = ARGV[grp.base + i] == '1' end
@@ -389,7 +344,7 @@ else
       if grp.bf then
         -- The module's own count, exact and kept with its items (FORMAT.md
         -- section 6.6).
-        count = redis.call('BF.CARD', KEYS[grp.key0])
+        count = MODULE_GROUP.count(KEYS[grp.key0])
         if grp.cap > 0 then fill = count end
       elseif added > 0 then
         count = redis.call('HINCRBY', meta, 'gen.' .. grp.seq .. '.count', added)
@@ -419,7 +374,7 @@ else
         -- so its module cannot be full before it: this is not a state
         -- rotabloom makes, and an item it did not take would be lost
         -- from the window later. Said, not hidden.
-        return redis.error_reply('CORRUPT gen.' .. grp.seq .. ' the RedisBloom generation refused items while an older one had room for them')
+        return redis.error_reply('CORRUPT gen.' .. grp.seq .. ' the module generation refused items while an older one had room for them')
       end
     end
   end

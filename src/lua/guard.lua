@@ -17,7 +17,7 @@
 -- (none), the deciding generation's seq, its capacity, the items the
 -- transaction may add to it, the reservation's lifetime in ms; then, per
 -- block key in KEYS[4..], its size in bytes, or '' when only its existence
--- is checked (a RedisBloom key).
+-- is checked (a module's key).
 -- A reservation holds room in the deciding generation for every item the
 -- transaction may add, before it runs and until its commit releases it,
 -- so that concurrent writers never take a generation past its capacity.
@@ -30,7 +30,7 @@
 -- Returns 'OK' ('OK COUNT' with a reservation: the generation's count),
 -- 'STALE', 'DUE NOW', 'FULL' (no room: nothing reserved), 'MISSING key...'
 -- (space-separated), or 'WRONGTYPE key found needed' (a block of another
--- Redis type: 'string' for a bitmap, 'module' for a RedisBloom key).
+-- Redis type: 'string' for a bitmap, 'module' for a module's key).
 local f = redis.call('GET', KEYS[1])
 
 local function judge()

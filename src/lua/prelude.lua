@@ -7,7 +7,7 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Redis's own types: a key a module manages (a RedisBloom generation) that
+-- Redis's own types: a key a module manages (a module's generation) that
 -- holds one of them was replaced.
 local CORE_TYPES = {string = true, hash = true, list = true, set = true, zset = true, stream = true}
 
@@ -15,7 +15,7 @@ local CORE_TYPES = {string = true, hash = true, list = true, set = true, zset = 
 -- (missing, empty or shorter than `size` bytes: lost data, which would
 -- answer "absent" for everything it held) or the Redis type found where
 -- another must be. `size` is a bitmap block's size in bytes, nil for a
--- RedisBloom key (which must exist and be a module's key). One call for a
+-- module's generation (which must exist and be a module's key). One call for a
 -- bitmap block: STRLEN answers 0 for a missing key and fails on another
 -- type, which TYPE then names; a module's key answers STRLEN with an error
 -- too, so TYPE it is.

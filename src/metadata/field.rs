@@ -126,6 +126,7 @@ mod tests {
                     "badsource",
                     "module",
                     "number",
+                    "table",
                     "taken",
                     "gone",
                     "bytes",

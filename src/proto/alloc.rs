@@ -1,9 +1,8 @@
-//! Allocation ahead of need, and the RedisBloom module's generations:
-//! reserving them, probing that the module is there, deleting a reservation
-//! that lost a creation race.
+//! Allocation ahead of need, and a module backend's generations: reserving
+//! them, deleting a reservation that lost a creation race. How a block is
+//! made is its store's word ([`Alloc`]).
 
 use crate::keys::Keys;
-use crate::metadata::fmt_f64;
 use crate::request::Request;
 use crate::scripts;
 use crate::view::NewGen;
@@ -48,10 +47,7 @@ pub(crate) fn alloc_new_request(block: &Block) -> Request {
     cmd.arg(CREATE_LEASE_MS);
     match block.alloc {
         Alloc::Bytes(bytes) => cmd.arg("bytes").arg(bytes.max(1)),
-        Alloc::Module {
-            error_rate,
-            capacity,
-        } => cmd.arg("bf").arg(fmt_f64(error_rate)).arg(capacity),
+        Alloc::Reserve(ref args) => cmd.arg(args),
     };
     let mut req = Request::new().unwaited();
     req.script(&scripts::ALLOC_NEW, cmd);
@@ -64,10 +60,7 @@ pub(crate) fn prealloc_request(keys: &Keys, uid: &str, epoch: u64, block: &Block
     cmd.arg(uid).arg(epoch);
     match block.alloc {
         Alloc::Bytes(bytes) => cmd.arg(bytes),
-        Alloc::Module {
-            error_rate,
-            capacity,
-        } => cmd.arg("bf").arg(fmt_f64(error_rate)).arg(capacity),
+        Alloc::Reserve(ref args) => cmd.arg(args),
     };
     let mut req = Request::new();
     req.script(&scripts::PREALLOC, cmd);

@@ -1,6 +1,6 @@
 //! A filter's count (docs/FORMAT.md §6.6): the metadata's `gen.<seq>.count`
-//! of each bitmap generation, and the module's own count (`BF.CARD`) of
-//! each RedisBloom generation, read with its key's existence so that a
+//! of each bitmap generation, and the store's own count of each generation
+//! that counts itself (a module's), read with its key's existence so that a
 //! lost key is missing data, never a count of 0.
 
 use crate::error::{Error, Result};
@@ -47,7 +47,9 @@ pub(crate) fn decode(keys: &Keys, view: &View, gens: &[usize], replies: Replies)
             (Value::Int(1), Value::Int(n)) => {
                 own.push((i, u64::try_from(n).unwrap_or_default()));
             }
-            (Value::Int(1), other) => return Err(crate::error::unexpected("BF.CARD", &other)),
+            (Value::Int(1), other) => {
+                return Err(crate::error::unexpected("a generation's own count", &other))
+            }
             (other, _) => return Err(crate::error::unexpected("EXISTS", &other)),
         }
     }

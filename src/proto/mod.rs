@@ -86,7 +86,6 @@ pub(crate) fn is_wrongtype(e: &Error) -> bool {
         || r.inner().to_string().contains("WRONGTYPE"))
 }
 
-/// Whether an error says the server does not know the BF.* commands.
 /// A script's `KEY FOUND NEEDED`: a block of the filter holds another
 /// Redis type (damaged data, said so, never read as zeros).
 pub(crate) fn wrong_block_type(words: &str) -> Error {
@@ -98,17 +97,10 @@ pub(crate) fn wrong_block_type(words: &str) -> Error {
         key: key.to_string(),
         found: found.to_string(),
         expected: match needed {
-            "module" => "bloom module's key (a RedisBloom generation)",
+            "module" => "bloom module's key (a module backend's generation)",
             _ => "string (a bitmap block)",
         },
     }
-}
-
-pub(crate) fn is_module_missing(e: &Error) -> bool {
-    matches!(e, Error::Redis(r) if {
-        let t = r.inner().to_string().to_ascii_lowercase();
-        t.contains("unknown command") && t.contains("bf.")
-    })
 }
 
 /// The server's milliseconds since the epoch, or the caller's clock.

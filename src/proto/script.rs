@@ -210,11 +210,7 @@ pub(crate) fn request(
                 (Role::Decide, DataOp::Add | DataOp::CheckAdd, Limit::Capacity) => gen.capacity,
                 _ => 0,
             };
-            let role = match part.share.upper {
-                true => role_code(part.role).to_uppercase(),
-                false => role_code(part.role).to_string(),
-            };
-            cmd.arg(role)
+            cmd.arg(part.share.role(role_code(part.role)))
                 .arg(gen.seq)
                 .arg(part.share.k)
                 .arg(part.share.touched.len())

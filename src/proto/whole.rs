@@ -16,7 +16,7 @@ pub(crate) fn block_keys(keys: &Keys, view: &View) -> Vec<String> {
 }
 
 /// Each block to empty in a clear, with how: its size (a bitmap rotabloom
-/// made, kept allocated), `bf|rate|capacity` (a RedisBloom generation,
+/// made, kept allocated), `bf|rate|capacity` (a module's generation,
 /// reserved again), or nothing (an adopted legacy block, deleted).
 pub(crate) fn zero_targets(keys: &Keys, view: &View) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();

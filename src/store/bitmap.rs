@@ -98,7 +98,11 @@ impl Store for Bitmap {
         Some(crate::generation::Backend::Bitmap)
     }
 
-    fn new_layout(&self, params: crate::params::BloomParams, max_block_bits: u64) -> Layout {
-        Layout::split(params, max_block_bits)
+    fn new_layout(
+        &self,
+        params: crate::params::BloomParams,
+        max_block_bits: u64,
+    ) -> Result<Layout> {
+        Ok(Layout::split(params, max_block_bits))
     }
 }

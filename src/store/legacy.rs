@@ -96,13 +96,13 @@ macro_rules! frozen_bitmap {
 
         // Legacy bitmaps are adopted as their crawler wrote them, never
         // made: a layout of their parameters, unsplit.
-        fn new_layout(&self, params: crate::params::BloomParams, _: u64) -> Layout {
-            Layout {
+        fn new_layout(&self, params: crate::params::BloomParams, _: u64) -> Result<Layout> {
+            Ok(Layout {
                 bits: params.bits(),
                 hashes: params.hashes(),
                 blocks: 1,
                 scheme: self.scheme(),
-            }
+            })
         }
     };
 }

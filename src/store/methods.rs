@@ -16,13 +16,18 @@ impl Scheme {
     /// Whether the generation is a module's key rather than a bitmap.
     pub fn is_module(self) -> bool {
         // A bitmap's blocks are bytes a dump copies; a module's key is not.
-        !super::of(self).dumpable()
+        super::of(self).undumpable().is_some()
     }
 }
 
 impl Backend {
-    /// The layout of a generation of `params` on this backend.
-    pub(crate) fn layout(self, params: BloomParams, max_block_bits: u64) -> Layout {
+    /// The layout of a generation of `params` on this backend, or why the
+    /// backend cannot hold one so big.
+    pub(crate) fn layout(
+        self,
+        params: BloomParams,
+        max_block_bits: u64,
+    ) -> crate::error::Result<Layout> {
         super::for_backend(self).new_layout(params, max_block_bits)
     }
 

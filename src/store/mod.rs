@@ -6,17 +6,20 @@
 //! generation's store and never name a scheme; adding a backend is one
 //! module here and one line in [`STORES`].
 
+pub(crate) mod bf;
 mod bitmap;
 mod legacy;
 mod methods;
 pub(crate) mod mirror;
-mod module;
+pub(crate) mod names;
 mod positional;
+
+use names::{Backend, Scheme};
 
 pub(crate) use positional::COUNT_BYTES;
 
-use crate::error::Result;
-use crate::generation::{BlockCheck, Layout, Scheme};
+use crate::error::{Error, Result};
+use crate::generation::{BlockCheck, Layout};
 use crate::items::Batch;
 use redis::Value;
 use std::fmt;
@@ -26,16 +29,29 @@ use std::fmt;
 pub(crate) enum Alloc {
     /// Zero bytes up to this size.
     Bytes(u64),
-    /// A non-scaling module filter of this rate and capacity.
-    Module { error_rate: f64, capacity: u64 },
+    /// A module's empty filter: the allocation scripts' arguments, the
+    /// module's tag first (docs/FORMAT.md §10), as its store words them.
+    Reserve(Vec<String>),
 }
+
+/// The stores' pieces of the scripts (`lua/*.lua` name no backend: they
+/// call what these define), put before every script that makes, empties
+/// or uses a generation. The paths are from `src/`, where the one place
+/// that expands this (`scripts.rs`) is: `include_str!` reads from there.
+macro_rules! lua {
+    () => {
+        include_str!("store/bf/dialect.lua")
+    };
+}
+pub(crate) use lua;
 
 /// One generation's share of a data script call (`lua/data.lua`): the
 /// blocks its items touch (their keys are passed, ascending) and, per
 /// item, what the group takes.
 pub(crate) struct ScriptShare<'a> {
-    /// The role letter upper-cased: the script's mark of a module group.
-    pub upper: bool,
+    /// Whether the store places the items itself: the script then calls
+    /// a module (`lua!`), which it marks by the role letter's case.
+    module: bool,
     /// k, as the group header gives it (0 for a module).
     pub k: u32,
     pub touched: Vec<u32>,
@@ -56,7 +72,7 @@ impl<'a> ScriptShare<'a> {
         located: Vec<(u32, crate::generation::ItemPositions)>,
     ) -> ScriptShare<'a> {
         ScriptShare {
-            upper: false,
+            module: false,
             k,
             touched,
             body: Body::Placed(located),
@@ -67,10 +83,18 @@ impl<'a> ScriptShare<'a> {
     /// places them), in one key.
     pub(super) fn items(items: Vec<&'a [u8]>) -> ScriptShare<'a> {
         ScriptShare {
-            upper: true,
+            module: true,
             k: 0,
             touched: vec![0],
             body: Body::Items(items),
+        }
+    }
+
+    /// The group's role letter (`code`) as the data script reads it.
+    pub fn role(&self, code: &str) -> String {
+        match self.module {
+            true => code.to_uppercase(),
+            false => code.to_string(),
         }
     }
 
@@ -165,9 +189,15 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
         None
     }
 
-    /// Whether a dump can copy its blocks as bytes.
-    fn dumpable(&self) -> bool {
-        true
+    /// Why a dump cannot copy its blocks as bytes, if it cannot.
+    fn undumpable(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// What the server lacks, when `e` says it lacks the module this
+    /// store needs (in words for [`Error::ModuleMissing`]).
+    fn lacks(&self, _e: &Error) -> Option<&'static str> {
+        None
     }
 
     /// Whether an item's MD5 hash places it (so the operation hashes).
@@ -249,8 +279,10 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     }
 
     /// The layout of a new generation of `params` (a store that splits a
-    /// generation into blocks does it here).
-    fn new_layout(&self, params: crate::params::BloomParams, max_block_bits: u64) -> Layout;
+    /// generation into blocks does it here), or why the store cannot hold
+    /// one so big.
+    fn new_layout(&self, params: crate::params::BloomParams, max_block_bits: u64)
+        -> Result<Layout>;
 
     /// A command that fails unless the server can serve this store (a
     /// module's command on an existing key), if it needs more than Redis.
@@ -260,9 +292,10 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
 }
 
 /// Every backend, one per scheme: the one list a new backend joins.
-static STORES: [&dyn Store; 4] = [
+static STORES: [&dyn Store; 5] = [
     &bitmap::Bitmap,
-    &module::RedisBloom,
+    &bf::REDISBLOOM,
+    &bf::VALKEY_BLOOM,
     &legacy::ScrapyRedisBloomfilter,
     &legacy::Seed000,
 ];
@@ -282,8 +315,24 @@ pub(crate) fn of(scheme: Scheme) -> &'static dyn Store {
         .unwrap_or(&bitmap::Bitmap)
 }
 
+/// `e`, or when one of `stores` says it means the server lacks that
+/// store's module, [`Error::ModuleMissing`] for filter `name`.
+pub(crate) fn missing_module(
+    name: &str,
+    mut stores: impl Iterator<Item = &'static dyn Store>,
+    e: Error,
+) -> Error {
+    match stores.find_map(|s| s.lacks(&e)) {
+        Some(needs) => Error::ModuleMissing {
+            name: name.to_string(),
+            needs,
+        },
+        None => e,
+    }
+}
+
 /// The store that makes the generations of `backend`.
-pub(crate) fn for_backend(backend: crate::generation::Backend) -> &'static dyn Store {
+pub(crate) fn for_backend(backend: Backend) -> &'static dyn Store {
     STORES
         .iter()
         .copied()
@@ -297,15 +346,13 @@ mod tests {
 
     #[test]
     fn every_scheme_has_exactly_one_store() {
-        for scheme in [
-            Scheme::Md5Edh,
-            Scheme::RedisBloom,
-            Scheme::ScrapyRedisBloomfilter,
-            Scheme::Seed000,
-        ] {
+        for &scheme in Scheme::ALL {
             let n = STORES.iter().filter(|s| s.scheme() == scheme).count();
             assert_eq!(n, 1, "{scheme:?}");
             assert_eq!(of(scheme).scheme(), scheme);
+        }
+        for &backend in Backend::ALL {
+            assert_eq!(for_backend(backend).backend(), Some(backend));
         }
     }
 }

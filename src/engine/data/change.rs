@@ -5,8 +5,8 @@ use super::{DataMachine, DataOutput, State};
 use crate::engine::roll::{DueRotation, RollMachine};
 use crate::error::{Error, Result};
 use crate::machine::{Machine, Poll};
+use crate::proto::load;
 use crate::proto::script::DataOp;
-use crate::proto::{is_module_missing, load};
 use crate::request::Replies;
 use crate::view::View;
 use std::sync::Arc;
@@ -41,10 +41,14 @@ impl DataMachine {
     }
 
     pub(super) fn fail(&mut self, e: Error) -> Result<Poll<DataOutput>> {
-        if is_module_missing(&e) {
-            return Err(Error::ModuleMissing {
-                name: self.core.name().to_string(),
-            });
+        let view = self.core.view();
+        let e = crate::store::missing_module(
+            self.core.name(),
+            view.gens.iter().map(|g| g.layout.store()),
+            e,
+        );
+        if matches!(e, Error::ModuleMissing { .. }) {
+            return Err(e);
         }
         if e.is_oom() {
             // Under maxmemory the server refuses every command queued in

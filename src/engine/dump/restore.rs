@@ -114,10 +114,10 @@ impl<'a, R: Read> RestoreMachine<'a, R> {
         };
         let view = View::decode(fields, None, &keys.fence(), accept)
             .map_err(|e| bad(format!("its metadata is not valid: {e}")))?;
-        if view.gens.iter().any(|g| !g.layout.store().dumpable()) {
-            return Err(bad(
-                "it lists RedisBloom generations, which a dump cannot hold",
-            ));
+        if let Some(why) = view.gens.iter().find_map(|g| g.layout.store().undumpable()) {
+            return Err(bad(format!(
+                "it lists generations a dump cannot hold ({why})"
+            )));
         }
         Ok(RestoreMachine {
             reader,

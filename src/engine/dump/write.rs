@@ -92,14 +92,10 @@ impl<W: Write> DumpMachine<W> {
 
     /// The header and metadata, and the blocks to read.
     fn begin(&mut self, view: View) -> Result<Poll<Summary>> {
-        if view.gens.iter().any(|g| !g.layout.store().dumpable()) {
+        if let Some(why) = view.gens.iter().find_map(|g| g.layout.store().undumpable()) {
             return Err(Error::InvalidParameter {
                 name: "backend",
-                reason: format!(
-                    "filter {:?} keeps its generations in RedisBloom keys, which a dump cannot read in slices; \
-                     use BF.SCANDUMP and BF.LOADCHUNK",
-                    self.name
-                ),
+                reason: format!("filter {:?} cannot be dumped: {why}", self.name),
             });
         }
         self.raw(&MAGIC)?;

@@ -8,7 +8,7 @@
 //! BITFIELD's old bits. It costs the server about what raw BITFIELD costs,
 //! where a Lua loop over the same bits costs about twice as much. Counts of
 //! bitmap generations follow in a second, tiny request (`commit`); a
-//! RedisBloom generation counts itself, and its count is read inside the
+//! module's generation counts itself, and its count is read inside the
 //! transaction. Every reply is checked: a refused `WATCH` or `MULTI` is the
 //! call's error, never a transaction run unguarded.
 //!

@@ -2,16 +2,15 @@
 //! generation is copied into memory ([`MirrorCopy`]) and how its copy is
 //! read there ([`FrozenBits`]). Bitmap-like stores copy their blocks
 //! `GETRANGE` by `GETRANGE` and read them as Redis bitmaps ([`blocks`]);
-//! a module copies its own dump and reads it as the module would
-//! ([`chain`]). The cache and the fill drive them without knowing which.
+//! a module's store copies its own dump and reads it as the module would
+//! (its own room, as `store::bf`). The cache and the fill drive them
+//! without knowing which.
 
 pub(crate) mod blocks;
-pub(crate) mod chain;
 
 use crate::error::Result;
 use crate::generation::Layout;
 use crate::hashing::ItemHash;
-use crate::rbchain::{Chain, ModuleHash};
 use crate::request::Request;
 use redis::{RedisResult, Value};
 use std::fmt;
@@ -20,22 +19,23 @@ use std::fmt;
 /// needs it) and the item itself (a module or a legacy scheme needs it).
 pub(crate) type Item<'a> = (Option<&'a ItemHash>, Option<&'a [u8]>);
 
-/// What the lookups of one item share across generations: its RedisBloom
-/// hash values (by `FORCE64` option), and its block and bit positions in
-/// the last bitmap layout it was placed in. The generations of a circular
+/// What the lookups of one item share across generations: a store's own
+/// hash values of it (a module hashes items itself: two values, in one of
+/// two slots the store names, as RedisBloom's by hash width), and its
+/// block and bit positions in the last bitmap layout it was placed in. The generations of a circular
 /// filter all have one layout, so an item's positions are computed once
 /// for all of them rather than once per generation.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Memo {
-    module: [Option<ModuleHash>; 2],
+    own: [Option<[u64; 2]>; 2],
     placed: Option<(Layout, u32, Vec<u64>)>,
 }
 
 impl Memo {
-    /// The item's module hash values for `chain`'s option.
-    fn module_hash(&mut self, chain: &Chain, item: Option<&[u8]>) -> ModuleHash {
-        *self.module[usize::from(chain.force64())]
-            .get_or_insert_with(|| chain.hash(item.unwrap_or_default()))
+    /// The item's own hash values in `slot` (0 or 1), made by `make` the
+    /// first time they are asked for.
+    pub(crate) fn own_hash(&mut self, slot: bool, make: impl FnOnce() -> [u64; 2]) -> [u64; 2] {
+        *self.own[usize::from(slot)].get_or_insert_with(make)
     }
 
     /// The item's block and positions in a format-1 bitmap of `layout`.

@@ -2,9 +2,9 @@
 //! tests of the passes that read them (`cache::holds_any`).
 
 use super::blocks::Blocks;
-use super::chain::ChainBits;
 use super::FrozenBits;
 use crate::generation::{Layout, Scheme};
+use crate::store::bf::copy::ChainBits;
 use std::sync::Arc;
 
 /// A deterministic byte stream (xorshift), about half of whose bits are
@@ -51,8 +51,8 @@ pub(crate) fn legacy(bytes: usize, hashes: u32, seed: u64) -> Arc<dyn FrozenBits
 
 /// A RedisBloom chain of `links` (bytes, hashes, growth) and `options`.
 pub(crate) fn module(links: &[(u64, u32, u8)], options: u32, seed: u64) -> Arc<dyn FrozenBits> {
-    let header = crate::rbchain::dump_header(links, options);
-    let mut chain = crate::rbchain::Chain::from_header(&header).unwrap();
+    let header = crate::store::bf::chain::dump_header(links, options);
+    let mut chain = crate::store::bf::chain::Chain::from_header(&header).unwrap();
     chain
         .push_chunk(&noise(chain.bytes() as usize, seed))
         .unwrap();

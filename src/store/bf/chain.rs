@@ -222,6 +222,18 @@ impl Chain {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ModuleHash(u64, u64);
 
+impl From<ModuleHash> for [u64; 2] {
+    fn from(ModuleHash(a, b): ModuleHash) -> [u64; 2] {
+        [a, b]
+    }
+}
+
+impl From<[u64; 2]> for ModuleHash {
+    fn from([a, b]: [u64; 2]) -> ModuleHash {
+        ModuleHash(a, b)
+    }
+}
+
 pub(crate) fn module_hash(force64: bool, item: &[u8]) -> ModuleHash {
     if force64 {
         let a = murmur2::murmur64a(item, SEED64);

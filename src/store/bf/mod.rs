@@ -1,17 +1,44 @@
-//! A RedisBloom generation (docs/FORMAT.md §6.6): one non-scaling module
-//! filter per generation, which places items itself and refuses items past
-//! its capacity. Needs the RedisBloom module (or a compatible one with
-//! `BF.RESERVE`, `BF.INSERT`, `BF.MEXISTS`, `BF.INFO`, `BF.SCANDUMP`).
+//! Stores of a module that speaks the BF.* dialect (docs/FORMAT.md §6.6,
+//! §6.7): one non-scaling module filter per generation, which places items
+//! itself, counts them and refuses items past its capacity. What differs
+//! between such modules is data ([`Bf`]): RedisBloom ([`redisbloom`]) and
+//! valkey-bloom ([`valkey_bloom`]) are one value each. Everything the
+//! dialect is, is here: its commands, its pieces of the scripts
+//! (`dialect.lua`), its error words, its dump's chain ([`chain`], read by
+//! the mirror's [`copy`]) and its allocation.
+
+pub(crate) mod chain;
+pub(crate) mod copy;
+mod redisbloom;
+mod valkey_bloom;
+
+pub(super) use redisbloom::REDISBLOOM;
+pub(super) use valkey_bloom::VALKEY_BLOOM;
 
 use super::{Alloc, Held, ScriptShare, Store, TxCommand};
 use crate::error::{Error, Result};
-use crate::generation::{BlockCheck, Layout, Scheme};
+use crate::generation::{Backend, BlockCheck, Layout, Scheme};
 use crate::hashing::ItemHash;
 use crate::items::Batch;
 use redis::Value;
 
+/// The tag of the dialect in the scripts' arguments (`dialect.lua`).
+const TAG: &str = "bf";
+
+/// A module of the BF.* dialect, as what sets it apart.
 #[derive(Debug)]
-pub(super) struct RedisBloom;
+pub(super) struct Bf {
+    pub scheme: Scheme,
+    pub backend: Backend,
+    /// What a server that lacks it must load, as an error says it.
+    pub needs: &'static str,
+    /// Whether it hands out its filters in chunks (`BF.SCANDUMP`), so a
+    /// frozen generation can be mirrored in the client.
+    pub scandump: bool,
+    /// The largest filter it makes, in bytes, and the setting that says
+    /// so: a bigger generation is refused at creation, not on the server.
+    pub max_object: Option<(u64, &'static str)>,
+}
 
 /// `BF.INFO`'s size and items.
 fn bf_info(v: &Value) -> (u64, u64) {
@@ -48,9 +75,9 @@ fn is_full(message: &str) -> bool {
     message.contains("non scaling filter is full")
 }
 
-impl Store for RedisBloom {
+impl Store for Bf {
     fn scheme(&self) -> Scheme {
-        Scheme::RedisBloom
+        self.scheme
     }
 
     fn fits(&self, l: &Layout) -> bool {
@@ -63,10 +90,7 @@ impl Store for RedisBloom {
     }
 
     fn alloc(&self, l: &Layout, capacity: u64) -> Option<Alloc> {
-        Some(Alloc::Module {
-            error_rate: l.error_rate_at(capacity),
-            capacity,
-        })
+        Some(Alloc::Reserve(self.zero(l, capacity)))
     }
 
     fn made_before_listed(&self) -> bool {
@@ -75,7 +99,7 @@ impl Store for RedisBloom {
 
     fn zero(&self, l: &Layout, capacity: u64) -> Vec<String> {
         vec![
-            "bf".into(),
+            TAG.into(),
             crate::metadata::fmt_f64(l.error_rate_at(capacity)),
             capacity.to_string(),
         ]
@@ -90,10 +114,6 @@ impl Store for RedisBloom {
     // would keep beside it could only lag behind.
     fn own_count(&self, key: &str) -> Option<redis::Cmd> {
         Some(redis::cmd("BF.CARD").arg(key).clone())
-    }
-
-    fn dumpable(&self) -> bool {
-        false
     }
 
     fn hashed(&self) -> bool {
@@ -211,12 +231,14 @@ impl Store for RedisBloom {
         Ok(())
     }
 
+    // Without BF.SCANDUMP the server answers for every generation.
     fn mirror(
         &self,
         _: &crate::generation::Generation,
         key: &dyn Fn(u32) -> String,
     ) -> Option<Box<dyn super::mirror::MirrorCopy>> {
-        Some(Box::new(super::mirror::chain::DumpCopy::new(key(0))))
+        self.scandump
+            .then(|| Box::new(copy::DumpCopy::new(key(0))) as Box<dyn super::mirror::MirrorCopy>)
     }
 
     fn locate(
@@ -228,18 +250,48 @@ impl Store for RedisBloom {
         None
     }
 
-    fn backend(&self) -> Option<crate::generation::Backend> {
-        Some(crate::generation::Backend::RedisBloom)
+    fn backend(&self) -> Option<Backend> {
+        Some(self.backend)
     }
 
-    // One key, however big: the module splits nothing.
-    fn new_layout(&self, params: crate::params::BloomParams, _: u64) -> Layout {
-        Layout {
+    // One key, however big: the module splits nothing, and refuses what
+    // passes its object limit.
+    fn new_layout(&self, params: crate::params::BloomParams, _: u64) -> Result<Layout> {
+        let l = Layout {
             bits: params.bits(),
             hashes: params.hashes(),
             blocks: 1,
-            scheme: Scheme::RedisBloom,
+            scheme: self.scheme,
+        };
+        match self.max_object {
+            Some((max, setting)) if l.bytes() > max => Err(Error::InvalidParameter {
+                name: "backend",
+                reason: format!(
+                    "{} keeps a generation in one object of at most {} MiB ({setting}), \
+                     and this one needs {:.1} MiB: lower the capacity, raise the error \
+                     rate, or use the bitmap backend",
+                    self.backend.as_str(),
+                    max >> 20,
+                    l.bytes() as f64 / f64::from(1u32 << 20)
+                ),
+            }),
+            _ => Ok(l),
         }
+    }
+
+    fn lacks(&self, e: &Error) -> Option<&'static str> {
+        let t = match e {
+            Error::Redis(r) => r.inner().to_string().to_ascii_lowercase(),
+            _ => return None,
+        };
+        (t.contains("unknown command") && t.contains("bf.")).then_some(self.needs)
+    }
+
+    fn undumpable(&self) -> Option<&'static str> {
+        Some(
+            "its generations are module keys, which a dump cannot read in slices; \
+             the module's own BF.SCANDUMP and BF.LOADCHUNK (RedisBloom) copy one key",
+        )
     }
 
     fn presence_probe(&self, key: &str) -> Option<redis::Cmd> {
@@ -249,6 +301,41 @@ impl Store for RedisBloom {
 
 #[cfg(test)]
 mod tests {
+    use super::{Store, REDISBLOOM, VALKEY_BLOOM};
+    use crate::params::BloomParams;
+
+    #[test]
+    fn the_two_modules_differ_only_in_their_data() {
+        // 100 million items at 0.1%: 171 MiB in one object.
+        let big = BloomParams::for_capacity(100_000_000, 0.001).unwrap();
+        assert_eq!(REDISBLOOM.new_layout(big, 0).unwrap().blocks, 1);
+        let e = VALKEY_BLOOM.new_layout(big, 0).unwrap_err();
+        assert!(e.to_string().contains("128 MiB"), "{e}");
+        let small = BloomParams::for_capacity(1_000, 0.01).unwrap();
+        let l = VALKEY_BLOOM.new_layout(small, 0).unwrap();
+        assert_eq!(l.scheme, crate::generation::Scheme::ValkeyBloom);
+        let g = crate::generation::Generation {
+            seq: 0,
+            layout: l,
+            capacity: 1_000,
+            count: 0,
+            created_at_ms: 0,
+        };
+        let key = |_| "k".to_string();
+        assert!(REDISBLOOM.mirror(&g, &key).is_some());
+        assert!(VALKEY_BLOOM.mirror(&g, &key).is_none(), "no BF.SCANDUMP");
+        // The same dialect: the same words for a missing module.
+        let unknown: crate::error::Error =
+            crate::testkit::server_error("ERR unknown command 'BF.RESERVE'").into();
+        assert!(VALKEY_BLOOM
+            .lacks(&unknown)
+            .unwrap()
+            .contains("valkey-bloom"));
+        assert!(REDISBLOOM.lacks(&unknown).unwrap().contains("RedisBloom"));
+        let other: crate::error::Error = crate::testkit::server_error("ERR other").into();
+        assert!(VALKEY_BLOOM.lacks(&other).is_none());
+    }
+
     #[test]
     fn bf_info_reads_both_encodings() {
         use redis::Value;

@@ -1,11 +1,19 @@
 //! The mirror of a RedisBloom generation: copied with the module's own
 //! `BF.SCANDUMP`, read as the module reads its chain of links.
 
-use super::{CopyStep, FrozenBits, Item, Memo, MirrorCopy, Probe};
+use super::chain::{Chain, ModuleHash};
 use crate::error::{Error, Result};
-use crate::rbchain::Chain;
 use crate::request::Request;
+use crate::store::mirror::{CopyStep, FrozenBits, Item, Memo, MirrorCopy, Probe};
 use redis::{RedisResult, Value};
+
+/// The item's hash values for `chain`'s option, shared by every
+/// generation the item is checked against.
+fn hash(chain: &Chain, memo: &mut Memo, item: Option<&[u8]>) -> ModuleHash {
+    ModuleHash::from(memo.own_hash(chain.force64(), || {
+        chain.hash(item.unwrap_or_default()).into()
+    }))
+}
 
 /// A RedisBloom generation, as `BF.SCANDUMP` gave it.
 #[derive(Debug)]
@@ -18,11 +26,11 @@ impl FrozenBits for ChainBits {
 
     /// The module's test; it needs the item itself, not its hash.
     fn contains(&self, memo: &mut Memo, (_, item): Item<'_>) -> bool {
-        self.0.contains_hash(memo.module_hash(&self.0, item))
+        self.0.contains_hash(hash(&self.0, memo, item))
     }
 
     fn probe(&self, memo: &mut Memo, (_, item): Item<'_>, i: u32) -> Probe {
-        let h = memo.module_hash(&self.0, item);
+        let h = hash(&self.0, memo, item);
         match self.0.probe(h, u64::from(i)) {
             Some(Ok(x)) => Probe::At {
                 part: 0,
