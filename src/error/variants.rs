@@ -181,8 +181,7 @@ pub enum Error {
         limit: String,
     },
 
-    /// The filter keeps its generations in a module's keys (a module
-    /// backend), but the server lacks that module.
+    /// The filter keeps its generations in a module's keys, but the server lacks it.
     #[error("filter {name:?} keeps its generations in a module's keys, but the server lacks {needs}: load it, or use the bitmap backend")]
     ModuleMissing {
         /// The filter's name.
