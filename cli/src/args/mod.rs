@@ -12,7 +12,7 @@ mod values;
 use crate::commands::create::flags::{parse_from, From, SettingFlags};
 use crate::commands::expanding::adopt::AdoptArgs;
 use crate::commands::expanding::GrowthFlags;
-use crate::run::resume::StateFlags;
+use crate::run::resume::flags::StateFlags;
 use crate::shared::output::Output;
 use crate::show::help;
 use chrono::{DateTime, Utc};

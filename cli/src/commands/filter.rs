@@ -3,7 +3,8 @@
 
 use crate::run::lines::{write_kept, Batches};
 use crate::run::pipeline::{self, Run};
-use crate::run::resume::{shell_words, StateFlags};
+use crate::run::resume::flags::StateFlags;
+use crate::run::resume::shell_words;
 use crate::run::tally::Writes;
 use crate::run::writer::Writer;
 use crate::shared::ctx::Ctx;

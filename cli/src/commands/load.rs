@@ -3,7 +3,8 @@
 use crate::run::insert::Inserted;
 use crate::run::lines::Batches;
 use crate::run::pipeline::Run;
-use crate::run::resume::{shell_words, StateFlags};
+use crate::run::resume::flags::StateFlags;
+use crate::run::resume::shell_words;
 use crate::run::tally::{is_refusal, Writes};
 use crate::shared::ctx::Ctx;
 use crate::shared::fail::file_error;

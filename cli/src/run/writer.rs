@@ -5,7 +5,8 @@
 //! pipeline, the masters at once: a batch costs one round trip per master
 //! and step, not one per shard.
 
-use crate::run::pipeline::{Handle, Job};
+use crate::run::pipeline::job::Job;
+use crate::run::pipeline::Handle;
 use crate::run::resilient::{Links, Resilient};
 use crate::shared::any::Sharded;
 use crate::shared::ctx::Ctx;

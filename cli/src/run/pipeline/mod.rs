@@ -14,56 +14,24 @@
 //! handed on, and [`Tally`] says what is left; with a state file
 //! ([`Journal`]), a resumed run gets the answers of the batches that were
 //! sent and not handed on.
+//!
+//! The reader is in `read`; a batch on its way, `Job`, in `job`.
+
+pub mod job;
+mod read;
 
 use crate::run::lines::Items;
 use crate::run::resilient::Resilient;
-use crate::run::resume::{digest, fate, Fate, Journal, Plan};
+use crate::run::resume::{fate, Fate, Journal, Plan};
 use crate::run::stop::Stop;
 use crate::run::tally::{Tally, Words, Writes};
-use crate::shared::fail::usage;
-use rotabloom::ShardedBatch;
+use job::{Job, Progress, POLL};
+use read::{read, Cut, Reading};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, sync_channel, Receiver, RecvTimeoutError};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// One batch: its place in the input and its lines.
-pub struct Job {
-    seq: u64,
-    /// Lines of the input before this batch.
-    pub first: u64,
-    pub lines: Vec<Vec<u8>>,
-    /// Resumed: the token the interrupted run sent it under.
-    token: Option<String>,
-    /// One of a resumed run's listed batches.
-    resumed: bool,
-    /// Resumed although its record was gone.
-    lost: bool,
-    journal: Option<Arc<Journal>>,
-    window: Duration,
-}
-
-impl Job {
-    /// `batch` (an idempotent batch of this job's lines) as it goes out:
-    /// under the interrupted run's token when resumed, and written down in
-    /// the state file before it is sent.
-    pub fn prepare(&self, batch: ShardedBatch) -> anyhow::Result<ShardedBatch> {
-        if batch.delivery() != rotabloom::Delivery::ExactlyOnce {
-            // No record: nothing to name or to write down.
-            return Ok(batch);
-        }
-        let batch = batch.with_retry_window(self.window);
-        let batch = match &self.token {
-            Some(t) => batch.with_token(t)?,
-            None => batch,
-        };
-        if let Some(j) = &self.journal {
-            j.sending(self.first, batch.token(), self.window)?;
-        }
-        Ok(batch)
-    }
-}
 
 /// What a run is: how its input is cut, what it is called, and what its
 /// batches write.
@@ -96,39 +64,6 @@ pub trait Handle: Clone + Send {
 /// (nor a state file listing more than this many batches).
 fn window(workers: usize) -> u64 {
     2 * workers as u64
-}
-
-/// The count of batches handed on, which the reader waits for.
-#[derive(Default)]
-struct Progress {
-    emitted: Mutex<u64>,
-    moved: Condvar,
-}
-
-impl Progress {
-    fn advance(&self) {
-        let mut n = match self.emitted.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        *n += 1;
-        self.moved.notify_all();
-    }
-
-    /// Waits until batch `seq` is within `window` of what was handed on,
-    /// or `stop()`.
-    fn wait_for(&self, seq: u64, window: u64, stop: impl Fn() -> bool) {
-        let mut n = match self.emitted.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        while seq >= *n + window && !stop() {
-            n = match self.moved.wait_timeout(n, POLL) {
-                Ok((g, _)) => g,
-                Err(p) => p.into_inner().0,
-            };
-        }
-    }
 }
 
 /// What `in_flight` workers made of `items`, cut into batches as `run`
@@ -286,9 +221,6 @@ fn resumed(j: &Journal, redis: &mut Resilient, name: &str) -> anyhow::Result<Pla
     Ok(j.plan())
 }
 
-/// How often a waiting worker looks at the stop flag.
-const POLL: std::time::Duration = std::time::Duration::from_millis(50);
-
 /// The next batch for a worker; `None` once the input is done or the run
 /// failed. After a refusal, only a resumed run's own batches go: a new
 /// one taken then is left unsent (the state file lists it, as queued).
@@ -308,163 +240,6 @@ fn next(jobs: &Mutex<Receiver<Job>>, stop: &Stop) -> Option<Job> {
             Err(RecvTimeoutError::Disconnected) => return None,
         }
     }
-}
-
-/// How far the reader got.
-#[derive(Default)]
-struct Reading {
-    /// Bytes of input read (for progress).
-    bytes: std::sync::atomic::AtomicU64,
-    /// Lines cut into batches.
-    lines: std::sync::atomic::AtomicU64,
-    /// The input ended.
-    ended: AtomicBool,
-}
-
-impl Reading {
-    /// The lines cut so far, unless the input ended: what a refusal says
-    /// was not read after.
-    fn stopped_at(&self) -> Option<u64> {
-        (!self.ended.load(Ordering::Relaxed)).then(|| self.lines.load(Ordering::Relaxed))
-    }
-}
-
-/// How the reader cuts the input.
-struct Cut {
-    batch: usize,
-    what: String,
-    journal: Option<Arc<Journal>>,
-    window: Duration,
-    progress: Arc<Progress>,
-    /// How far it may run ahead of what was handed on, in batches.
-    ahead: u64,
-}
-
-/// The reader: batches into `jobs` until the input ends or `stop` is set;
-/// first, in a resumed run, the batches of `plan`.
-fn read(
-    mut items: impl Items,
-    cut: Cut,
-    plan: Option<Plan>,
-    jobs: std::sync::mpsc::SyncSender<Job>,
-    stop: &Stop,
-    reading: &Reading,
-) -> anyhow::Result<()> {
-    let send = |seq: u64, first: u64, lines: Vec<Vec<u8>>, plan: Option<(Option<String>, bool)>| {
-        let resumed = plan.is_some();
-        let (token, lost) = plan.unwrap_or_default();
-        let job = Job {
-            seq,
-            first,
-            lines,
-            resumed,
-            token,
-            lost,
-            journal: cut.journal.clone(),
-            window: cut.window,
-        };
-        jobs.send(job).is_ok()
-    };
-    let read_error =
-        |e: std::io::Error| crate::shared::fail::file_error(format!("reading {}: {e}", cut.what));
-    let (mut seq, mut first) = (0u64, 0u64);
-    if let Some(plan) = plan {
-        // A refusal does not stop these (see `Stop`).
-        for e in plan.batches {
-            cut.progress.wait_for(seq, cut.ahead, || stop.failed());
-            if stop.failed() {
-                return Ok(());
-            }
-            skip(&mut items, e.first.saturating_sub(first), first, &cut.what)?;
-            let mut lines = Vec::new();
-            let got = take(&mut items, &mut lines, e.len).map_err(read_error)?;
-            if got < e.len || digest(&lines) != e.digest {
-                return Err(usage(format!(
-                    "{}: lines {} are not those of the interrupted run ({}): resume needs the same input",
-                    cut.what,
-                    e.range(),
-                    if got < e.len { "the input ends before" } else { "they differ" }
-                )));
-            }
-            reading.bytes.store(items.bytes_read(), Ordering::Relaxed);
-            first = e.first + e.len;
-            reading.lines.store(first, Ordering::Relaxed);
-            if !send(seq, e.first, lines, Some((e.token, e.lost))) {
-                return Ok(());
-            }
-            seq += 1;
-        }
-        skip(
-            &mut items,
-            plan.read.saturating_sub(first),
-            first,
-            &cut.what,
-        )?;
-        first = first.max(plan.read);
-        // What a stop says was not read starts after the interrupted run's.
-        reading.lines.store(first, Ordering::Relaxed);
-    }
-    loop {
-        cut.progress.wait_for(seq, cut.ahead, || stop.any());
-        if stop.any() {
-            return Ok(());
-        }
-        let mut lines = Vec::with_capacity(cut.batch.min(1 << 16));
-        let more = items
-            .next_batch(&mut lines, cut.batch)
-            .map_err(read_error)?;
-        if !more {
-            reading.ended.store(true, Ordering::Relaxed);
-            return Ok(());
-        }
-        let n = lines.len() as u64;
-        reading.bytes.store(items.bytes_read(), Ordering::Relaxed);
-        reading.lines.store(first + n, Ordering::Relaxed);
-        // Written down before any worker can send it.
-        if let Some(j) = &cut.journal {
-            j.queued(first, &lines)?;
-        }
-        if !send(seq, first, lines, None) {
-            return Ok(());
-        }
-        seq += 1;
-        first += n;
-    }
-}
-
-/// Reads exactly `n` lines into `lines` (fewer only at the end of the
-/// input); returns how many.
-fn take(items: &mut impl Items, lines: &mut Vec<Vec<u8>>, n: u64) -> std::io::Result<u64> {
-    let mut part = Vec::new();
-    while (lines.len() as u64) < n {
-        let want = usize::try_from(n - lines.len() as u64).unwrap_or(usize::MAX);
-        if !items.next_batch(&mut part, want.min(1 << 16))? {
-            break;
-        }
-        lines.append(&mut part);
-    }
-    Ok(lines.len() as u64)
-}
-
-/// Passes over `n` lines that the interrupted run handed on, the input
-/// being at line `at`.
-fn skip(items: &mut impl Items, n: u64, at: u64, what: &str) -> anyhow::Result<()> {
-    let mut part = Vec::new();
-    let mut left = n;
-    while left > 0 {
-        part.clear();
-        let got = take(items, &mut part, left.min(1 << 16))
-            .map_err(|e| crate::shared::fail::file_error(format!("reading {what}: {e}")))?;
-        if got == 0 {
-            return Err(usage(format!(
-                "{what}: the input ends at line {}, before the lines the interrupted run handed on (to line {}): resume needs the same input",
-                at + n - left,
-                at + n
-            )));
-        }
-        left -= got;
-    }
-    Ok(())
 }
 
 /// Hands results on in input order, through `emit`, and tallies them;

@@ -11,76 +11,15 @@
 //! it gave the first time) and goes on from there.
 //!
 //! The file's format is `statefile`'s: a process killed at any point
-//! leaves it readable.
+//! leaves it readable. The flags that ask for it are in `flags`.
+
+pub mod flags;
 
 use crate::run::statefile::{replay, Entry, Log, State};
 use crate::shared::fail::{file_error, usage};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-/// The flags of the writers that can be resumed.
-#[derive(clap::Args, Debug, Clone)]
-pub struct StateFlags {
-    /// Keep the batches not yet handed on in FILE, so that a run that
-    /// gives up can be resumed with --resume FILE and get their answers
-    /// (the file must not exist; it is removed when the run completes).
-    #[arg(long, value_name = "FILE", conflicts_with = "resume")]
-    state: Option<PathBuf>,
-    /// Take up the run that gave up with --state FILE (or --resume FILE),
-    /// fed the same input: skips what it handed on, answers its unconfirmed
-    /// batches as the server answered them then, and goes on.
-    #[arg(long, value_name = "FILE")]
-    resume: Option<PathBuf>,
-    /// How long the server keeps each batch's answers for a retry or a
-    /// --resume (one byte per line for that long), e.g. 300s, 1h.
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_window)]
-    retry_window: Duration,
-}
-
-fn parse_window(s: &str) -> Result<Duration, String> {
-    let d = humantime::parse_duration(s).map_err(|e| format!("{s:?}: {e}"))?;
-    if d < Duration::from_secs(1) {
-        return Err(format!("{s:?}: at least 1s"));
-    }
-    Ok(d)
-}
-
-impl StateFlags {
-    /// How long records are kept.
-    pub fn window(&self) -> Duration {
-        self.retry_window
-    }
-
-    /// The journal the flags ask for: none, a new one, or the one to
-    /// resume. `command` is the subcommand (`filter`, `add`, `load`);
-    /// `resume` renders the command that resumes from a given file.
-    pub fn journal(
-        &self,
-        delivery: rotabloom::Delivery,
-        command: &str,
-        filter: &str,
-        resume: impl Fn(&str) -> String,
-    ) -> anyhow::Result<Option<Journal>> {
-        // A resumed run gets its answers from the server's records, which
-        // only exactly-once batches leave.
-        if delivery != rotabloom::Delivery::ExactlyOnce
-            && (self.state.is_some() || self.resume.is_some())
-        {
-            return Err(crate::shared::fail::usage(format!(
-                "--state and --resume need --delivery exactly-once (the server keeps no answers {delivery})"
-            )));
-        }
-        let window_ms = u64::try_from(self.retry_window.as_millis()).unwrap_or(u64::MAX);
-        match (&self.state, &self.resume) {
-            (Some(path), _) => Journal::start(path, command, filter, window_ms, resume).map(Some),
-            (None, Some(path)) => {
-                Journal::reopen(path, command, filter, window_ms, resume).map(Some)
-            }
-            (None, None) => Ok(None),
-        }
-    }
-}
 
 const VERSION: u32 = 1;
 
@@ -407,88 +346,4 @@ pub fn shell_words(words: &[&str]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn entry(sent: Option<u64>) -> Entry {
-        Entry {
-            first: 0,
-            len: 10,
-            digest: digest(&[b"a".to_vec()]),
-            token: sent.map(|_| "t".into()),
-            sent_ms: sent,
-            window_ms: 300_000,
-            lost: false,
-        }
-    }
-
-    #[test]
-    fn a_missing_record_is_lost_only_once_it_may_have_expired() {
-        let e = entry(Some(1_000_000));
-        assert_eq!(fate(&e, true, 9_000_000), Fate::Kept);
-        assert_eq!(fate(&e, false, 1_000_500), Fate::NotApplied);
-        // 30 s of margin before the 300 s window ends.
-        assert_eq!(fate(&e, false, 1_269_999), Fate::NotApplied);
-        assert_eq!(fate(&e, false, 1_270_000), Fate::Lost);
-        assert_eq!(fate(&entry(None), false, u64::MAX), Fate::NotApplied);
-    }
-
-    #[test]
-    fn digests_tell_lines_apart() {
-        let a = digest(&[b"ab".to_vec(), b"c".to_vec()]);
-        assert_eq!(a.len(), 32);
-        assert_ne!(a, digest(&[b"a".to_vec(), b"bc".to_vec()]));
-        assert_eq!(a, digest(&[b"ab".to_vec(), b"c".to_vec()]));
-    }
-
-    #[test]
-    fn the_file_follows_the_batches_and_goes_when_none_is_left() {
-        let dir = std::env::temp_dir().join(format!("rb-state-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("s.json");
-        let _ = std::fs::remove_file(&path);
-        let cmd = |f: &str| format!("rotabloom filter f --resume {f}");
-        let j = Journal::start(&path, "filter", "f", 300_000, cmd).unwrap();
-        let lines: Vec<Vec<u8>> = (0..4).map(|i| vec![b'a' + i]).collect();
-        j.queued(0, &lines[..2]).unwrap();
-        j.queued(2, &lines[2..]).unwrap();
-        j.sending(0, "tok0", Duration::from_secs(300)).unwrap();
-        // Of the batch at 2, its second line was refused: it stays.
-        j.handed_on(2, &lines[2..], &[(1, false)]).unwrap();
-        // Another process reads what this one wrote.
-        let again = Journal::reopen(&path, "filter", "f", 1, cmd).unwrap();
-        let plan = again.plan();
-        assert_eq!(plan.read, 4);
-        assert_eq!(plan.batches.len(), 2);
-        assert_eq!(plan.batches[0].token.as_deref(), Some("tok0"));
-        assert_eq!((plan.batches[1].first, plan.batches[1].len), (3, 1));
-        assert_eq!(plan.batches[1].digest, digest(&lines[3..]));
-        assert!(Journal::start(&path, "filter", "f", 1, cmd).is_err());
-        assert!(Journal::reopen(&path, "add", "f", 1, cmd).is_err());
-        assert!(Journal::reopen(&path, "filter", "g", 1, cmd).is_err());
-        assert!(j.finish().unwrap());
-        assert!(path.exists());
-        j.handed_on(0, &lines[..2], &[]).unwrap();
-        j.handed_on(3, &lines[3..], &[]).unwrap();
-        assert!(!j.finish().unwrap());
-        assert!(!path.exists());
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn shell_words_are_quoted_when_needed() {
-        let words = [
-            "rotabloom",
-            "filter",
-            "crawl:dupes",
-            "--resume",
-            "/tmp/a b's.json",
-        ];
-        let line = shell_words(&words);
-        assert!(
-            line.starts_with("rotabloom filter crawl:dupes --resume "),
-            "{line}"
-        );
-        assert_eq!(shlex::split(&line).unwrap(), words);
-    }
-}
+mod tests;
