@@ -10,7 +10,16 @@ use rotabloom::config::{settings, FilterParams, Setting};
 /// [`settings`], so a setting added to the library's table is a flag here
 /// with no change to this file.
 #[derive(Debug, Default)]
-pub struct SettingFlags(pub FilterParams, pub Option<String>);
+pub struct SettingFlags {
+    /// The settings given as flags.
+    pub params: FilterParams,
+    /// `$ROTABLOOM_SHARDS`: a default for filters described by flags, not
+    /// a flag, so that `create` of configured filters ignores it.
+    pub env_shards: Option<u32>,
+}
+
+/// The setting `$ROTABLOOM_SHARDS` also gives.
+const SHARDS: &str = "shards";
 
 impl clap::Args for SettingFlags {
     fn augment_args(cmd: clap::Command) -> clap::Command {
@@ -38,11 +47,12 @@ fn flag(s: &'static Setting) -> Arg {
     if s.flag() != s.key() && !s.key().contains('_') {
         arg = arg.visible_alias(s.key());
     }
-    if s.key() == "shards" {
+    if s.key() == SHARDS {
         arg = arg.env("ROTABLOOM_SHARDS");
     }
     match s.value_name() {
         None => arg.action(ArgAction::SetTrue),
+        Some(name) if s.key() == SHARDS => arg.value_name(name).value_parser(shards),
         Some(name) => arg.value_name(name).value_parser(move |text: &str| {
             FilterParams::default()
                 .set(s.key(), text)
@@ -50,6 +60,17 @@ fn flag(s: &'static Setting) -> Arg {
                 .map_err(|e| e.message)
         }),
     }
+}
+
+/// `--shards S` or `$ROTABLOOM_SHARDS`, read once into the number the
+/// filter takes, as the library reads the setting. Whether it is in range
+/// is checked once, by the library with the whole filter
+/// ([`FilterParams::validate`]), whose message names the filter.
+fn shards(text: &str) -> Result<u32, String> {
+    let mut p = FilterParams::default();
+    p.set(SHARDS, text).map_err(|e| e.message)?;
+    p.shards
+        .ok_or_else(|| format!("{text:?} is no number of shards"))
 }
 
 /// The setting's help, led by the kinds that take it unless all do.
@@ -78,12 +99,21 @@ fn first_char(text: &str, case: fn(&char) -> char) -> String {
 
 impl clap::FromArgMatches for SettingFlags {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
-        let mut params = FilterParams::default();
-        let mut env_shards = None;
+        let mut flags = SettingFlags::default();
         let invalid = |e: &dyn std::fmt::Display| {
             clap::Error::raw(clap::error::ErrorKind::InvalidValue, e.to_string())
         };
         for s in settings() {
+            if s.key() == SHARDS {
+                let shards = m.try_get_one::<u32>(SHARDS).map_err(|e| invalid(&e))?;
+                match m.value_source(SHARDS) {
+                    Some(clap::parser::ValueSource::EnvVariable) => {
+                        flags.env_shards = shards.copied()
+                    }
+                    _ => flags.params.shards = shards.copied(),
+                }
+                continue;
+            }
             let value = match s.value_name() {
                 None => m
                     .try_get_one::<bool>(s.key())
@@ -96,17 +126,13 @@ impl clap::FromArgMatches for SettingFlags {
                     .map_err(|e| invalid(&e))?
                     .cloned(),
             };
-            // `ROTABLOOM_SHARDS` is a default for filters described by
-            // flags, not a flag: `create` of configured filters ignores it.
-            let from_env = m.value_source(s.key()) == Some(clap::parser::ValueSource::EnvVariable);
-            if let Some(v) = value.filter(|_| !from_env) {
-                params.set(s.key(), &v).map_err(|e| invalid(&e))?;
-            }
-            if let (true, Some(v)) = (from_env, m.try_get_one::<String>(s.key()).ok().flatten()) {
-                env_shards = Some(v.clone());
+            // Checked as clap read it (`flag`); the library's parameters
+            // take a setting only as text.
+            if let Some(v) = value {
+                flags.params.set(s.key(), &v).map_err(|e| invalid(&e))?;
             }
         }
-        Ok(SettingFlags(params, env_shards))
+        Ok(flags)
     }
 
     fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {

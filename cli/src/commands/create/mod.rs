@@ -28,17 +28,14 @@ pub fn run(
     output: Output,
 ) -> anyhow::Result<u8> {
     // --from needs --every (clap says so): settings given as flags.
-    let flagged = !flags.0.keys_set().is_empty();
-    let mut params = flags.0.clone();
-    if let (true, None, Some(v)) = (flagged, params.shards, &flags.1) {
-        params
-            .set("shards", v)
-            .map_err(|e| usage(format!("$ROTABLOOM_SHARDS: {}", e.message)))?;
+    let flagged = !flags.params.keys_set().is_empty();
+    let mut params = flags.params.clone();
+    if flagged && params.shards.is_none() {
+        params.shards = flags.env_shards;
     }
-    let flags = SettingFlags(params, None);
     // Usage errors before Redis is asked anything.
     let defs = if flagged {
-        vec![from_flags(ctx, names, &flags.0)?]
+        vec![from_flags(ctx, names, &params)?]
     } else {
         declared(ctx, names)?
     };
@@ -47,7 +44,7 @@ pub fn run(
         Some(from) => vec![from_flags(
             ctx,
             names,
-            &anchored(&mut conn, names, &flags.0, from)?,
+            &anchored(&mut conn, names, &params, from)?,
         )?],
         None => defs,
     };
