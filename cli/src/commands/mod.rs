@@ -1,6 +1,7 @@
-//! The commands, one module each (the commands of expanding filters
-//! together, `completions` and `man` together); `main` hands each its
-//! parsed flags.
+//! The commands, one module each, `main` handing each its parsed flags;
+//! those that share their code share a module: `drop` and `clear`, `dump`
+//! and `restore`, `completions` and `man` (`generate`). `expanding` holds
+//! `expand`, `convert` and `adopt`, one module each.
 
 pub mod add;
 pub mod check;
