@@ -1,0 +1,14 @@
+//! What people read: values written for people, `status` as text and
+//! JSON, a circular filter's window in dates, errors and warnings on
+//! standard error, colour, help and the words completion offers.
+
+pub mod errors;
+pub mod help;
+pub mod status;
+pub mod suggest;
+pub mod term;
+pub mod values;
+pub mod version;
+pub mod warnings;
+pub mod window;
+pub mod words;
