@@ -10,7 +10,9 @@ use token::check_token;
 
 use crate::engine::Core;
 use crate::error::{Error, Result};
+use crate::items::Items;
 use crate::proto::script::{DataOp, Record};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long the server keeps a batch's answers by default: a retry must
@@ -89,7 +91,9 @@ pub const DEFAULT_RETRY_WINDOW: Duration = Duration::from_secs(300);
 #[derive(Debug)]
 pub struct IdempotentBatch {
     core: Core,
-    items: Vec<Vec<u8>>,
+    /// Shared with each run's machine, which must not borrow the batch
+    /// that the caller runs it from again: no copy per run.
+    items: Arc<Items>,
     token: String,
     window: Duration,
     /// The operation of the first call: a batch is one write, so another
@@ -103,18 +107,14 @@ pub struct IdempotentBatch {
 }
 
 impl IdempotentBatch {
-    pub(crate) fn new<I>(core: Core, items: I) -> IdempotentBatch
-    where
-        I: IntoIterator,
-        I::Item: AsRef<[u8]>,
-    {
+    pub(crate) fn new(core: Core, items: Items) -> IdempotentBatch {
         IdempotentBatch {
             core,
-            items: items.into_iter().map(|i| i.as_ref().to_vec()).collect(),
+            items: Arc::new(items),
             token: crate::uid::new_uid(),
             window: DEFAULT_RETRY_WINDOW,
             op: None,
-            delivery: Delivery::ExactlyOnce,
+            delivery: Delivery::default(),
             lost: false,
             unknown: 0,
         }
@@ -207,7 +207,7 @@ impl IdempotentBatch {
 
     /// The items, in order.
     pub fn items(&self) -> impl Iterator<Item = &[u8]> {
-        self.items.iter().map(Vec::as_slice)
+        self.items.iter()
     }
 
     /// The machine of one run of the batch for `op`; its result goes
@@ -215,7 +215,7 @@ impl IdempotentBatch {
     pub(crate) fn machine(
         &mut self,
         op: DataOp,
-    ) -> Result<impl crate::machine::Machine<Output = Vec<bool>>> {
+    ) -> Result<impl crate::machine::Machine<Output = Vec<bool>> + Send> {
         match self.op {
             Some(first) if first != op => {
                 return Err(Error::InvalidParameter {
@@ -234,12 +234,10 @@ impl IdempotentBatch {
             }),
             Delivery::AtLeastOnce => None,
         };
-        // A copy per run: the machine must not borrow the batch that the
-        // caller runs it from again.
         Ok(crate::engine::operation::data(
             &self.core,
             op,
-            self.items.clone(),
+            Arc::clone(&self.items),
             record,
         ))
     }

@@ -9,7 +9,7 @@
 //! Each method runs one machine of `engine::operation`, blocking or async:
 //! the two differ only in the driver. The async ones are in `async_calls`.
 
-use crate::engine::operation::{self, data};
+use crate::engine::operation::{self, many};
 use crate::engine::Core;
 use crate::error::Result;
 use crate::proto::script::DataOp;
@@ -196,6 +196,7 @@ impl<K: FilterKind> Filter<K> {
         I: IntoIterator,
         I::Item: AsRef<[u8]>,
     {
+        let items = crate::items::Items::collect(items);
         crate::batch::IdempotentBatch::new(self.core.clone(), items)
     }
 
@@ -290,8 +291,7 @@ impl<K: FilterKind> Filter<K> {
         I: IntoIterator,
         I::Item: AsRef<[u8]>,
     {
-        self.core
-            .run(conn, data(&self.core, DataOp::Add, items, None))
+        self.core.run(conn, many(&self.core, DataOp::Add, items))
     }
 
     /// [`contains`](Self::contains) for a batch, results in input order.
@@ -301,8 +301,7 @@ impl<K: FilterKind> Filter<K> {
         I: IntoIterator,
         I::Item: AsRef<[u8]>,
     {
-        self.core
-            .run(conn, data(&self.core, DataOp::Has, items, None))
+        self.core.run(conn, many(&self.core, DataOp::Has, items))
     }
 
     /// [`check_and_insert`](Self::check_and_insert) for a batch, results in
@@ -323,7 +322,7 @@ impl<K: FilterKind> Filter<K> {
         I::Item: AsRef<[u8]>,
     {
         self.core
-            .run(conn, data(&self.core, DataOp::CheckAdd, items, None))
+            .run(conn, many(&self.core, DataOp::CheckAdd, items))
     }
 
     /// Distinct insertions over all generations (items whose insertion set

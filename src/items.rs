@@ -6,6 +6,15 @@
 //! rather than their MD5 cannot be known from the first. So every item is
 //! kept, in one buffer: one copy per item into a growing vector costs far
 //! less than hashing it, and no later snapshot can find an item missing.
+//!
+//! That copy is the only one before a request's arguments: the buffer is
+//! shared (an `Arc`) by every run of the operation, not copied for each.
+//! Its MD5s are kept beside it, made at most once: with the items when
+//! they are placed by them (a sharded filter's shards), else by the first
+//! snapshot that places bits by them.
+
+use crate::hashing::ItemHash;
+use std::sync::OnceLock;
 
 /// Items in input order, in one contiguous buffer.
 #[derive(Clone, Debug, Default)]
@@ -13,6 +22,8 @@ pub(crate) struct Items {
     bytes: Vec<u8>,
     /// The end of each item in `bytes`.
     ends: Vec<usize>,
+    /// Every item's MD5, or none yet.
+    hashes: OnceLock<Vec<ItemHash>>,
 }
 
 impl Items {
@@ -24,14 +35,42 @@ impl Items {
     {
         let mut out = Items::default();
         for item in items {
-            out.bytes.extend_from_slice(item.as_ref());
-            out.ends.push(out.bytes.len());
+            out.push(item.as_ref());
         }
         out
     }
 
+    /// Copies `item` in, after the others.
+    pub fn push(&mut self, item: &[u8]) {
+        self.bytes.extend_from_slice(item);
+        self.ends.push(self.bytes.len());
+    }
+
+    /// The items with `hashes`, one per item in order, as their MD5s.
+    pub fn with_hashes(self, hashes: Vec<ItemHash>) -> Items {
+        Items {
+            hashes: OnceLock::from(hashes),
+            ..self
+        }
+    }
+
+    /// Every item's MD5, made now unless it was before.
+    pub fn hash_all(&self) {
+        self.hashes
+            .get_or_init(|| self.iter().map(ItemHash::of).collect());
+    }
+
+    /// The items' MD5s if they were made (every one), else none.
+    pub fn hashes(&self) -> &[ItemHash] {
+        self.hashes.get().map_or(&[], Vec::as_slice)
+    }
+
     pub fn len(&self) -> usize {
         self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
     }
 
     /// Item `i`, if there is one.
@@ -51,11 +90,12 @@ impl Items {
 }
 
 /// The items of one operation and their hashes. The items are always
-/// there; the hashes are when a generation of the snapshot the request is
-/// built from places items by their hash (all of them or none).
+/// there; the hashes (all of them or none) whenever a generation of the
+/// snapshot the request is built from places items by their hash, and
+/// earlier when they were made with the items (a sharded filter's).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Batch<'a> {
-    pub hashes: &'a [crate::hashing::ItemHash],
+    pub hashes: &'a [ItemHash],
     pub items: &'a Items,
 }
 
@@ -64,7 +104,7 @@ impl<'a> Batch<'a> {
         self.items.get(i)
     }
 
-    pub fn hash(&self, i: usize) -> Option<&'a crate::hashing::ItemHash> {
+    pub fn hash(&self, i: usize) -> Option<&'a ItemHash> {
         self.hashes.get(i)
     }
 }
@@ -82,5 +122,17 @@ mod tests {
         assert_eq!(items.get(2), Some(&b"bcd"[..]));
         assert_eq!(items.get(4), None);
         assert_eq!(Items::collect(Vec::<&[u8]>::new()).len(), 0);
+    }
+
+    #[test]
+    fn hashes_are_made_once_and_kept() {
+        let items = Items::collect(["a", "b"]);
+        assert!(items.hashes().is_empty());
+        items.hash_all();
+        let made = items.hashes().to_vec();
+        assert_eq!(made, vec![ItemHash::of("a"), ItemHash::of("b")]);
+        let given = Items::collect(["a"]).with_hashes(vec![ItemHash::of("z")]);
+        given.hash_all();
+        assert_eq!(given.hashes(), &[ItemHash::of("z")]);
     }
 }

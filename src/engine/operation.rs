@@ -11,23 +11,31 @@ use super::probe::probed;
 use super::whole::{Which, WholeMachine};
 use super::Core;
 use crate::error::Error;
+use crate::items::Items;
 use crate::machine::Machine;
 use crate::proto::count;
 use crate::proto::script::{DataOp, Record};
+use std::sync::Arc;
 
-/// Mirror fill (when enabled), the data operation (keeping its answers in
-/// `record`, if given), then allocation ahead of need (best effort: the
-/// writes allocate what they need anyway).
-pub(crate) fn data<I>(
-    core: &Core,
-    op: DataOp,
-    items: I,
-    record: Option<Record>,
-) -> impl Machine<Output = Vec<bool>> + Send
+/// A handle's batch call: `items` copied in, the data operation whole
+/// (see [`data`]), no record kept.
+pub(crate) fn many<I>(core: &Core, op: DataOp, items: I) -> impl Machine<Output = Vec<bool>> + Send
 where
     I: IntoIterator,
     I::Item: AsRef<[u8]>,
 {
+    data(core, op, Arc::new(Items::collect(items)), None)
+}
+
+/// Mirror fill (when enabled), the data operation on `items` (keeping its
+/// answers in `record`, if given), then allocation ahead of need (best
+/// effort: the writes allocate what they need anyway).
+pub(crate) fn data(
+    core: &Core,
+    op: DataOp,
+    items: Arc<Items>,
+    record: Option<Record>,
+) -> impl Machine<Output = Vec<bool>> + Send {
     let data = DataMachine::new(core.clone(), op, items);
     let data = match record {
         Some(r) => data.with_record(r),
@@ -54,7 +62,7 @@ pub(crate) fn one(
     op: DataOp,
     item: impl AsRef<[u8]>,
 ) -> impl Machine<Output = bool> + Send {
-    data(core, op, [item], None).map(|out| {
+    many(core, op, [item]).map(|out| {
         out.first()
             .copied()
             .ok_or_else(|| Error::Internal("no answer for one item".into()))

@@ -4,7 +4,7 @@
 //! is one `cfg` on this file.
 
 use super::{Filter, FilterKind};
-use crate::engine::operation::{self, data};
+use crate::engine::operation::{self, many};
 use crate::error::Result;
 use crate::proto::script::DataOp;
 
@@ -57,7 +57,7 @@ impl<K: FilterKind> Filter<K> {
         I: IntoIterator,
         I::Item: AsRef<[u8]>,
     {
-        let m = data(&self.core, DataOp::Add, items, None);
+        let m = many(&self.core, DataOp::Add, items);
         self.core.run_async(conn, m).await
     }
 
@@ -68,7 +68,7 @@ impl<K: FilterKind> Filter<K> {
         I: IntoIterator,
         I::Item: AsRef<[u8]>,
     {
-        let m = data(&self.core, DataOp::Has, items, None);
+        let m = many(&self.core, DataOp::Has, items);
         self.core.run_async(conn, m).await
     }
 
@@ -83,7 +83,7 @@ impl<K: FilterKind> Filter<K> {
         I: IntoIterator,
         I::Item: AsRef<[u8]>,
     {
-        let m = data(&self.core, DataOp::CheckAdd, items, None);
+        let m = many(&self.core, DataOp::CheckAdd, items);
         self.core.run_async(conn, m).await
     }
 

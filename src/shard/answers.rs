@@ -7,14 +7,53 @@ use crate::error::{Error, Partial, Result, ShardFailure};
 use crate::hashing::ItemHash;
 use crate::items::Items;
 
-/// The indices of `items` each of `shards` shards holds, in input order.
-pub(super) fn split(items: &Items, shards: u32) -> Vec<Vec<usize>> {
-    let mut parts = vec![Vec::new(); shards.max(1) as usize];
-    for i in 0..items.len() {
-        let item = items.get(i).unwrap_or_default();
-        parts[ItemHash::of(item).shard(shards) as usize].push(i);
+/// A batch's items placed on its shards.
+pub(super) struct Split {
+    /// Each shard's items, with the MD5s that placed them.
+    pub items: Vec<Items>,
+    /// The batch indices of each shard's items, in input order.
+    pub parts: Vec<Vec<usize>>,
+    /// How many items the batch holds.
+    pub len: usize,
+}
+
+/// `items` placed on `shards` shards by their MD5 (docs/FORMAT.md §11.3),
+/// each copied once into its shard's items with that MD5, which its
+/// shard's data machine then uses for its bits rather than hashing again.
+/// One shard holds every item unhashed (any MD5 places an item there), so
+/// that its machine hashes only for a generation that places bits by them.
+pub(super) fn split<I>(items: I, shards: u32) -> Split
+where
+    I: IntoIterator,
+    I::Item: AsRef<[u8]>,
+{
+    let n = shards.max(1) as usize;
+    let mut out = Split {
+        items: vec![Items::default(); n],
+        parts: vec![Vec::new(); n],
+        len: 0,
+    };
+    let mut hashes = vec![Vec::new(); n];
+    for item in items {
+        let item = item.as_ref();
+        let j = match n {
+            1 => 0,
+            _ => {
+                let h = ItemHash::of(item);
+                let j = h.shard(shards) as usize;
+                hashes[j].push(h);
+                j
+            }
+        };
+        out.items[j].push(item);
+        out.parts[j].push(out.len);
+        out.len += 1;
     }
-    parts
+    if n > 1 {
+        let placed = out.items.into_iter().zip(hashes);
+        out.items = placed.map(|(i, h)| i.with_hashes(h)).collect();
+    }
+    out
 }
 
 /// What one shard's result leaves: its part's answers (by position in the

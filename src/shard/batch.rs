@@ -4,16 +4,16 @@
 //! reply, in this process or after a restart), is answered again by every
 //! shard's record: exactly once per shard.
 
-use super::answers::{gather, split};
-use super::fanout::{by_master, served, side_by_side, NodeMap, Served};
+use super::answers::{gather, split, Split};
+use super::fanout::{assign, named, send, side_by_side, Load, NodeMap, Served};
 use super::ShardedFilter;
 use crate::batch::IdempotentBatch;
 use crate::error::{Error, Result};
 use crate::handle::FilterKind;
-use crate::items::Items;
+use crate::machine::Machine;
 use crate::proto::script::DataOp;
 use crate::proto::shard::root::Root;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The longest token a sharded batch takes: its shards' tokens add
@@ -44,64 +44,6 @@ pub struct ShardedBatch {
     delivery: crate::batch::Delivery,
 }
 
-/// Each shard's batch behind a lock, so that the one thread that runs it
-/// can take it: the lock is never contended, it only hands the batch over.
-fn cells(batches: &mut [Option<IdempotentBatch>]) -> Vec<Mutex<Option<&mut IdempotentBatch>>> {
-    batches.iter_mut().map(|b| Mutex::new(b.as_mut())).collect()
-}
-
-/// Runs the batches of shards `list` side by side on `conn` (one pipeline
-/// a round); each shard's result is settled by its own batch (at least
-/// once, a lost reply makes it count its items unknown).
-fn serve<C: redis::ConnectionLike + ?Sized>(
-    cells: &[Mutex<Option<&mut IdempotentBatch>>],
-    root: &Option<Arc<Root>>,
-    list: &[usize],
-    conn: &mut C,
-    op: DataOp,
-) -> Served<Vec<bool>> {
-    let named = |j, e| ShardedBatch::shard_error(root, j, e);
-    // The shards whose machine is made are sent; any other fails alone,
-    // unsent.
-    let mut failed: Served<Vec<bool>> = Vec::new();
-    let mut held = Vec::with_capacity(list.len());
-    let mut sent = Vec::with_capacity(list.len());
-    let mut machines = Vec::with_capacity(list.len());
-    for &j in list {
-        let mut g = match cells[j].lock() {
-            Ok(g) if g.is_some() => g,
-            _ => {
-                let e = Error::Internal(format!("shard {j} has no part to send"));
-                failed.push((j, Err(e)));
-                continue;
-            }
-        };
-        match g.as_mut().map(|b| b.machine(op)) {
-            Some(Ok(m)) => {
-                machines.push(m);
-                held.push(g);
-                sent.push(j);
-            }
-            Some(Err(e)) => failed.push((j, Err(e))),
-            None => failed.push((j, Err(Error::Internal(format!("shard {j} has no batch"))))),
-        }
-    }
-    let core = held
-        .first()
-        .and_then(|g| g.as_ref())
-        .map(|b| b.core().clone());
-    if let Some(core) = core {
-        let results = side_by_side(&core, conn, &sent, machines);
-        failed.extend(results.into_iter().zip(held.iter_mut()).map(
-            |((j, r), g)| match g.as_mut() {
-                Some(b) => (j, b.settle(op, r)),
-                None => (j, r),
-            },
-        ));
-    }
-    served(failed, named)
-}
-
 /// Shard `j`'s token of a batch under `token`.
 fn shard_token(token: &str, j: usize) -> String {
     format!("{token}-{j}")
@@ -115,22 +57,17 @@ impl<K: FilterKind> ShardedFilter<K> {
         I: IntoIterator,
         I::Item: AsRef<[u8]>,
     {
-        let items = Items::collect(items);
-        let parts = split(&items, self.shard_count());
-        // What a shard's batch is made with (the handle's setting).
-        let delivery = self
-            .shards
-            .first()
-            .map(|f| f.idempotent_batch(std::iter::empty::<&[u8]>()).delivery())
-            .unwrap_or_default();
+        let Split { items, parts, len } = split(items, self.shard_count());
+        // What a shard's batch is made with.
+        let delivery = crate::batch::Delivery::default();
         let token = crate::uid::new_uid();
-        let batches = parts
-            .iter()
+        let batches = items
+            .into_iter()
+            .zip(&parts)
             .enumerate()
-            .map(|(j, idx)| {
+            .map(|(j, (part, idx))| {
                 (!idx.is_empty()).then(|| {
-                    let b = self.shards[j]
-                        .idempotent_batch(idx.iter().map(|&i| items.get(i).unwrap_or_default()));
+                    let b = IdempotentBatch::new(self.shards[j].core.clone(), part);
                     if self.shards.len() == 1 {
                         b
                     } else {
@@ -145,7 +82,7 @@ impl<K: FilterKind> ShardedFilter<K> {
         let mut batch = ShardedBatch {
             name: self.name.clone(),
             token,
-            len: items.len(),
+            len,
             answers: vec![None; parts.len()],
             parts,
             batches,
@@ -240,14 +177,6 @@ impl ShardedBatch {
         self.len == 0
     }
 
-    /// Shard `j`'s error, "not found" said as the missing shard it is.
-    fn shard_error(root: &Option<Arc<Root>>, j: usize, e: Error) -> Error {
-        match root {
-            Some(root) => super::missing(root, j, e),
-            None => e,
-        }
-    }
-
     /// The shards with a part that has not answered yet.
     fn todo(&self) -> Vec<bool> {
         self.batches
@@ -266,11 +195,13 @@ impl ShardedBatch {
     ) -> Result<Vec<bool>> {
         let todo = self.todo();
         let list: Vec<usize> = (0..todo.len()).filter(|&j| todo[j]).collect();
-        let cells = cells(&mut self.batches);
-        let served = serve(&cells, &self.root, &list, conn, op);
-        drop(cells);
-        let served = super::gone::explain(conn, self.root.as_deref(), served);
-        self.keep(served)
+        let (loads, unsent) = self.loads(vec![list], op);
+        let sent = loads
+            .into_iter()
+            .flatten()
+            .flat_map(|load| side_by_side(conn, load))
+            .collect();
+        self.finish(Some(conn), op, sent, unsent)
     }
 
     /// [`run`](Self::run) over several connections, each master's shards
@@ -293,18 +224,69 @@ impl ShardedBatch {
             return self.run(first, op);
         }
         let groups = self.nodes.groups(first);
-        let todo = self.todo();
-        let cells = cells(&mut self.batches);
-        let root = &self.root;
-        let served = by_master(&groups.groups, &todo, conns, |list, conn| {
-            serve(&cells, root, list, conn, op)
-        });
-        drop(cells);
-        let served = match conns.first_mut() {
-            Some(conn) => super::gone::explain(conn, self.root.as_deref(), served),
-            None => served,
+        let (loads, unsent) = self.loads(assign(&groups.groups, &self.todo(), n), op);
+        let sent = send(conns, loads);
+        self.finish(conns.first_mut(), op, sent, unsent)
+    }
+
+    /// The machines of the shards of `lists` (one list per connection),
+    /// each connection's as one load; a shard whose machine cannot be made
+    /// fails alone, unsent.
+    #[allow(clippy::type_complexity)] // Each connection's load, and the rest.
+    fn loads(
+        &mut self,
+        lists: Vec<Vec<usize>>,
+        op: DataOp,
+    ) -> (
+        Vec<Option<Load<impl Machine<Output = Vec<bool>> + Send>>>,
+        Served<Vec<bool>>,
+    ) {
+        let mut unsent: Served<Vec<bool>> = Vec::new();
+        let mut loads = Vec::with_capacity(lists.len());
+        for list in lists {
+            let mut load = None;
+            for j in list {
+                let Some(b) = self.batches.get_mut(j).and_then(Option::as_mut) else {
+                    let e = Error::Internal(format!("shard {j} has no part to send"));
+                    unsent.push((j, Err(e)));
+                    continue;
+                };
+                match b.machine(op) {
+                    Ok(m) => load
+                        .get_or_insert_with(|| Load::new(b.core().clone()))
+                        .push(j, m),
+                    Err(e) => unsent.push((j, Err(e))),
+                }
+            }
+            loads.push(load);
+        }
+        (loads, unsent)
+    }
+
+    /// This run's results: each sent shard's settled by its own batch (at
+    /// least once, a lost reply makes it count its items unknown), every
+    /// one named after its shard, a missing shard said as what it is (read
+    /// on `conn`), then kept.
+    fn finish<C: redis::ConnectionLike + ?Sized>(
+        &mut self,
+        conn: Option<&mut C>,
+        op: DataOp,
+        sent: Served<Vec<bool>>,
+        mut results: Served<Vec<bool>>,
+    ) -> Result<Vec<bool>> {
+        for (j, r) in sent {
+            let r = match self.batches.get_mut(j).and_then(Option::as_mut) {
+                Some(b) => b.settle(op, r),
+                None => r,
+            };
+            results.push((j, r));
+        }
+        let results = named(self.root.as_deref(), results);
+        let results = match conn {
+            Some(conn) => super::gone::explain(conn, self.root.as_deref(), results),
+            None => results,
         };
-        self.keep(served)
+        self.keep(results)
     }
 
     /// Keeps the answers of the shards that gave them, and puts every

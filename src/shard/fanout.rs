@@ -5,7 +5,7 @@
 //! machines run side by side in one pipeline (blocking), or one future per
 //! shard (async).
 
-use super::answers::{gather, split};
+use super::answers::{gather, split, Split};
 use super::placement;
 use super::ShardedFilter;
 use crate::engine::{operation, Core};
@@ -15,6 +15,7 @@ use crate::items::Items;
 use crate::joint::Joint;
 use crate::machine::Machine;
 use crate::proto::script::DataOp;
+use crate::proto::shard::root::Root;
 use std::sync::{Arc, RwLock};
 
 /// The batch operations a sharded filter fans out.
@@ -102,42 +103,70 @@ impl NodeMap {
 /// What one connection's shards gave: each shard's result.
 pub(super) type Served<T> = Vec<(usize, Result<T>)>;
 
-/// Runs `work` for the shards of `todo` (shard indices), a master's group
-/// of shards on one connection at once (`work` is given the list, and runs
-/// the shards' machines side by side: see [`side_by_side`]): group `g` on
-/// `conns[g % conns.len()]`, each connection in use in its own thread
-/// (this one included). Returns every shard's result.
-pub(super) fn by_master<C, T>(
-    groups: &[Vec<usize>],
-    todo: &[bool],
-    conns: &mut [C],
-    work: impl Fn(&[usize], &mut C) -> Served<T> + Sync,
-) -> Served<T>
+/// What one connection sends: the machines of shards `shards` (in that
+/// order), side by side, with the options of `core` (its first shard's).
+pub(super) struct Load<M> {
+    pub core: Core,
+    pub shards: Vec<usize>,
+    pub machines: Vec<M>,
+}
+
+impl<M> Load<M> {
+    pub(super) fn new(core: Core) -> Load<M> {
+        Load {
+            core,
+            shards: Vec::new(),
+            machines: Vec::new(),
+        }
+    }
+
+    pub(super) fn push(&mut self, shard: usize, machine: M) {
+        self.shards.push(shard);
+        self.machines.push(machine);
+    }
+}
+
+/// The shards of `todo` (by shard index) each of `n` connections sends, a
+/// master's group of shards on one connection: group `g` on connection
+/// `g % n`.
+pub(super) fn assign(groups: &[Vec<usize>], todo: &[bool], n: usize) -> Vec<Vec<usize>> {
+    let mut lists: Vec<Vec<usize>> = vec![Vec::new(); n.max(1)];
+    for (g, shards) in groups.iter().enumerate() {
+        lists[g % n.max(1)].extend(shards.iter().copied().filter(|&j| todo[j]));
+    }
+    lists
+}
+
+/// Sends load `i` on `conns[i]` (none for an idle connection), each
+/// connection in use in its own thread (this one included). Returns every
+/// shard's result.
+pub(super) fn send<C, M>(conns: &mut [C], loads: Vec<Option<Load<M>>>) -> Served<M::Output>
 where
     C: redis::ConnectionLike + Send,
-    T: Send,
+    M: Machine + Send,
+    M::Output: Send,
 {
-    let n = conns.len().max(1);
-    let mut lists: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (g, shards) in groups.iter().enumerate() {
-        lists[g % n].extend(shards.iter().copied().filter(|&j| todo[j]));
-    }
-    let mut busy = conns.iter_mut().zip(&lists).filter(|(_, l)| !l.is_empty());
-    let Some((own_conn, own_list)) = busy.next() else {
+    let mut busy = conns
+        .iter_mut()
+        .zip(loads)
+        .filter_map(|(conn, load)| Some((conn, load?)));
+    let Some((own_conn, own_load)) = busy.next() else {
         return Vec::new();
     };
     std::thread::scope(|scope| {
-        let work = &work;
         let handles: Vec<_> = busy
-            .map(|(conn, list)| (list, scope.spawn(move || work(list, conn))))
+            .map(|(conn, load)| {
+                let shards = load.shards.clone();
+                (shards, scope.spawn(move || side_by_side(conn, load)))
+            })
             .collect();
         // This thread serves one connection itself: one spawn fewer.
-        let mut results = work(own_list, own_conn);
-        for (list, h) in handles {
+        let mut results = side_by_side(own_conn, own_load);
+        for (shards, h) in handles {
             match h.join() {
                 Ok(r) => results.extend(r),
                 // Its shards' requests may have gone: their fate is unknown.
-                Err(_) => results.extend(list.iter().map(|&j| {
+                Err(_) => results.extend(shards.iter().map(|&j| {
                     let e = Error::Internal("a shard's sending thread panicked".into());
                     (j, Err(e))
                 })),
@@ -147,35 +176,35 @@ where
     })
 }
 
-/// Runs the machines of shards `list` (in that order) side by side on
-/// `conn`, with `core`'s options: every round of theirs is one pipeline,
-/// so a master's shards cost the round trips of one. Each shard keeps its
-/// own result; an error of the connection itself is every shard's (each
-/// may have been applied with its reply lost).
-pub(super) fn side_by_side<M, C>(
-    core: &Core,
-    conn: &mut C,
-    list: &[usize],
-    machines: Vec<M>,
-) -> Vec<(usize, Result<M::Output>)>
+/// Runs `load`'s machines side by side on `conn`: every round of theirs is
+/// one pipeline, so a master's shards cost the round trips of one. Each
+/// shard keeps its own result; an error of the connection itself is every
+/// shard's (each may have been applied with its reply lost).
+pub(super) fn side_by_side<M, C>(conn: &mut C, load: Load<M>) -> Served<M::Output>
 where
     M: Machine,
     C: redis::ConnectionLike + ?Sized,
 {
+    let Load {
+        core,
+        shards,
+        machines,
+    } = load;
     match core.run(conn, Joint::new(machines)) {
-        Ok(results) => list.iter().copied().zip(results).collect(),
-        Err(e) => list.iter().map(|&j| (j, Err(e.again()))).collect(),
+        Ok(results) => shards.into_iter().zip(results).collect(),
+        Err(e) => shards.into_iter().map(|j| (j, Err(e.again()))).collect(),
     }
 }
 
-/// Each shard's result, its error named by `named` after its shard.
-pub(super) fn served<T>(
-    results: Vec<(usize, Result<T>)>,
-    named: impl Fn(usize, Error) -> Error,
-) -> Served<T> {
+/// Each shard's result, "not found" said as the missing shard of `root`
+/// it is.
+pub(super) fn named<T>(root: Option<&Root>, results: Served<T>) -> Served<T> {
+    let Some(root) = root else {
+        return results;
+    };
     results
         .into_iter()
-        .map(|(j, r)| (j, r.map_err(|e| named(j, e))))
+        .map(|(j, r)| (j, r.map_err(|e| super::missing(root, j, e))))
         .collect()
 }
 
@@ -190,16 +219,9 @@ impl Op {
 }
 
 impl<K: FilterKind> ShardedFilter<K> {
-    /// The parts of shard `j`.
-    fn part<'a>(items: &'a Items, idx: &[usize]) -> Vec<&'a [u8]> {
-        idx.iter()
-            .map(|&i| items.get(i).unwrap_or_default())
-            .collect()
-    }
-
     /// Sends the batch: each master's shards' parts side by side on one
     /// connection (one pipeline a round), the masters at once (see
-    /// [`by_master`]). A shard's failure leaves the others' answers (see
+    /// [`send`]). A shard's failure leaves the others' answers (see
     /// [`gather`]).
     pub(super) fn fan<C, I>(&self, conns: &mut [C], op: Op, items: I) -> Result<Vec<bool>>
     where
@@ -207,7 +229,6 @@ impl<K: FilterKind> ShardedFilter<K> {
         I: IntoIterator,
         I::Item: AsRef<[u8]>,
     {
-        let items = Items::collect(items);
         let s = self.shards.len();
         let n = conns.len();
         let Some(first) = conns.first_mut() else {
@@ -216,7 +237,7 @@ impl<K: FilterKind> ShardedFilter<K> {
                 reason: "no connection given".into(),
             });
         };
-        let parts = split(&items, s as u32);
+        let Split { items, parts, len } = split(items, s as u32);
         let todo: Vec<bool> = parts.iter().map(|p| !p.is_empty()).collect();
         let groups = if n == 1 || s == 1 {
             // One connection: no need to know the masters.
@@ -224,18 +245,20 @@ impl<K: FilterKind> ShardedFilter<K> {
         } else {
             self.nodes.groups(first).groups.clone()
         };
-        let results = by_master(&groups, &todo, conns, |list, conn| {
-            let machines = list
-                .iter()
-                .map(|&j| {
-                    let part = Self::part(&items, &parts[j]);
-                    operation::data(&self.shards[j].core, op.data(), part, None)
-                })
-                .collect();
-            let core = &self.shards[list.first().copied().unwrap_or_default()].core;
-            let results = side_by_side(core, conn, list, machines);
-            served(results, |j, e| self.shard_error(j, e))
-        });
+        let items: Vec<Arc<Items>> = items.into_iter().map(Arc::new).collect();
+        let loads = assign(&groups, &todo, n)
+            .into_iter()
+            .map(|list| {
+                let mut load = Load::new(self.shards[*list.first()?].core.clone());
+                for j in list {
+                    let core = &self.shards[j].core;
+                    let part = Arc::clone(&items[j]);
+                    load.push(j, operation::data(core, op.data(), part, None));
+                }
+                Some(load)
+            })
+            .collect();
+        let results = named(self.root.as_deref(), send(conns, loads));
         if results.iter().any(|(_, r)| r.is_err()) {
             self.nodes.forget();
         }
@@ -243,7 +266,7 @@ impl<K: FilterKind> ShardedFilter<K> {
             Some(conn) => super::gone::explain(conn, self.root.as_deref(), results),
             None => results,
         };
-        gather(&self.name, items.len(), &parts, results)
+        gather(&self.name, len, &parts, results)
     }
 }
 
@@ -257,23 +280,18 @@ impl<K: FilterKind> ShardedFilter<K> {
         I: IntoIterator,
         I::Item: AsRef<[u8]>,
     {
-        let items = Items::collect(items);
-        let s = self.shards.len() as u32;
-        let parts = split(&items, s);
-        let futures = parts
-            .iter()
+        let Split { items, parts, len } = split(items, self.shards.len() as u32);
+        let futures = items
+            .into_iter()
+            .zip(&parts)
             .enumerate()
-            .filter(|(_, p)| !p.is_empty())
-            .map(|(j, idx)| {
+            .filter(|(_, (_, idx))| !idx.is_empty())
+            .map(|(j, (part, _))| {
                 let mut conn = conn.clone();
-                let part = Self::part(&items, idx);
-                let f = &self.shards[j];
+                let core = &self.shards[j].core;
+                let m = operation::data(core, op.data(), Arc::new(part), None);
                 async move {
-                    let ans = match op {
-                        Op::Insert => f.insert_many_async(&mut conn, part).await,
-                        Op::Contains => f.contains_many_async(&mut conn, part).await,
-                        Op::CheckAndInsert => f.check_and_insert_many_async(&mut conn, part).await,
-                    };
+                    let ans = core.run_async(&mut conn, m).await;
                     (j, ans.map_err(|e| self.shard_error(j, e)))
                 }
             });
@@ -282,7 +300,7 @@ impl<K: FilterKind> ShardedFilter<K> {
         let results = futures_util::future::join_all(futures).await;
         let results =
             super::gone::explain_async(&mut conn.clone(), self.root.as_deref(), results).await;
-        gather(&self.name, items.len(), &parts, results)
+        gather(&self.name, len, &parts, results)
     }
 
     /// Async [`insert_many`](Self::insert_many), every shard's part at once.

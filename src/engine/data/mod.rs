@@ -8,7 +8,6 @@ use super::plan::Pace;
 use super::roll::{DueRotation, Grow, RollMachine};
 use super::Core;
 use crate::error::{Error, Result};
-use crate::hashing::ItemHash;
 use crate::items::Items;
 use crate::machine::{Machine, Poll};
 use crate::proto::script::{Batch, DataOp, Record};
@@ -70,12 +69,11 @@ pub(crate) type DataOutput = (Vec<bool>, Option<(NewGen, Arc<View>)>);
 pub(crate) struct DataMachine {
     core: Core,
     op: DataOp,
-    /// The items' hashes: all of them once a snapshot has a generation that
-    /// places bits itself, none before.
-    hashes: Vec<ItemHash>,
     /// The items themselves, always kept: a later snapshot of the same
-    /// operation may need them (a RedisBloom or legacy generation).
-    items: Items,
+    /// operation may need them (a RedisBloom or legacy generation). Their
+    /// hashes come with them, or are made by the first snapshot that has a
+    /// generation that places bits itself.
+    items: Arc<Items>,
     out: Vec<bool>,
     /// Undecided items, ascending.
     pending: Vec<usize>,
@@ -111,13 +109,8 @@ fn needs_hashes(view: &View) -> bool {
 }
 
 impl DataMachine {
-    pub fn new<I>(core: Core, op: DataOp, items: I) -> DataMachine
-    where
-        I: IntoIterator,
-        I::Item: AsRef<[u8]>,
-    {
+    pub fn new(core: Core, op: DataOp, items: Arc<Items>) -> DataMachine {
         let view = core.view();
-        let items = Items::collect(items);
         let n = items.len();
         let clock_now = core.clock.now();
         DataMachine {
@@ -126,10 +119,6 @@ impl DataMachine {
             op,
             out: vec![false; n],
             pending: (0..n).collect(),
-            // Hashed by the first round whose snapshot places bits itself:
-            // a filter all of whose generations are RedisBloom keys never
-            // hashes (MD5 is a third of the client's work per item there).
-            hashes: Vec::new(),
             items,
             view,
             state: State::Start,
@@ -155,7 +144,7 @@ impl DataMachine {
 
     fn batch(&self) -> Batch<'_> {
         Batch {
-            hashes: &self.hashes,
+            hashes: self.items.hashes(),
             items: &self.items,
         }
     }

@@ -4,7 +4,6 @@
 use super::{needs_hashes, DataMachine, DataOutput, ReadRound, ScriptRound, State, TxRound};
 use crate::engine::plan::{self, Path};
 use crate::error::Result;
-use crate::hashing::ItemHash;
 use crate::machine::Poll;
 use crate::proto::script::{self, DataOp};
 use crate::proto::txn::{self, RoundOf};
@@ -15,8 +14,12 @@ use std::sync::Arc;
 impl DataMachine {
     /// The next round, or the result when nothing is left.
     pub(super) fn next_round(&mut self) -> Result<Poll<DataOutput>> {
-        if self.hashes.len() < self.out.len() && needs_hashes(&self.view) {
-            self.hashes = self.items.iter().map(ItemHash::of).collect();
+        // Hashed by the first round whose snapshot places bits itself,
+        // unless the items came hashed: a filter all of whose generations
+        // are RedisBloom keys never hashes (MD5 is a third of the client's
+        // work per item there).
+        if needs_hashes(&self.view) {
+            self.items.hash_all();
         }
         if self.pending.is_empty() {
             if let (Some((seq, cap)), Some((s, count))) = (self.decider(), self.count) {

@@ -13,7 +13,8 @@ fn core(view: View) -> Core {
 }
 
 fn machine(core: &Core, op: DataOp, n: usize) -> DataMachine {
-    let mut m = DataMachine::new(core.clone(), op, (0..n).map(|i| format!("item{i}")));
+    let items = Items::collect((0..n).map(|i| format!("item{i}")));
+    let mut m = DataMachine::new(core.clone(), op, Arc::new(items));
     m.allow_transactions(true);
     m
 }

@@ -33,10 +33,30 @@ fn partial(r: Result<Vec<bool>>) -> Box<Partial> {
 }
 
 #[test]
+fn each_item_is_placed_by_its_md5_and_carries_it() {
+    let words: Vec<String> = (0..500).map(|i| format!("item{i}")).collect();
+    for shards in [1u32, 2, 3, 6, 17] {
+        let split = split(&words, shards);
+        assert_eq!(split.len, words.len());
+        assert_eq!(split.items.len(), shards as usize);
+        for (j, (items, idx)) in split.items.iter().zip(&split.parts).enumerate() {
+            assert_eq!(items.len(), idx.len());
+            let mut hashes = items.hashes().iter();
+            for (k, &i) in idx.iter().enumerate() {
+                let h = ItemHash::of(&words[i]);
+                assert_eq!(h.shard(shards) as usize, j, "{} on {shards}", words[i]);
+                assert_eq!(items.get(k), Some(words[i].as_bytes()));
+                // One shard needs no MD5 to place: its machine hashes.
+                assert_eq!(hashes.next(), (shards > 1).then_some(&h));
+            }
+        }
+    }
+}
+
+#[test]
 fn a_batch_splits_by_route_and_merges_in_order() {
     let words = ["", "a", "http://example.com/", "0", "2", "x", "y"];
-    let items = Items::collect(words);
-    let parts = split(&items, 6);
+    let parts = split(words, 6).parts;
     // §11.3's golden routes: "" -> 1, "a" -> 1, example -> 2, "0" -> 0, "2" -> 2.
     assert!(parts[1].starts_with(&[0, 1]));
     assert!(parts[2].starts_with(&[2, 4]));
@@ -151,8 +171,7 @@ fn a_short_or_missing_answer_is_an_unknown_failure_never_a_default() {
 
 #[test]
 fn a_filter_gone_before_any_shard_answered_is_that_error() {
-    let items = Items::collect(["a", "b", "c", "d"]);
-    let parts = split(&items, 2);
+    let parts = split(["a", "b", "c", "d"], 2).parts;
     let gone = |j| (j, Err(Error::Recreated { name: "f".into() }));
     let r = gather("f", 4, &parts, vec![gone(0), gone(1)]);
     assert!(matches!(r, Err(Error::Recreated { .. })), "{r:?}");
