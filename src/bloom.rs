@@ -341,6 +341,16 @@ impl BloomSpec {
     pub fn initial_generations(&self) -> Vec<(Layout, u64)> {
         vec![(self.layout, self.capacity)]
     }
+}
+
+// Sealed (`creates::sealed`): the machine it names is the crate's own.
+#[allow(private_interfaces)]
+impl crate::creates::Creates for BloomSpec {
+    type Kind = crate::kinds::Bloom;
+
+    fn wait(&self) -> Option<crate::wait::WaitReplicas> {
+        self.wait
+    }
 
     fn machine(&self) -> impl crate::machine::Machine<Output = (BloomFilter, Opened)> + Send {
         use crate::engine::chain::MachineExt;
@@ -361,13 +371,15 @@ impl BloomSpec {
             },
         )
     }
+}
 
+impl BloomSpec {
     /// Creates or opens; also says which happened.
     pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
         &self,
         conn: &mut C,
     ) -> Result<(BloomFilter, Opened)> {
-        crate::exec::run(conn, self.machine(), self.wait)
+        crate::creates::run(self, conn)
     }
 
     #[cfg(feature = "async")]
@@ -376,6 +388,6 @@ impl BloomSpec {
         &self,
         conn: &mut C,
     ) -> Result<(BloomFilter, Opened)> {
-        crate::exec::run_async(conn, self.machine(), self.wait).await
+        crate::creates::run_async(self, conn).await
     }
 }

@@ -10,6 +10,7 @@ mod circular;
 mod clock;
 pub mod config;
 pub mod connect;
+mod creates;
 pub mod dump;
 mod engine;
 mod error;

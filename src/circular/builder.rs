@@ -216,6 +216,16 @@ impl CircularSpec {
             leased: Vec::new(),
         })
     }
+}
+
+// Sealed (`creates::sealed`): the machine it names is the crate's own.
+#[allow(private_interfaces)]
+impl crate::creates::Creates for CircularSpec {
+    type Kind = crate::kinds::Circular;
+
+    fn wait(&self) -> Option<crate::wait::WaitReplicas> {
+        self.wait
+    }
 
     fn machine(&self) -> impl crate::machine::Machine<Output = (CircularFilter, Opened)> + Send {
         let spec = self.clone();
@@ -234,13 +244,15 @@ impl CircularSpec {
             )
         })
     }
+}
 
+impl CircularSpec {
     /// Creates or opens; also says which happened.
     pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
         &self,
         conn: &mut C,
     ) -> Result<(CircularFilter, Opened)> {
-        crate::exec::run(conn, self.machine(), self.wait)
+        crate::creates::run(self, conn)
     }
 
     #[cfg(feature = "async")]
@@ -249,6 +261,6 @@ impl CircularSpec {
         &self,
         conn: &mut C,
     ) -> Result<(CircularFilter, Opened)> {
-        crate::exec::run_async(conn, self.machine(), self.wait).await
+        crate::creates::run_async(self, conn).await
     }
 }

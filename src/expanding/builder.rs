@@ -337,6 +337,16 @@ impl ExpandingSpec {
             leased: Vec::new(),
         }
     }
+}
+
+// Sealed (`creates::sealed`): the machine it names is the crate's own.
+#[allow(private_interfaces)]
+impl crate::creates::Creates for ExpandingSpec {
+    type Kind = crate::kinds::Expanding;
+
+    fn wait(&self) -> Option<crate::wait::WaitReplicas> {
+        self.wait
+    }
 
     fn machine(&self) -> impl Machine<Output = (ExpandingFilter, Opened)> + Send {
         let wait = self.wait;
@@ -350,13 +360,15 @@ impl ExpandingSpec {
             Ok((ExpandingFilter::from_core(core), how))
         })
     }
+}
 
+impl ExpandingSpec {
     /// Creates or opens; also says which happened.
     pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
         &self,
         conn: &mut C,
     ) -> Result<(ExpandingFilter, Opened)> {
-        crate::exec::run(conn, self.machine(), self.wait)
+        crate::creates::run(self, conn)
     }
 
     #[cfg(feature = "async")]
@@ -365,6 +377,6 @@ impl ExpandingSpec {
         &self,
         conn: &mut C,
     ) -> Result<(ExpandingFilter, Opened)> {
-        crate::exec::run_async(conn, self.machine(), self.wait).await
+        crate::creates::run_async(self, conn).await
     }
 }

@@ -31,117 +31,146 @@ pub trait ShardableBuilder: sealed::Sealed + Clone + Send + Sync + 'static {
     fn shard_builder(&self, name: &str, shards: u32) -> Result<(Self, u64)>;
 
     #[doc(hidden)]
+    type Spec: crate::creates::sealed::Creates<Kind = Self::Kind>;
+
+    /// The validated spec of the filter it describes.
+    #[doc(hidden)]
+    fn kind_spec(&self) -> Result<Self::Spec>;
+
+    #[doc(hidden)]
     fn create<C: redis::ConnectionLike + ?Sized>(
         &self,
         conn: &mut C,
-    ) -> Result<(Filter<Self::Kind>, Opened)>;
+    ) -> Result<(Filter<Self::Kind>, Opened)> {
+        crate::creates::run(&self.kind_spec()?, conn)
+    }
 
     #[cfg(feature = "async")]
     #[doc(hidden)]
     fn create_async<C: redis::aio::ConnectionLike + Send>(
         &self,
         conn: &mut C,
-    ) -> impl std::future::Future<Output = Result<(Filter<Self::Kind>, Opened)>> + Send;
+    ) -> impl std::future::Future<Output = Result<(Filter<Self::Kind>, Opened)>> + Send {
+        async move { crate::creates::run_async(&self.kind_spec()?, conn).await }
+    }
 }
 
-/// A kind's share of the items: the builder of the shard `name` of
-/// `shards`, and the whole filter's capacity. Expanding and circular
-/// builders divide their `capacity` field (per first generation, per
-/// period); the bloom builder has its own, for its sizings.
-macro_rules! share_capacity {
-    () => {
-        fn shard_builder(&self, name: &str, shards: u32) -> Result<(Self, u64)> {
-            let mut b = self.clone();
-            b.name = name.to_string();
-            b.capacity = crate::params::shard_capacity(self.capacity, shards);
-            Ok((b, self.capacity))
-        }
-    };
-    (own) => {
-        fn shard_builder(&self, name: &str, shards: u32) -> Result<(Self, u64)> {
-            self.for_shard(name, shards)
-        }
-    };
+// Each kind's side of the trait, and below its builder's `create_or_open`:
+// what differs between kinds (types, how a shard's share is sized), the
+// rest being the trait's own methods.
+
+impl ShardableBuilder for crate::bloom::BloomBuilder {
+    type Kind = crate::kinds::Bloom;
+    const KIND: crate::metadata::Kind = crate::metadata::Kind::Bloom;
+    type Spec = crate::bloom::BloomSpec;
+
+    fn filter_name(&self) -> &str {
+        self.name()
+    }
+
+    // The bloom builder divides by its own sizing (capacity or an
+    // explicit shape).
+    fn shard_builder(&self, name: &str, shards: u32) -> Result<(Self, u64)> {
+        self.for_shard(name, shards)
+    }
+
+    fn kind_spec(&self) -> Result<Self::Spec> {
+        self.spec()
+    }
 }
 
-/// The trait, and the builder's own `create_or_open` and
-/// `create_or_open_async`, written once for every kind.
-macro_rules! shardable {
-    ($builder:ty, $kind:ty, $filter:ty, $k:expr, $($share:tt)?) => {
-        impl $builder {
-            /// Creates the filter, or opens it when it exists with the same
-            /// parameters; a different kind or parameter is an error, never a
-            /// silent reuse.
-            pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
-                self,
-                conn: &mut C,
-            ) -> Result<$filter> {
-                ShardableBuilder::create(&self, conn).map(|(f, _)| f)
-            }
+impl ShardableBuilder for crate::expanding::ExpandingBuilder {
+    type Kind = crate::kinds::Expanding;
+    const KIND: crate::metadata::Kind = crate::metadata::Kind::Expanding;
+    type Spec = crate::expanding::ExpandingSpec;
 
-            #[cfg(feature = "async")]
-            /// Async [`create_or_open`](Self::create_or_open).
-            pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
-                self,
-                conn: &mut C,
-            ) -> Result<$filter> {
-                ShardableBuilder::create_async(&self, conn)
-                    .await
-                    .map(|(f, _)| f)
-            }
-        }
+    fn filter_name(&self) -> &str {
+        self.name()
+    }
 
-        impl ShardableBuilder for $builder {
-            type Kind = $kind;
-            const KIND: crate::metadata::Kind = $k;
+    // Each shard's first generation holds its share.
+    fn shard_builder(&self, name: &str, shards: u32) -> Result<(Self, u64)> {
+        let mut b = self.clone();
+        b.name = name.to_string();
+        b.capacity = crate::params::shard_capacity(self.capacity, shards);
+        Ok((b, self.capacity))
+    }
 
-            fn filter_name(&self) -> &str {
-                self.name()
-            }
-
-            share_capacity!($($share)?);
-
-            fn create<C: redis::ConnectionLike + ?Sized>(
-                &self,
-                conn: &mut C,
-            ) -> Result<(Filter<Self::Kind>, Opened)> {
-                self.spec()?.create_or_open(conn)
-            }
-
-            #[cfg(feature = "async")]
-            async fn create_async<C: redis::aio::ConnectionLike + Send>(
-                &self,
-                conn: &mut C,
-            ) -> Result<(Filter<Self::Kind>, Opened)> {
-                self.spec()?.create_or_open_async(conn).await
-            }
-        }
-    };
+    fn kind_spec(&self) -> Result<Self::Spec> {
+        self.spec()
+    }
 }
 
-shardable!(
-    crate::bloom::BloomBuilder,
-    crate::kinds::Bloom,
-    crate::bloom::BloomFilter,
-    crate::metadata::Kind::Bloom,
-    own
-);
-shardable!(
-    crate::expanding::ExpandingBuilder,
-    crate::kinds::Expanding,
-    crate::expanding::ExpandingFilter,
-    crate::metadata::Kind::Expanding,
-);
-shardable!(
-    crate::circular::CircularBuilder,
-    crate::kinds::Circular,
-    crate::circular::CircularFilter,
-    crate::metadata::Kind::Circular,
-);
+impl ShardableBuilder for crate::circular::CircularBuilder {
+    type Kind = crate::kinds::Circular;
+    const KIND: crate::metadata::Kind = crate::metadata::Kind::Circular;
+    type Spec = crate::circular::CircularSpec;
 
-// The `shards` method of each builder lives here, with what it makes, so
-// that the kinds' modules do not depend on this one.
+    fn filter_name(&self) -> &str {
+        self.name()
+    }
+
+    // Each shard's generations hold its share of a period.
+    fn shard_builder(&self, name: &str, shards: u32) -> Result<(Self, u64)> {
+        let mut b = self.clone();
+        b.name = name.to_string();
+        b.capacity = crate::params::shard_capacity(self.capacity, shards);
+        Ok((b, self.capacity))
+    }
+
+    fn kind_spec(&self) -> Result<Self::Spec> {
+        self.spec()
+    }
+}
+
+/// A builder's filter, created or opened.
+fn create_or_open<B: ShardableBuilder, C: redis::ConnectionLike + ?Sized>(
+    b: &B,
+    conn: &mut C,
+) -> Result<Filter<B::Kind>> {
+    b.create(conn).map(|(f, _)| f)
+}
+
+#[cfg(feature = "async")]
+async fn create_or_open_async<B: ShardableBuilder, C: redis::aio::ConnectionLike + Send>(
+    b: &B,
+    conn: &mut C,
+) -> Result<Filter<B::Kind>> {
+    b.create_async(conn).await.map(|(f, _)| f)
+}
+
+// The `create_or_open` and `shards` methods of each builder live here, with
+// what they make, so that the kinds' modules do not depend on this one.
 impl crate::bloom::BloomBuilder {
+    /// Creates the bloom filter, or opens it when it exists with the same
+    /// parameters; another kind or parameter is an error
+    /// ([`Error::ParameterMismatch`](crate::Error::ParameterMismatch)),
+    /// never a silent reuse.
+    ///
+    /// ```no_run
+    /// # let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+    /// let seen = rotabloom::BloomFilter::builder("urls")
+    ///     .capacity(1_000_000)
+    ///     .error_rate(0.001)
+    ///     .create_or_open(&mut conn)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
+        self,
+        conn: &mut C,
+    ) -> Result<crate::BloomFilter> {
+        create_or_open(&self, conn)
+    }
+
+    #[cfg(feature = "async")]
+    /// Async [`create_or_open`](Self::create_or_open).
+    pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
+        self,
+        conn: &mut C,
+    ) -> Result<crate::BloomFilter> {
+        create_or_open_async(&self, conn).await
+    }
+
     /// Splits the filter into `shards` filters over the masters of a Redis
     /// Cluster, each sized for its share of the items (see
     /// [`shard_capacity`](crate::params::shard_capacity) and
@@ -161,6 +190,34 @@ impl crate::bloom::BloomBuilder {
 }
 
 impl crate::expanding::ExpandingBuilder {
+    /// Creates the expanding filter (its first generation), or opens it
+    /// when it exists with the same parameters; another kind or parameter
+    /// is an error, never a silent reuse.
+    ///
+    /// ```no_run
+    /// # let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+    /// let seen = rotabloom::ExpandingFilter::builder("urls")
+    ///     .capacity(100_000)
+    ///     .error_rate(0.001)
+    ///     .create_or_open(&mut conn)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
+        self,
+        conn: &mut C,
+    ) -> Result<crate::ExpandingFilter> {
+        create_or_open(&self, conn)
+    }
+
+    #[cfg(feature = "async")]
+    /// Async [`create_or_open`](Self::create_or_open).
+    pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
+        self,
+        conn: &mut C,
+    ) -> Result<crate::ExpandingFilter> {
+        create_or_open_async(&self, conn).await
+    }
+
     /// Splits the filter into `shards` filters over the masters of a Redis
     /// Cluster, each sized for its share of the items per first generation
     /// (see [`ShardedFilter`](crate::ShardedFilter)); 1 is this filter.
@@ -170,6 +227,35 @@ impl crate::expanding::ExpandingBuilder {
 }
 
 impl crate::circular::CircularBuilder {
+    /// Creates the circular filter (its generations), or opens it when it
+    /// exists with the same parameters; another kind or parameter is an
+    /// error, never a silent reuse.
+    ///
+    /// ```no_run
+    /// # let mut conn = redis::Client::open("redis://127.0.0.1/")?.get_connection()?;
+    /// let recent = rotabloom::CircularFilter::builder("monthly")
+    ///     .generations(4)
+    ///     .capacity(1_000_000)
+    ///     .schedule("monthly")
+    ///     .create_or_open(&mut conn)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
+        self,
+        conn: &mut C,
+    ) -> Result<crate::CircularFilter> {
+        create_or_open(&self, conn)
+    }
+
+    #[cfg(feature = "async")]
+    /// Async [`create_or_open`](Self::create_or_open).
+    pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
+        self,
+        conn: &mut C,
+    ) -> Result<crate::CircularFilter> {
+        create_or_open_async(&self, conn).await
+    }
+
     /// Splits the filter into `shards` filters over the masters of a Redis
     /// Cluster, each sized for its share of the items per period
     /// (see [`ShardedFilter`](crate::ShardedFilter)); 1 is this filter.
