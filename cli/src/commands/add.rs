@@ -1,6 +1,5 @@
 //! `rotabloom add`: items from the arguments or standard input.
 
-use crate::run::insert::Inserted;
 use crate::run::lines::Source;
 use crate::run::pipeline::Run;
 use crate::run::resume::flags::StateFlags;
@@ -32,8 +31,7 @@ pub fn run(
         }
         shell_words(&words)
     })?;
-    let mut total = Inserted::default();
-    let result = crate::run::insert::insert_all(
+    let (total, result) = crate::run::insert::insert_all(
         ctx,
         name,
         Source::new(items),
@@ -46,11 +44,11 @@ pub fn run(
             window: state.window(),
             name,
         },
-        |so_far, _| total = so_far,
+        None,
     );
     // Refused by a full filter: what was inserted before is said too.
     let refused = match result {
-        Ok(_) => None,
+        Ok(()) => None,
         Err(e) if is_refusal(&e) => Some(e),
         Err(e) => return Err(e),
     };

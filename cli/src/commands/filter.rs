@@ -1,22 +1,21 @@
 //! `rotabloom filter`: standard input to standard output without the lines
 //! seen before, by this or any other process using the filter.
 
-use crate::run::lines::{write_kept, Batches};
+use crate::run::lines::Batches;
 use crate::run::pipeline::{self, Run};
+use crate::run::print::Print;
 use crate::run::resume::flags::StateFlags;
 use crate::run::resume::shell_words;
 use crate::run::tally::Writes;
-use crate::run::writer::Writer;
+use crate::run::tasks::CheckAndInsert;
 use crate::shared::ctx::Ctx;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 pub fn run(ctx: &Ctx, name: &str, batch_size: usize, state: &StateFlags) -> anyhow::Result<u8> {
     let journal = state.journal(ctx.delivery, "filter", name, |file| {
         shell_words(&["rotabloom", "filter", name, "--resume", file])
     })?;
-    let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
-    let unknown = AtomicU64::new(0);
+    let task = CheckAndInsert::new(name, ctx.delivery);
     let result = pipeline::ordered(
         ctx,
         Batches::new(io::stdin()),
@@ -29,21 +28,11 @@ pub fn run(ctx: &Ctx, name: &str, batch_size: usize, state: &StateFlags) -> anyh
             window: state.window(),
             name,
         },
-        |conn| Writer::open(ctx, conn, name),
-        |w, redis, job| {
-            // Exactly once: a batch whose reply was lost is answered again
-            // as it was, so no new line is dropped and none is printed
-            // twice. At least once: its lines are all printed, and counted.
-            let batch = w.f.idempotent_batch(&job.lines).with_delivery(ctx.delivery);
-            let mut once = job.prepare(batch)?;
-            let done = w.run(redis, job, &mut once, |b, c| b.check_and_insert_on(c));
-            unknown.fetch_add(once.unknown() as u64, Ordering::Relaxed);
-            done
-        },
-        |lines, new, _| Ok(write_kept(&mut out, lines, new).map(|_| ())?),
+        &task,
+        &mut Print::stdout(false),
     );
     // Said even when the run failed later: those lines were printed.
-    let code = crate::run::insert::said_unknown(unknown.into_inner(), "lines");
+    let code = crate::run::insert::said_unknown(task.unknown(), "lines");
     result?;
     Ok(code)
 }

@@ -3,9 +3,9 @@
 //! at-least-once run says of the answers it lost.
 
 use crate::run::lines::Items;
-use crate::run::pipeline::{ordered, Run};
-use crate::run::writer::Writer;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use crate::run::pipeline::{ordered, Run, Sink};
+use crate::run::tasks::Insert;
+use crate::show::progress::Progress;
 
 /// What `add` and `load` inserted so far: items, and those new to the
 /// filter; the others were present already (or false positives).
@@ -49,61 +49,53 @@ impl Inserted {
     }
 }
 
+/// The running [`Inserted`] total of `add` and `load`, as a pipeline
+/// [`Sink`]: what `task` inserted so far, shown on `progress` (`load`)
+/// batch by batch; a batch refused by a full filter counts the items it
+/// took before it refused.
+struct Totals<'a> {
+    task: &'a Insert<'a>,
+    progress: Option<&'a mut Progress>,
+    total: Inserted,
+}
+
+impl Sink for Totals<'_> {
+    fn take(&mut self, _: &[Vec<u8>], changed: Vec<bool>, read: u64) -> anyhow::Result<()> {
+        let total = &mut self.total;
+        total.items += changed.len() as u64;
+        total.new += changed.iter().filter(|&&c| c).count() as u64;
+        total.per_period = self.task.per_period();
+        // A batch's count is in before its answers are handed on.
+        total.unknown = self.task.unknown();
+        if let Some(progress) = &mut self.progress {
+            progress.update(total.items, read);
+        }
+        Ok(())
+    }
+}
+
 /// Inserts every item of `items` into filter `name` (`add`, `load`), in
-/// idempotent batches; `done` gets what was inserted so far and the bytes
-/// read, batch by batch (a batch refused by a full filter counts the items
-/// it took before it refused). A batch sent again after a lost
-/// connection is answered as it was the first time, so `new` counts each
-/// item once.
+/// idempotent batches, with `progress` shown as it goes: what was
+/// inserted (also when the run failed: the batches before), and how the
+/// run ended. A batch sent again after a lost connection is answered as
+/// it was the first time, so `new` counts each item once.
 pub fn insert_all(
     ctx: &crate::shared::ctx::Ctx,
     name: &str,
     items: impl Items + Send + 'static,
     run: Run<'_>,
-    mut done: impl FnMut(Inserted, u64),
-) -> anyhow::Result<Inserted> {
-    let mut total = Inserted::default();
-    let per_period = AtomicBool::new(false);
-    let unknown = AtomicU64::new(0);
-    let done_all = ordered(
-        ctx,
-        items,
-        run,
-        |conn| {
-            let w = Writer::open(ctx, conn, name)?;
-            per_period.store(w.f.inserts_newest_only() && !w.f.grows(), Ordering::Relaxed);
-            Ok(w)
-        },
-        |w, redis, job| {
-            let f = &w.f;
-            let batch = f.idempotent_batch(&job.lines).with_delivery(ctx.delivery);
-            let mut once = job.prepare(batch)?;
-            // A growing filter's insert writes its newest generation
-            // whatever the older ones hold; checked first, an item they
-            // hold is not written again (nor counted twice) and is
-            // answered present. Queries answer the same either way.
-            let done = if f.inserts_newest_only() && f.grows() {
-                w.run(redis, job, &mut once, |b, c| b.check_and_insert_on(c))
-            } else {
-                w.run(redis, job, &mut once, |b, c| b.insert_on(c))
-            };
-            unknown.fetch_add(once.unknown() as u64, Ordering::Relaxed);
-            done
-        },
-        |_, changed, bytes| {
-            total.items += changed.len() as u64;
-            total.new += changed.iter().filter(|&&c| c).count() as u64;
-            total.per_period = per_period.load(Ordering::Relaxed);
-            // A batch's count is in before its answers are handed on.
-            total.unknown = unknown.load(Ordering::Relaxed);
-            done(total, bytes);
-            Ok(())
-        },
-    );
+    progress: Option<&mut Progress>,
+) -> (Inserted, anyhow::Result<()>) {
+    let task = Insert::new(name, ctx.delivery);
+    let mut totals = Totals {
+        task: &task,
+        progress,
+        total: Inserted::default(),
+    };
+    let done = ordered(ctx, items, run, &task, &mut totals);
     // Said even when the run failed later: those items were inserted.
-    said_unknown(unknown.into_inner(), "items");
-    done_all?;
-    Ok(total)
+    said_unknown(task.unknown(), "items");
+    (totals.total, done)
 }
 
 /// The exit code of a run whose batches all succeeded but `unknown` lines

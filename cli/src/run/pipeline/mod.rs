@@ -15,10 +15,14 @@
 //! ([`Journal`]), a resumed run gets the answers of the batches that were
 //! sent and not handed on.
 //!
-//! The reader is in `read`; a batch on its way, `Job`, in `job`.
+//! What a run plugs in (its `Task` and `Sink`) is in `plug`; the reader
+//! in `read`; a batch on its way, `Job`, in `job`.
 
 pub mod job;
+mod plug;
 mod read;
+
+pub use plug::{Handle, Sink, Task};
 
 use crate::run::lines::Items;
 use crate::run::resilient::Resilient;
@@ -51,14 +55,6 @@ pub struct Run<'a> {
     pub name: &'a str,
 }
 
-/// A handle the workers share: it says how many lines a batch takes.
-pub trait Handle: Clone + Send {
-    /// Lines per batch when the run asks for `asked` (`--batch`).
-    fn batch(&self, asked: usize) -> usize {
-        asked
-    }
-}
-
 /// How far the reader may run ahead of what was handed on, in batches.
 /// Bounded, so a worker stuck retrying cannot leave an unbounded backlog
 /// (nor a state file listing more than this many batches).
@@ -67,26 +63,21 @@ fn window(workers: usize) -> u64 {
 }
 
 /// What `in_flight` workers made of `items`, cut into batches as `run`
-/// says: each worker gets a connection (`Resilient`) and `open`'s handle
-/// (opened with the same retries as a batch), runs `work` on each of its
-/// batches, and `emit` gets every batch's lines and answers in input order
-/// (the answers of a prefix only when a full filter refused the rest),
-/// with the bytes of input read so far.
-pub fn ordered<H>(
+/// says: each worker gets a connection (`Resilient`) and `task`'s handle
+/// (opened with the same retries as a batch), has `task` answer each of
+/// its batches, and `sink` takes every batch's lines and answers in input
+/// order.
+pub fn ordered<T: Task, S: Sink>(
     ctx: &crate::shared::ctx::Ctx,
     items: impl Items + Send + 'static,
     run: Run<'_>,
-    open: impl Fn(&mut rotabloom::connect::Connection) -> anyhow::Result<H>,
-    work: impl Fn(&H, &mut Resilient, &Job) -> anyhow::Result<Vec<bool>> + Sync,
-    mut emit: impl FnMut(&[Vec<u8>], Vec<bool>, u64) -> anyhow::Result<()>,
-) -> anyhow::Result<()>
-where
-    H: Handle,
-{
+    task: &T,
+    sink: &mut S,
+) -> anyhow::Result<()> {
     let workers = ctx.in_flight.max(1);
     let unit = run.unit;
     let journal = run.journal.map(Arc::new);
-    let (links, plan) = match connect_all(ctx, unit, workers, &open, journal.as_deref(), run.name) {
+    let (links, plan) = match connect_all(ctx, unit, workers, task, journal.as_deref(), run.name) {
         Ok(ready) => ready,
         Err(e) => {
             // Nothing was sent: a new state file goes, a resumed one stays.
@@ -127,11 +118,10 @@ where
     };
     let tally = std::thread::scope(|s| {
         for (mut redis, handle) in links {
-            let (jobs, done, work, stop, reading) =
-                (&jobs_rx, done_tx.clone(), &work, &*stop, &*reading);
+            let (jobs, done, stop, reading) = (&jobs_rx, done_tx.clone(), &*stop, &*reading);
             s.spawn(move || {
                 while let Some(job) = next(jobs, stop) {
-                    let result = work(&handle, &mut redis, &job);
+                    let result = task.answer(&handle, &mut redis, &job);
                     let read = reading.bytes.load(Ordering::Relaxed);
                     if done.send((job, result, read)).is_err() {
                         break;
@@ -140,7 +130,7 @@ where
             });
         }
         drop(done_tx);
-        in_order(done_rx, &stop, &progress, &mut emit, &words)
+        in_order(done_rx, &stop, &progress, sink, &words)
     });
     let left = match &journal {
         Some(j) => j.finish()?,
@@ -156,20 +146,20 @@ where
 
 /// A connection and a handle per worker, and the plan of a resumed run.
 #[allow(clippy::type_complexity)] // Each worker's pair, and the plan.
-fn connect_all<'c, H: Clone>(
+fn connect_all<'c, T: Task>(
     ctx: &'c crate::shared::ctx::Ctx,
     unit: &'static str,
     workers: usize,
-    open: impl Fn(&mut rotabloom::connect::Connection) -> anyhow::Result<H>,
+    task: &T,
     journal: Option<&Journal>,
     name: &str,
-) -> anyhow::Result<(Vec<(Resilient<'c>, H)>, Option<Plan>)> {
+) -> anyhow::Result<(Vec<(Resilient<'c>, T::Handle)>, Option<Plan>)> {
     // Connections first, in this thread: a failure to connect or to open
     // the filter is reported before anything is read.
     // One handle, cloned: clones share what the handle learns (the view,
     // a full generation, a warning already given).
     let mut first = Resilient::connect(ctx, unit)?;
-    let handle = first.open(&open)?;
+    let handle = first.open(|c| task.open(ctx, c))?;
     let plan = match journal {
         Some(j) => Some(resumed(j, &mut first, name)?),
         None => None,
@@ -242,13 +232,13 @@ fn next(jobs: &Mutex<Receiver<Job>>, stop: &Stop) -> Option<Job> {
     }
 }
 
-/// Hands results on in input order, through `emit`, and tallies them;
-/// after a failure, hands on the later successes too.
+/// Hands results on in input order, to `sink`, and tallies them; after a
+/// failure, hands on the later successes too.
 fn in_order(
     done: Receiver<(Job, anyhow::Result<Vec<bool>>, u64)>,
     stop: &Stop,
     progress: &Progress,
-    emit: &mut impl FnMut(&[Vec<u8>], Vec<bool>, u64) -> anyhow::Result<()>,
+    sink: &mut impl Sink,
     words: &Words,
 ) -> Tally {
     let mut waiting: BTreeMap<u64, (Job, anyhow::Result<Vec<bool>>, u64)> = BTreeMap::new();
@@ -265,7 +255,7 @@ fn in_order(
                 job.lost,
                 result,
                 words,
-                |lines, answers| emit(lines, answers, read),
+                |lines, answers| sink.take(lines, answers, read),
             );
             if tally.failing() {
                 stop.fail();
