@@ -285,10 +285,17 @@ fn a_hundred_rotations_under_eight_writers_leave_exactly_n_generations() {
                     // Bounded: stops when the rotator is done, or after 20k batches.
                     while !stop.load(Ordering::SeqCst) && i < 20_000 {
                         let batch: Vec<String> = (0..20).map(|j| format!("w{w}-{i}-{j}")).collect();
-                        if i.is_multiple_of(2) {
-                            f.check_and_insert_many(&mut conn, &batch).unwrap();
+                        let r = if i.is_multiple_of(2) {
+                            f.check_and_insert_many(&mut conn, &batch)
                         } else {
-                            f.insert_many(&mut conn, &batch).unwrap();
+                            f.insert_many(&mut conn, &batch)
+                        };
+                        // The writers may fill the newest generation before
+                        // the rotator comes round (a loaded machine runs it
+                        // late): a refusal as full is an answer, not a fault.
+                        match r {
+                            Ok(_) | Err(rotabloom::Error::Full { .. }) => {}
+                            Err(e) => panic!("{e:?}"),
                         }
                         writes.fetch_add(1, Ordering::SeqCst);
                         i += 1;

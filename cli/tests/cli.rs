@@ -1483,7 +1483,10 @@ fn completions_and_man_page() {
         values("--mode"),
         ["insert-all-query-oldest", "insert-newest-query-all"]
     );
-    assert_eq!(values("--backend"), ["bitmap", "redisbloom"]);
+    assert_eq!(
+        values("--backend"),
+        ["bitmap", "redisbloom", "valkey-bloom"]
+    );
     assert_eq!(values("--when-full"), ["error", "expand", "warn"]);
     assert!(values("--every").contains(&"monthly".to_string()));
 
