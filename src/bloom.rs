@@ -3,7 +3,6 @@
 
 use crate::engine::create;
 use crate::error::{Error, Result};
-use crate::generation::{Backend, Layout};
 use crate::handle::{
     sealed::{Opens, Sealed},
     Filter, FilterKind, OneKind,
@@ -12,6 +11,7 @@ use crate::keys::{FilterName, Keys};
 use crate::metadata::{field, fmt_f64, Common, Fields, Kind};
 use crate::params::{BloomParams, DEFAULT_MAX_BITS, DEFAULT_MAX_BLOCK_BITS};
 use crate::proto::create::{Blueprint, Opened};
+use crate::store::generation::{Backend, Layout};
 use crate::view::{Accept, Codec, Policy, Role, View};
 use std::sync::Arc;
 
@@ -183,7 +183,7 @@ pub struct BloomBuilder {
     sizing: Option<Sizing>,
     max_bits: u64,
     max_block_bits: u64,
-    backend: crate::generation::Backend,
+    backend: crate::store::generation::Backend,
     wait: Option<crate::wait::WaitReplicas>,
 }
 
@@ -346,7 +346,7 @@ impl BloomSpec {
 // Sealed (`creates::sealed`): the machine it names is the crate's own.
 #[allow(private_interfaces)]
 impl crate::creates::Creates for BloomSpec {
-    type Kind = crate::kinds::Bloom;
+    type Kind = Bloom;
 
     fn wait(&self) -> Option<crate::wait::WaitReplicas> {
         self.wait

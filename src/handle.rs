@@ -123,7 +123,7 @@ impl<K: FilterKind> Filter<K> {
     }
 
     /// Generations, as last read from Redis (oldest first): no round trip.
-    pub fn generations(&self) -> Vec<crate::generation::Generation> {
+    pub fn generations(&self) -> Vec<crate::store::generation::Generation> {
         self.core.view().gens.clone()
     }
 

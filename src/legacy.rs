@@ -7,7 +7,7 @@
 pub(crate) mod check;
 
 use crate::error::{Error, Result};
-use crate::generation::Layout;
+use crate::store::generation::Layout;
 
 /// A bitmap written by a legacy Python crawler, adopted as a frozen,
 /// read-only generation read with its own hash scheme (see
@@ -66,7 +66,7 @@ impl Legacy {
                     bits: 1 << bit,
                     hashes: *hashes,
                     blocks: 1,
-                    scheme: crate::generation::Scheme::ScrapyRedisBloomfilter,
+                    scheme: crate::store::generation::Scheme::ScrapyRedisBloomfilter,
                 })
             }
             Legacy::Seed000 { blocks, .. } => {
@@ -77,7 +77,7 @@ impl Legacy {
                     bits: u64::from(*blocks) << 31,
                     hashes: 7,
                     blocks: *blocks,
-                    scheme: crate::generation::Scheme::Seed000,
+                    scheme: crate::store::generation::Scheme::Seed000,
                 })
             }
         }

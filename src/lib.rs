@@ -17,7 +17,6 @@ mod error;
 mod exec;
 mod expanding;
 mod full;
-mod generation;
 mod handle;
 mod hashing;
 mod info;
@@ -59,7 +58,6 @@ pub use engine::roll::Rotation;
 pub use error::{Error, Fate, Partial, RedisError, Result, ShardFailure};
 pub use expanding::{ExpandingBuilder, ExpandingFilter, ExpandingSpec, MAX_GENERATIONS};
 pub use full::WhenFull;
-pub use generation::{Backend, Generation, ItemPositions, Layout, Scheme};
 pub use handle::{Filter, FilterKind, OneKind};
 pub use hashing::{ItemHash, Positions};
 pub use info::{GenerationInfo, Info, Level, Warning, WarningCode};
@@ -78,4 +76,5 @@ pub use shard::{
     ShardDisagreement, ShardOff, ShardPlan, ShardableBuilder, ShardedBatch, ShardedBuilder,
     ShardedFilter, DEFAULT_CREATE_LEASE, MAX_SHARDS, SHARDED_FORMAT,
 };
+pub use store::generation::{Backend, Generation, ItemPositions, Layout, Scheme};
 pub use wait::{WaitReplicas, DEFAULT_WAIT_TIMEOUT};

@@ -55,11 +55,13 @@ macro_rules! with_prelude {
     };
 }
 
-/// The stores' pieces (`store::lua!`) before a script that makes, empties
-/// or uses a generation, which names no backend itself.
+/// The stores' pieces of the scripts, each kept in its store's room
+/// (`src/store/`), put before a script that makes, empties or uses a
+/// generation: the scripts name no backend, they call what these define.
+/// Included by path, not imported: the scripts depend on no store's code.
 macro_rules! with_stores {
     ($($part:expr),+) => {
-        concat!(crate::store::lua!(), $($part),+)
+        concat!(include_str!("store/bf/dialect.lua"), $($part),+)
     };
 }
 

@@ -5,9 +5,9 @@
 //! rotation is owed at `now`.
 
 use crate::error::{Error, Result};
-use crate::generation::{Generation, Layout};
 use crate::keys::Keys;
 use crate::metadata::{field, Common, Fields, Kind};
+use crate::store::generation::{Generation, Layout};
 use chrono::{DateTime, Utc};
 use std::any::Any;
 use std::fmt;

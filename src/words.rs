@@ -58,8 +58,8 @@ mod tests {
     #[test]
     fn a_choice_is_read_by_its_name_or_an_alias_and_nothing_else() {
         use crate::circular::Mode;
-        use crate::generation::Backend;
         use crate::metadata::Kind;
+        use crate::store::generation::Backend;
         assert_eq!(super::parse::<Backend>("bf").unwrap(), Backend::RedisBloom);
         assert_eq!(super::parse::<Backend>("bitmap").unwrap(), Backend::Bitmap);
         assert_eq!(

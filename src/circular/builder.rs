@@ -221,7 +221,7 @@ impl CircularSpec {
 // Sealed (`creates::sealed`): the machine it names is the crate's own.
 #[allow(private_interfaces)]
 impl crate::creates::Creates for CircularSpec {
-    type Kind = crate::kinds::Circular;
+    type Kind = super::Circular;
 
     fn wait(&self) -> Option<crate::wait::WaitReplicas> {
         self.wait

@@ -27,7 +27,6 @@ use crate::engine::now::Now;
 use crate::engine::probe::probed;
 use crate::engine::roll::{Decide, DueRotation, RollMachine, Rotation, Step};
 use crate::error::{Error, Result};
-use crate::generation::{Backend, Layout};
 use crate::handle::{
     sealed::{Opens, Sealed},
     Filter, FilterKind, OneKind,
@@ -37,6 +36,7 @@ use crate::metadata::{field, fmt_f64, Common, Fields, Kind};
 use crate::params::{BloomParams, ErrorRate, DEFAULT_MAX_BITS, DEFAULT_MAX_BLOCK_BITS};
 use crate::proto::create::{Blueprint, Opened};
 use crate::schedule::Schedule;
+use crate::store::generation::{Backend, Layout};
 use crate::view::{Accept, Codec, Due, NewGen, Policy, Role, Roll, View};
 use crate::wait::WaitReplicas;
 use chrono::{DateTime, TimeZone, Utc};

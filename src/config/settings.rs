@@ -11,7 +11,7 @@
 
 use super::error::ParamError;
 use super::slot::Slot;
-use crate::{circular::Mode, generation::Backend, metadata::Kind, schedule::Schedule};
+use crate::{circular::Mode, metadata::Kind, schedule::Schedule, store::generation::Backend};
 
 /// The settings of one filter as a person writes them (a section of a
 /// configuration file, or command-line flags), before validation.

@@ -4,7 +4,7 @@
 
 use super::values::{parse_bytes, parse_count, parse_kind, parse_number};
 use crate::{
-    circular::Mode, error::Error, generation::Backend, metadata::Kind, schedule::Schedule,
+    circular::Mode, error::Error, metadata::Kind, schedule::Schedule, store::generation::Backend,
 };
 
 /// Where a setting's value goes, which also decides what values it takes.

@@ -25,7 +25,7 @@ pub enum FilterSpec {
 
 impl FilterSpec {
     /// The generations a creation makes, each a layout and a capacity.
-    pub fn initial_generations(&self) -> Vec<(crate::generation::Layout, u64)> {
+    pub fn initial_generations(&self) -> Vec<(crate::store::generation::Layout, u64)> {
         match self {
             FilterSpec::Bloom(s) => s.initial_generations(),
             FilterSpec::Expanding(s) => s.initial_generations(),

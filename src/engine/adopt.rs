@@ -6,7 +6,6 @@
 use super::create::create_whole;
 use super::load::LoadMachine;
 use crate::error::{Error, Result};
-use crate::generation::Layout;
 use crate::keys::Keys;
 use crate::legacy::check::{self, Verdict};
 use crate::legacy::{Adoption, Legacy};
@@ -14,6 +13,7 @@ use crate::machine::{Machine, Poll};
 use crate::metadata::field;
 use crate::proto::create::{Blueprint, Opened};
 use crate::request::Replies;
+use crate::store::generation::Layout;
 use crate::view::{Accept, View};
 
 /// Where the adoption stands.

@@ -4,12 +4,12 @@
 use super::load::{reload, ReloadMachine};
 use super::Core;
 use crate::error::{Error, Result};
-use crate::generation::Generation;
 use crate::info::{GenerationInfo, Info, Level, Warning, WarningCode};
 use crate::machine::{Machine, Poll};
 use crate::metadata::field;
 use crate::params;
 use crate::request::{Replies, Request};
+use crate::store::generation::Generation;
 use crate::store::{Held, COUNT_BYTES};
 use crate::view::{Role, View};
 use redis::Value;
@@ -331,7 +331,7 @@ mod tests {
         use crate::info::Level;
         let view = crate::testkit::view_of("bloom", 1);
         let mut g = view.gens[0].clone();
-        let level = |g: &crate::generation::Generation, gone: bool| {
+        let level = |g: &crate::store::generation::Generation, gone: bool| {
             let read = Held {
                 short: vec![(0, 0)],
                 gone,

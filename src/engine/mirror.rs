@@ -3,10 +3,10 @@
 
 use super::Core;
 use crate::error::{Error, Result};
-use crate::generation::Generation;
 use crate::machine::{Machine, Poll};
 use crate::proto::take_one;
 use crate::request::{Replies, Request};
+use crate::store::generation::Generation;
 use crate::store::mirror::{CopyStep, MirrorCopy};
 use crate::view::{Role, View};
 use std::sync::Arc;

@@ -342,7 +342,7 @@ impl ExpandingSpec {
 // Sealed (`creates::sealed`): the machine it names is the crate's own.
 #[allow(private_interfaces)]
 impl crate::creates::Creates for ExpandingSpec {
-    type Kind = crate::kinds::Expanding;
+    type Kind = super::Expanding;
 
     fn wait(&self) -> Option<crate::wait::WaitReplicas> {
         self.wait

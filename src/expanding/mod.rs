@@ -15,7 +15,6 @@ use crate::engine::probe::probed;
 use crate::engine::roll::{Grow, RollMachine};
 use crate::engine::{create, Core};
 use crate::error::{Error, Result};
-use crate::generation::{Backend, Layout};
 use crate::handle::{
     sealed::{Opens, Sealed},
     Filter, FilterKind, OneKind,
@@ -25,6 +24,7 @@ use crate::machine::Machine;
 use crate::metadata::{field, fmt_f64, Common, Fields, Kind};
 use crate::params::{BloomParams, ErrorRate, DEFAULT_MAX_BITS, DEFAULT_MAX_BLOCK_BITS};
 use crate::proto::create::{Blueprint, Opened};
+use crate::store::generation::{Backend, Layout};
 use crate::view::{Absorb, Accept, Codec, Growth, NewGen, Policy, Role, View};
 use std::sync::Arc;
 

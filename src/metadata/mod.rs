@@ -7,7 +7,7 @@ pub(crate) mod field;
 pub(crate) mod text;
 
 use crate::error::{Error, Result};
-use crate::generation::{Generation, Layout, Scheme};
+use crate::store::generation::{Generation, Layout, Scheme};
 use std::fmt;
 use std::str::FromStr;
 pub(crate) use text::{fmt_f64, Fields};

@@ -3,11 +3,11 @@
 use super::as_string;
 use crate::error::unexpected;
 use crate::error::{Error, Result};
-use crate::generation::Layout;
 use crate::keys::Keys;
 use crate::metadata::{field, generation_fields, Kind, FORMAT_VERSION};
 use crate::request::Request;
 use crate::scripts;
+use crate::store::generation::Layout;
 use crate::view::{Accept, View};
 use redis::Value;
 

@@ -91,7 +91,7 @@ pub(crate) struct Record {
 
 /// One generation's share of a call, as its store lays it out.
 struct Part<'a> {
-    gen: &'a crate::generation::Generation,
+    gen: &'a crate::store::generation::Generation,
     role: Role,
     share: crate::store::ScriptShare<'a>,
 }

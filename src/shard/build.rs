@@ -158,7 +158,7 @@ impl crate::bloom::BloomBuilder {
     pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
         self,
         conn: &mut C,
-    ) -> Result<crate::BloomFilter> {
+    ) -> Result<crate::bloom::BloomFilter> {
         create_or_open(&self, conn)
     }
 
@@ -167,7 +167,7 @@ impl crate::bloom::BloomBuilder {
     pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
         self,
         conn: &mut C,
-    ) -> Result<crate::BloomFilter> {
+    ) -> Result<crate::bloom::BloomFilter> {
         create_or_open_async(&self, conn).await
     }
 
@@ -205,7 +205,7 @@ impl crate::expanding::ExpandingBuilder {
     pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
         self,
         conn: &mut C,
-    ) -> Result<crate::ExpandingFilter> {
+    ) -> Result<crate::expanding::ExpandingFilter> {
         create_or_open(&self, conn)
     }
 
@@ -214,7 +214,7 @@ impl crate::expanding::ExpandingBuilder {
     pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
         self,
         conn: &mut C,
-    ) -> Result<crate::ExpandingFilter> {
+    ) -> Result<crate::expanding::ExpandingFilter> {
         create_or_open_async(&self, conn).await
     }
 
@@ -243,7 +243,7 @@ impl crate::circular::CircularBuilder {
     pub fn create_or_open<C: redis::ConnectionLike + ?Sized>(
         self,
         conn: &mut C,
-    ) -> Result<crate::CircularFilter> {
+    ) -> Result<crate::circular::CircularFilter> {
         create_or_open(&self, conn)
     }
 
@@ -252,7 +252,7 @@ impl crate::circular::CircularBuilder {
     pub async fn create_or_open_async<C: redis::aio::ConnectionLike + Send>(
         self,
         conn: &mut C,
-    ) -> Result<crate::CircularFilter> {
+    ) -> Result<crate::circular::CircularFilter> {
         create_or_open_async(&self, conn).await
     }
 

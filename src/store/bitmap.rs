@@ -5,9 +5,9 @@
 use super::positional::{self, Place};
 use super::{Alloc, Held, ScriptShare, Store, TxCommand};
 use crate::error::Result;
-use crate::generation::{BlockCheck, ItemPositions, Layout, Scheme};
 use crate::hashing::ItemHash;
 use crate::items::Batch;
+use crate::store::generation::{BlockCheck, ItemPositions, Layout, Scheme};
 use redis::Value;
 
 #[derive(Debug)]
@@ -94,8 +94,8 @@ impl Store for Bitmap {
         true
     }
 
-    fn backend(&self) -> Option<crate::generation::Backend> {
-        Some(crate::generation::Backend::Bitmap)
+    fn backend(&self) -> Option<crate::store::generation::Backend> {
+        Some(crate::store::generation::Backend::Bitmap)
     }
 
     fn new_layout(

@@ -6,9 +6,9 @@
 use super::positional::{self, Place};
 use super::{Alloc, Held, ScriptShare, Store, TxCommand};
 use crate::error::Result;
-use crate::generation::{BlockCheck, ItemPositions, Layout, Scheme};
 use crate::hashing::{hex, legacy_poly, ItemHash};
 use crate::items::Batch;
+use crate::store::generation::{BlockCheck, ItemPositions, Layout, Scheme};
 use redis::Value;
 
 /// The PyPI package `scrapy-redis-bloomfilter`: one key of `2^bit` bits, k

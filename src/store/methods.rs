@@ -3,9 +3,9 @@
 //! the stores may use them without an import cycle.
 
 use super::Store;
-use crate::generation::{Backend, ItemPositions, Layout, Scheme};
 use crate::hashing::ItemHash;
 use crate::params::BloomParams;
+use crate::store::generation::{Backend, ItemPositions, Layout, Scheme};
 
 impl Scheme {
     /// Whether rotabloom may write with this scheme (legacy ones are frozen).

@@ -8,6 +8,7 @@
 
 pub(crate) mod bf;
 mod bitmap;
+pub mod generation;
 mod legacy;
 mod methods;
 pub(crate) mod mirror;
@@ -19,8 +20,8 @@ use names::{Backend, Scheme};
 pub(crate) use positional::COUNT_BYTES;
 
 use crate::error::{Error, Result};
-use crate::generation::{BlockCheck, Layout};
 use crate::items::Batch;
+use crate::store::generation::{BlockCheck, Layout};
 use redis::Value;
 use std::fmt;
 
@@ -34,23 +35,12 @@ pub(crate) enum Alloc {
     Reserve(Vec<String>),
 }
 
-/// The stores' pieces of the scripts (`lua/*.lua` name no backend: they
-/// call what these define), put before every script that makes, empties
-/// or uses a generation. The paths are from `src/`, where the one place
-/// that expands this (`scripts.rs`) is: `include_str!` reads from there.
-macro_rules! lua {
-    () => {
-        include_str!("store/bf/dialect.lua")
-    };
-}
-pub(crate) use lua;
-
 /// One generation's share of a data script call (`lua/data.lua`): the
 /// blocks its items touch (their keys are passed, ascending) and, per
 /// item, what the group takes.
 pub(crate) struct ScriptShare<'a> {
     /// Whether the store places the items itself: the script then calls
-    /// a module (`lua!`), which it marks by the role letter's case.
+    /// a module (`bf/dialect.lua`), which it marks by the role letter's case.
     module: bool,
     /// k, as the group header gives it (0 for a module).
     pub k: u32,
@@ -60,7 +50,7 @@ pub(crate) struct ScriptShare<'a> {
 
 /// Per item, in call order: its block and positions, or itself.
 enum Body<'a> {
-    Placed(Vec<(u32, crate::generation::ItemPositions)>),
+    Placed(Vec<(u32, crate::store::generation::ItemPositions)>),
     Items(Vec<&'a [u8]>),
 }
 
@@ -69,7 +59,7 @@ impl<'a> ScriptShare<'a> {
     pub(super) fn placed(
         k: u32,
         touched: Vec<u32>,
-        located: Vec<(u32, crate::generation::ItemPositions)>,
+        located: Vec<(u32, crate::store::generation::ItemPositions)>,
     ) -> ScriptShare<'a> {
         ScriptShare {
             module: false,
@@ -247,7 +237,7 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
     /// (grown as bits were set: the rest reads 0).
     fn mirror(
         &self,
-        gen: &crate::generation::Generation,
+        gen: &crate::store::generation::Generation,
         key: &dyn Fn(u32) -> String,
     ) -> Option<Box<dyn mirror::MirrorCopy>> {
         let whole = self.block_check(&gen.layout) != BlockCheck::MayBeAbsent;
@@ -263,7 +253,7 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
         l: &Layout,
         h: &crate::hashing::ItemHash,
         item: Option<&[u8]>,
-    ) -> Option<(u32, crate::generation::ItemPositions)>;
+    ) -> Option<(u32, crate::store::generation::ItemPositions)>;
 
     /// Whether an item's positions depend only on its hash and the
     /// layout, so that one computation serves every generation of that
@@ -274,7 +264,7 @@ pub(crate) trait Store: Send + Sync + fmt::Debug {
 
     /// The public backend that makes generations of this store, if any
     /// (legacy bitmaps are only adopted).
-    fn backend(&self) -> Option<crate::generation::Backend> {
+    fn backend(&self) -> Option<crate::store::generation::Backend> {
         None
     }
 

@@ -5,7 +5,7 @@
 
 use super::{Held, ScriptShare, TxCommand};
 use crate::error::{Error, Result};
-use crate::generation::{ItemPositions, Layout};
+use crate::store::generation::{ItemPositions, Layout};
 use redis::Value;
 
 /// Where an item lies: its block and its offsets there.

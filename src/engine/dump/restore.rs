@@ -248,7 +248,7 @@ impl<'a, R: Read> RestoreMachine<'a, R> {
                 ))
             })?;
         let full = g.layout.block_bits().div_ceil(8);
-        let exact = g.layout.block_check() != crate::generation::BlockCheck::MayBeAbsent;
+        let exact = g.layout.block_check() != crate::store::generation::BlockCheck::MayBeAbsent;
         if block >= g.layout.blocks || !self.seen.insert((seq, block)) {
             return Err(bad(format!(
                 "block {block} of generation {seq} is out of place"

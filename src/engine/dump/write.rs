@@ -193,7 +193,7 @@ impl<W: Write> Machine for DumpMachine<W> {
                     .as_ref()
                     .and_then(|v| v.gens.iter().find(|g| g.seq == seq))
                     .map(|g| g.layout.block_check());
-                if let Some(crate::generation::BlockCheck::AtLeast(full)) = check {
+                if let Some(crate::store::generation::BlockCheck::AtLeast(full)) = check {
                     if len < full {
                         self.short.push(key.clone());
                     }

@@ -2,9 +2,9 @@
 //! compared with the legacy parameters given now.
 
 use crate::error::{Error, Result};
-use crate::generation::Layout;
 use crate::legacy::Legacy;
 use crate::metadata::field;
+use crate::store::generation::Layout;
 use crate::view::View;
 
 /// Compares the legacy generation of an existing filter with `legacy`:

@@ -5,8 +5,8 @@
 use super::measure::Found;
 use super::refuse;
 use crate::error::{Error, Result};
-use crate::generation::Layout;
 use crate::legacy::Legacy;
+use crate::store::generation::Layout;
 
 /// Odds below which a shape is called improbable: 2^-30, about one in a
 /// billion.

@@ -47,8 +47,8 @@ fn refuse(key: &str, reason: String) -> Error {
 #[cfg(test)]
 mod fixtures {
     use super::measure::Found;
-    use crate::generation::Layout;
     use crate::legacy::Legacy;
+    use crate::store::generation::Layout;
 
     pub(super) fn scrapy(bit: u32, hashes: u32) -> (Legacy, Layout) {
         let l = Legacy::ScrapyRedisBloomfilter {

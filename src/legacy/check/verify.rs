@@ -4,10 +4,10 @@
 
 use super::{int, refuse};
 use crate::error::{Error, Result};
-use crate::generation::Layout;
 use crate::hashing::ItemHash;
 use crate::legacy::Legacy;
 use crate::request::{Replies, Request};
+use crate::store::generation::Layout;
 
 /// How many known items one verification round reads (a `GETBIT` per
 /// hash function each).

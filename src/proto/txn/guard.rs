@@ -64,10 +64,10 @@ pub(super) fn guard(
         .lazy_due_at()
         .map(|t| t.to_string())
         .unwrap_or_default();
-    let blocks: Vec<(String, crate::generation::BlockCheck)> = gens
+    let blocks: Vec<(String, crate::store::generation::BlockCheck)> = gens
         .iter()
         .filter_map(|&g| view.gens.get(g))
-        .filter(|g| g.layout.block_check() != crate::generation::BlockCheck::MayBeAbsent)
+        .filter(|g| g.layout.block_check() != crate::store::generation::BlockCheck::MayBeAbsent)
         .flat_map(|g| {
             let check = g.layout.block_check();
             (0..g.layout.blocks).map(move |b| (keys.block(&view.uid, g.seq, b), check))

@@ -17,9 +17,9 @@ pub(super) use valkey_bloom::VALKEY_BLOOM;
 
 use super::{Alloc, Held, ScriptShare, Store, TxCommand};
 use crate::error::{Error, Result};
-use crate::generation::{Backend, BlockCheck, Layout, Scheme};
 use crate::hashing::ItemHash;
 use crate::items::Batch;
+use crate::store::generation::{Backend, BlockCheck, Layout, Scheme};
 use redis::Value;
 
 /// The tag of the dialect in the scripts' arguments (`dialect.lua`).
@@ -97,12 +97,11 @@ impl Store for Bf {
         true
     }
 
+    // The rate in the shortest form that reads back exactly (`{:?}`, as
+    // the metadata writes floats, docs/FORMAT.md §6.6).
     fn zero(&self, l: &Layout, capacity: u64) -> Vec<String> {
-        vec![
-            TAG.into(),
-            crate::metadata::fmt_f64(l.error_rate_at(capacity)),
-            capacity.to_string(),
-        ]
+        let rate = l.error_rate_at(capacity);
+        vec![TAG.into(), format!("{rate:?}"), capacity.to_string()]
     }
 
     fn caps_itself(&self) -> bool {
@@ -234,7 +233,7 @@ impl Store for Bf {
     // Without BF.SCANDUMP the server answers for every generation.
     fn mirror(
         &self,
-        _: &crate::generation::Generation,
+        _: &crate::store::generation::Generation,
         key: &dyn Fn(u32) -> String,
     ) -> Option<Box<dyn super::mirror::MirrorCopy>> {
         self.scandump
@@ -246,7 +245,7 @@ impl Store for Bf {
         _: &Layout,
         _: &ItemHash,
         _: Option<&[u8]>,
-    ) -> Option<(u32, crate::generation::ItemPositions)> {
+    ) -> Option<(u32, crate::store::generation::ItemPositions)> {
         None
     }
 
@@ -313,8 +312,8 @@ mod tests {
         assert!(e.to_string().contains("128 MiB"), "{e}");
         let small = BloomParams::for_capacity(1_000, 0.01).unwrap();
         let l = VALKEY_BLOOM.new_layout(small, 0).unwrap();
-        assert_eq!(l.scheme, crate::generation::Scheme::ValkeyBloom);
-        let g = crate::generation::Generation {
+        assert_eq!(l.scheme, crate::store::generation::Scheme::ValkeyBloom);
+        let g = crate::store::generation::Generation {
             seq: 0,
             layout: l,
             capacity: 1_000,

@@ -3,7 +3,7 @@
 //! generations are mirrored; it sets no size limit of its own.
 
 use super::Bf;
-use crate::generation::{Backend, Scheme};
+use crate::store::generation::{Backend, Scheme};
 
 pub(in crate::store) static REDISBLOOM: Bf = Bf {
     scheme: Scheme::RedisBloom,

@@ -9,7 +9,7 @@
 //! not against a valkey-bloom server, which this project's machines lack.
 
 use super::Bf;
-use crate::generation::{Backend, Scheme};
+use crate::store::generation::{Backend, Scheme};
 
 /// valkey-bloom's default object limit.
 const MEMORY_USAGE_LIMIT: u64 = 128 << 20;

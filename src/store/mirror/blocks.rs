@@ -4,8 +4,8 @@
 
 use super::{CopyStep, FrozenBits, Item, Memo, MirrorCopy, Probe};
 use crate::error::Result;
-use crate::generation::Layout;
 use crate::request::Request;
+use crate::store::generation::Layout;
 use redis::{RedisResult, Value};
 
 /// Bytes per GETRANGE when mirroring a block: copies stay short for the
@@ -172,7 +172,7 @@ impl MirrorCopy for SliceCopy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::generation::Scheme;
+    use crate::store::generation::Scheme;
 
     fn copy(allocated: bool) -> SliceCopy {
         let layout = Layout {

@@ -9,9 +9,9 @@
 pub(crate) mod blocks;
 
 use crate::error::Result;
-use crate::generation::Layout;
 use crate::hashing::ItemHash;
 use crate::request::Request;
+use crate::store::generation::Layout;
 use redis::{RedisResult, Value};
 use std::fmt;
 

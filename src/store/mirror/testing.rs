@@ -3,8 +3,8 @@
 
 use super::blocks::Blocks;
 use super::FrozenBits;
-use crate::generation::{Layout, Scheme};
 use crate::store::bf::copy::ChainBits;
+use crate::store::generation::{Layout, Scheme};
 use std::sync::Arc;
 
 /// A deterministic byte stream (xorshift), about half of whose bits are

@@ -5,7 +5,7 @@
 
 use crate::params::{BloomParams, MAX_BLOCK_BITS};
 
-pub use crate::store::names::{Backend, Scheme};
+pub use super::names::{Backend, Scheme};
 
 /// Bit positions of one item in one generation.
 #[derive(Clone, Debug)]
