@@ -11,7 +11,23 @@
 # (test_dupefilter.py, test_crawl.py) then run again against the oldest
 # Scrapy supported, in a second venv
 # (python/tests/constraints-scrapy-oldest.txt).
+#
+#   scripts/test-python.sh --prepare   the wheel and the test dependencies
+#                                      only, no test; prints the wheel's
+#                                      path, which runs given it in
+#                                      ROTABLOOM_WHEEL then share, side by
+#                                      side.
+# ROTABLOOM_PY_VENV names the tests' venv (default target/py-venv), so that
+# two runs side by side (Redis and Valkey) each have their own.
 set -euo pipefail
+
+prepare=0
+if [ "${1:-}" = "--prepare" ]; then
+    prepare=1
+    shift
+    # Its output is the wheel's path: whatever else is said goes to stderr.
+    exec 3>&1 1>&2
+fi
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -26,7 +42,7 @@ source "$root/scripts/lib/venv.sh"
 deps=(pytest scrapy scrapy-redis scrapy-redis-bloomfilter redis)
 wheelhouse="$root/target/py-wheelhouse"
 house_marker="$wheelhouse/.fetched-$(printf '%s\n' "${deps[@]}" | cksum | cut -d' ' -f1)"
-wheel="$(bash scripts/wheel.sh)"
+wheel="${ROTABLOOM_WHEEL:-$(bash scripts/wheel.sh)}"
 if [ ! -f "$house_marker" ]; then
     "$root/target/py-build/bin/pip" wheel --quiet --disable-pip-version-check \
         -w "$wheelhouse" "${deps[@]}"
@@ -34,7 +50,7 @@ if [ ! -f "$house_marker" ]; then
 fi
 
 oldest=()
-if [ $# -eq 0 ]; then
+if [ $# -eq 0 ] || [ "$prepare" -eq 1 ]; then
     constraints="$root/python/tests/constraints-scrapy-oldest.txt"
     old_venv="$root/target/py-venv-scrapy-oldest"
     old_marker="$old_venv/.installed-$(cksum < "$constraints" | cut -d' ' -f1)"
@@ -44,6 +60,11 @@ if [ $# -eq 0 ]; then
         touch "$old_marker"
     fi
     oldest=("$old_venv")
+fi
+
+if [ "$prepare" -eq 1 ]; then
+    echo "$wheel" >&3
+    exit 0
 fi
 
 locked=()
@@ -70,7 +91,7 @@ if command -v cargo >/dev/null 2>&1 || command -v rustc >/dev/null 2>&1; then
 fi
 export ROTABLOOM_TEST_NO_RUST=1
 
-venv="$root/target/py-venv"
+venv="${ROTABLOOM_PY_VENV:-$root/target/py-venv}"
 make_venv "$venv"
 pip_quiet "$venv" --no-index --find-links "$wheelhouse" "${deps[@]}" "$wheel"
 for v in ${oldest[@]+"${oldest[@]}"}; do

@@ -124,40 +124,56 @@ model_python
 logs="$target_dir/test-logs"
 mkdir -p "$logs"
 
-# Both servers' runs at once: each mostly waits on its own servers.
+# The Python tests' wheel and dependencies, once: the Python runs below go
+# side by side, each in a venv of its own.
+ROTABLOOM_WHEEL="$(bash scripts/test-python.sh --prepare)"
+export ROTABLOOM_WHEEL
+
+# Both servers' runs at once: each mostly waits on its own servers. The
+# Valkey run (the shorter) goes on with the Python tests on Valkey while the
+# Redis run ends; its Python output is kept in a log, shown at the end.
 redis_version="$(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
 valkey_version="$("$valkey_server" --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')"
 step "Redis $redis_version and Valkey $valkey_version side by side (logs: $logs)"
-run_tests "$logs/redis.log" --lib --bins --tests "$@" &
-redis_pid=$!
-REDIS_SERVER="$valkey_server" ROTABLOOM_MODEL_SEEDS=60 ROTABLOOM_MODEL_FIXED_ONLY=1 \
-    run_tests "$logs/valkey.log" "${valkey_args[@]}" "$@" &
+(
+    export REDIS_SERVER="$valkey_server"
+    ROTABLOOM_MODEL_SEEDS=60 ROTABLOOM_MODEL_FIXED_ONLY=1 \
+        run_tests "$logs/valkey.log" "${valkey_args[@]}" "$@"
+    echo "==> [$((SECONDS / 60))m$(printf '%02d' $((SECONDS % 60)))s] Valkey: python (log: $logs/valkey-python.log)"
+    # One pass over every test file (not the oldest Scrapy's again); the
+    # TLS tests stay Redis-only, as above.
+    status=0
+    ROTABLOOM_PY_VENV="$target_dir/py-venv-valkey" \
+        bash scripts/test-python.sh -k "not tls" >"$logs/valkey-python.log" 2>&1 || status=$?
+    if [ "$status" -ne 0 ]; then
+        cat "$logs/valkey-python.log"
+        echo "==> Valkey: python FAILED (above)"
+    fi
+    exit "$status"
+) &
 valkey_pid=$!
 failed=0
-wait "$redis_pid" || { echo "==> Redis: FAILED (above)"; failed=1; }
-wait "$valkey_pid" || { echo "==> Valkey: FAILED (above)"; failed=1; }
-[ "$failed" -eq 0 ]
+run_tests "$logs/redis.log" --lib --bins --tests "$@" || { echo "==> Redis: FAILED (above)"; failed=1; }
 
 # The benches' smoke runs (`harness = false`: nextest does not run them)
 # and the doctests, which neither runs.
 step "benches (smoke)"
-cargo_test --benches "$@"
+cargo_test --benches "$@" || failed=1
 step "doctests"
-cargo_test --doc "$@"
+cargo_test --doc "$@" || failed=1
 
 # The examples assert their own claims: run each as a smoke test.
 for example in demo monthly_recrawl capacity_growth cron_rotation async_crawler; do
     step "example $example"
-    cargo run ${locked[@]+"${locked[@]}"} --quiet --example "$example" >/dev/null
+    cargo run ${locked[@]+"${locked[@]}"} --quiet --example "$example" >/dev/null || failed=1
 done
 
-# The Python package and its Scrapy dupefilter (builds the wheel).
+# The Python package and its Scrapy dupefilter.
 step "python"
-bash scripts/test-python.sh
+bash scripts/test-python.sh || failed=1
 
-export REDIS_SERVER="$valkey_server"
-step "Valkey: python"
-# With arguments, one pass over every test file (not the oldest Scrapy's
-# again); the TLS tests stay Redis-only, as above.
-bash scripts/test-python.sh -k "not tls"
+step "waiting for the Valkey run"
+wait "$valkey_pid" || { echo "==> Valkey: FAILED (above)"; failed=1; }
+tail -n 2 "$logs/valkey-python.log" 2>/dev/null || true
+[ "$failed" -eq 0 ]
 echo "==> test suite: ok ($((SECONDS / 60)) min $((SECONDS % 60)) s)"
