@@ -103,8 +103,12 @@ impl ShardedFilter<Circular> {
             let t = now.targets();
             let last = t.period.unwrap_or(p);
             if now.rotation_pending() {
-                // An earlier rotation first; then see what is owed.
-                finished = Some(self.rotate_to(conn, &t)?);
+                // An earlier rotation first; then see what is owed. A call
+                // may finish pending rotations more than once (schedulers
+                // side by side record and finish targets between its
+                // snapshots): what it rotated each time is kept.
+                let done = self.rotate_to(conn, &t)?;
+                finished = Some(keep_rotated(finished, done));
                 continue;
             }
             if p <= last {
@@ -149,6 +153,32 @@ impl ShardedFilter<Circular> {
     }
 }
 
+/// Per shard, the rotations of two passes of one call: a shard rotated in
+/// either was rotated by the call, as many times as both made.
+fn keep_rotated(earlier: Option<Vec<Rotation>>, later: Vec<Rotation>) -> Vec<Rotation> {
+    let earlier = earlier.unwrap_or_default();
+    later
+        .into_iter()
+        .enumerate()
+        .map(|(j, r)| match (earlier.get(j), r) {
+            (
+                Some(Rotation::Rotated { rotations: a, .. }),
+                Rotation::Rotated {
+                    rotations: b,
+                    epoch,
+                    next_at,
+                },
+            ) => Rotation::Rotated {
+                rotations: a.saturating_add(b),
+                epoch,
+                next_at,
+            },
+            (Some(e @ Rotation::Rotated { .. }), _) => *e,
+            (_, r) => r,
+        })
+        .collect()
+}
+
 /// Per shard, what a scheduled call did: a rotation it made while
 /// finishing an earlier one counts; a shard it found at the target is
 /// not due until `next_at`.
@@ -166,4 +196,37 @@ fn merge(
             (r, _, _) => r,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rotated(rotations: u32, epoch: u64) -> Rotation {
+        Rotation::Rotated {
+            rotations,
+            epoch,
+            next_at: None,
+        }
+    }
+
+    #[test]
+    fn a_shard_rotated_in_an_earlier_pass_stays_rotated() {
+        let earlier = vec![
+            rotated(1, 1),
+            Rotation::Superseded { epoch: 1 },
+            rotated(1, 1),
+        ];
+        let later = vec![
+            Rotation::Superseded { epoch: 1 },
+            rotated(1, 1),
+            rotated(2, 3),
+        ];
+        assert_eq!(
+            keep_rotated(Some(earlier), later),
+            vec![rotated(1, 1), rotated(1, 1), rotated(3, 3)]
+        );
+        let only = vec![Rotation::Superseded { epoch: 2 }];
+        assert_eq!(keep_rotated(None, only.clone()), only);
+    }
 }
