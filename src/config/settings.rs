@@ -327,6 +327,23 @@ impl FilterParams {
             .collect()
     }
 
+    /// Takes every setting `other` has (its value replaces this one's).
+    ///
+    /// ```
+    /// use rotabloom::config::FilterParams;
+    /// let mut p = FilterParams::default();
+    /// p.set("capacity", "1000").unwrap();
+    /// let mut q = FilterParams::default();
+    /// q.set("error_rate", "0.01").unwrap();
+    /// p.merge(q);
+    /// assert_eq!((p.capacity, p.error_rate), (Some(1000), Some(0.01)));
+    /// ```
+    pub fn merge(&mut self, mut other: FilterParams) {
+        for s in SETTINGS {
+            s.slot(self).take_from(s.slot(&mut other));
+        }
+    }
+
     /// Sets the setting spelled `key` in a configuration file from `value`
     /// as written on a command line (`"0.001"`, `"4GiB"`, `"true"`).
     /// Whether the kind takes it is checked by [`validate`](Self::validate).

@@ -34,6 +34,25 @@ impl Slot<'_> {
         }
     }
 
+    /// Takes `from`'s value, if it has one: `from` is the same setting's
+    /// slot in other parameters (so of the same variant).
+    pub(super) fn take_from(self, from: Slot<'_>) {
+        fn take<T>(to: &mut Option<T>, from: &mut Option<T>) {
+            if from.is_some() {
+                *to = from.take();
+            }
+        }
+        match (self, from) {
+            (Slot::Count(a), Slot::Count(b)) | (Slot::Bytes(a), Slot::Bytes(b)) => take(a, b),
+            (Slot::Small(a), Slot::Small(b)) => take(a, b),
+            (Slot::Number(a), Slot::Number(b)) => take(a, b),
+            (Slot::Switch(a), Slot::Switch(b)) => take(a, b),
+            (Slot::Word(a), Slot::Word(b)) => a.take_word(b.as_any()),
+            // One setting's row gives one variant: never met.
+            _ => {}
+        }
+    }
+
     /// Stores `text`, a value as written on a command line.
     pub(super) fn set_text(self, text: &str) -> Result<(), String> {
         match self {
@@ -122,14 +141,27 @@ impl Word for Backend {
 /// its type.
 pub(super) trait WordSlot {
     fn set_word(&mut self, s: &str) -> Result<(), String>;
+    /// Takes the value of `from`, the same field of other parameters.
+    fn take_word(&mut self, from: &mut dyn std::any::Any);
+    fn as_any(&mut self) -> &mut dyn std::any::Any;
     fn is_set(&self) -> bool;
     fn words(&self) -> Vec<&'static str>;
 }
 
-impl<T: Word> WordSlot for Option<T> {
+impl<T: Word + 'static> WordSlot for Option<T> {
     fn set_word(&mut self, s: &str) -> Result<(), String> {
         *self = Some(T::parse_word(s)?);
         Ok(())
+    }
+
+    fn take_word(&mut self, from: &mut dyn std::any::Any) {
+        if let Some(from) = from.downcast_mut::<Option<T>>().filter(|f| f.is_some()) {
+            *self = from.take();
+        }
+    }
+
+    fn as_any(&mut self) -> &mut dyn std::any::Any {
+        self
     }
 
     fn is_set(&self) -> bool {

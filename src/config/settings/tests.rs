@@ -104,3 +104,28 @@ fn the_documentation_lists_every_setting() {
         "docs/CLI.md's settings table (key | flag | kinds) and SETTINGS differ"
     );
 }
+
+/// Every setting given in one set of parameters is taken by another's
+/// `merge`, and one not given leaves the other's value alone.
+#[test]
+fn merge_takes_every_setting_given() {
+    for s in super::SETTINGS {
+        let mut given = super::FilterParams::default();
+        let text = match s.key {
+            "kind" => "circular",
+            "mode" => "insert-all-query-oldest",
+            "schedule" => "daily",
+            "backend" => "redisbloom",
+            "lazy" => "true",
+            "error_rate" | "growth" | "tightening" => "0.5",
+            _ => "2",
+        };
+        given.set(s.key, text).unwrap();
+        let mut p = super::FilterParams::default();
+        p.merge(given.clone());
+        assert_eq!(p, given, "{}", s.key);
+        let mut kept = given.clone();
+        kept.merge(super::FilterParams::default());
+        assert_eq!(kept, given, "{}", s.key);
+    }
+}

@@ -53,11 +53,11 @@ fn flag(s: &'static Setting) -> Arg {
     match s.value_name() {
         None => arg.action(ArgAction::SetTrue),
         Some(name) if s.key() == SHARDS => arg.value_name(name).value_parser(shards),
+        // Parsed once, here, into parameters that hold this setting alone,
+        // which the flags' parameters then take (`from_arg_matches`).
         Some(name) => arg.value_name(name).value_parser(move |text: &str| {
-            FilterParams::default()
-                .set(s.key(), text)
-                .map(|()| text.to_string())
-                .map_err(|e| e.message)
+            let mut p = FilterParams::default();
+            p.set(s.key(), text).map(|()| p).map_err(|e| e.message)
         }),
     }
 }
@@ -114,22 +114,22 @@ impl clap::FromArgMatches for SettingFlags {
                 }
                 continue;
             }
-            let value = match s.value_name() {
-                None => m
-                    .try_get_one::<bool>(s.key())
-                    .map_err(|e| invalid(&e))?
-                    .copied()
-                    .unwrap_or(false)
-                    .then(|| "true".to_string()),
-                Some(_) => m
-                    .try_get_one::<String>(s.key())
-                    .map_err(|e| invalid(&e))?
-                    .cloned(),
-            };
-            // Checked as clap read it (`flag`); the library's parameters
-            // take a setting only as text.
-            if let Some(v) = value {
-                flags.params.set(s.key(), &v).map_err(|e| invalid(&e))?;
+            match s.value_name() {
+                // A switch given: its setting is on (no text to read).
+                None => {
+                    let on = m.try_get_one::<bool>(s.key()).map_err(|e| invalid(&e))?;
+                    if on.copied().unwrap_or(false) {
+                        flags.params.set(s.key(), "true").map_err(|e| invalid(&e))?;
+                    }
+                }
+                Some(_) => {
+                    let given = m
+                        .try_get_one::<FilterParams>(s.key())
+                        .map_err(|e| invalid(&e))?;
+                    if let Some(p) = given {
+                        flags.params.merge(p.clone());
+                    }
+                }
             }
         }
         Ok(flags)
