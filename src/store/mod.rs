@@ -1,10 +1,13 @@
 //! The backends: where a generation's items live, as policies. Each scheme
-//! of docs/FORMAT.md §4 and §6.6 is one [`Store`]: how an item's bits are
-//! found (or whether the store places items itself), what a data call
-//! sends and reads back, how blocks are made, checked, emptied, counted,
-//! mirrored and dumped. The engine and the request builders ask the
-//! generation's store and never name a scheme; adding a backend is one
-//! module here and one line in [`STORES`].
+//! of docs/FORMAT.md §4, §6.6 and §6.7 is one [`Store`]: how an item's
+//! bits are found (or whether the store places items itself), what a data
+//! call sends and reads back, how blocks are made, checked, emptied,
+//! counted, mirrored and dumped, and what the server lacks when it cannot
+//! serve it. The engine and the request builders ask the generation's
+//! store and never name a scheme; adding a backend is a module here (or,
+//! for another module of the BF.* dialect, a value in `bf/`), its names in
+//! `names.rs` and one line in [`STORES`]. A generation's own types
+//! (`generation.rs`) live here too, below the stores, which read them.
 
 pub(crate) mod bf;
 mod bitmap;
