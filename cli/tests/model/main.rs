@@ -324,12 +324,13 @@ fn cluster_check(part: usize) {
         }
     }
     eprintln!(
-        "cluster model: {sequences} sequences, {} steps, {} commands, {} items, filters created {} bitmap and {} RedisBloom, {} steps with a Python client beside the command line, {} filters dropped by their shards after their root was lost, {} failures ({failures:?}) in {:.1} s",
+        "cluster model: {sequences} sequences, {} steps, {} commands, {} items, filters created {} bitmap, {} RedisBloom and {} valkey-bloom, {} steps with a Python client beside the command line, {} filters dropped by their shards after their root was lost, {} failures ({failures:?}) in {:.1} s",
         total.steps,
         total.calls,
         total.items,
         total.backends[0],
         total.backends[1],
+        total.backends[2],
         total.python,
         total.orphans,
         failures.len(),

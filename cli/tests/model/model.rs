@@ -122,9 +122,7 @@ impl MFilter {
     /// of a handle with this `when_full`.
     pub fn capped(&self, warn: bool) -> bool {
         // A RedisBloom generation refuses items past its capacity itself.
-        self.spec.shape == Shape::Expanding
-            || !warn
-            || self.spec.store == crate::steps::Store::Module
+        self.spec.shape == Shape::Expanding || !warn || self.spec.store.is_module()
     }
 
     /// The capacity of expanding generation `i` (legacy excluded): n0

@@ -47,8 +47,9 @@ pub struct Stats {
     /// Cluster: filters whose root a restart lost, dropped by their
     /// shards' names.
     pub orphans: u64,
-    /// Cluster: filters created on each backend (bitmap, RedisBloom).
-    pub backends: [u64; 2],
+    /// Cluster: filters created on each backend (bitmap, RedisBloom,
+    /// valkey-bloom), by `Store::index`.
+    pub backends: [u64; 3],
     /// Cluster: steps with a Python client beside a Rust one.
     pub python: u64,
 }
@@ -263,7 +264,7 @@ impl Run {
     }
 
     fn create(&mut self, f: u8, spec: &Spec) -> Result<(), String> {
-        if spec.store == Store::Module && self.world.module.is_none() {
+        if spec.store.is_module() && self.world.module.is_none() {
             return Ok(());
         }
         let existed = self.model(f).is_some();
@@ -924,9 +925,9 @@ impl Run {
             };
         };
         match dumped {
-            Err(e) if m.spec.store == Store::Module || m.damaged => return plain(&e),
+            Err(e) if m.spec.store.is_module() || m.damaged => return plain(&e),
             Err(e) => return fail(format!("dump: {e}")),
-            Ok(_) if m.spec.store == Store::Module => return fail("dumped a RedisBloom filter"),
+            Ok(_) if m.spec.store.is_module() => return fail("dumped a module filter"),
             Ok(_) => {}
         }
         let restored = rotabloom::dump::restore(&mut conn, &buf[..], Some(&name(to)));
@@ -1121,7 +1122,7 @@ impl Run {
         let Some(pre) = self.model(f).cloned() else {
             return Ok(());
         };
-        if pre.damaged || (pre.spec.store == Store::Module && self.world.module.is_none()) {
+        if pre.damaged || (pre.spec.store.is_module() && self.world.module.is_none()) {
             return Ok(());
         }
         let spec = pre.spec;
@@ -1311,7 +1312,7 @@ impl Run {
             return Ok(());
         }
         let queried = m.queried();
-        let module = m.spec.store == Store::Module;
+        let module = m.spec.store.is_module();
         let target = m.spec.error_rate;
         let info = self
             .world
@@ -1484,7 +1485,7 @@ fn takes_transaction(m: &MFilter, call: &Call) -> bool {
     // A module's generation caps itself (docs/FORMAT.md §6.6): a capped
     // write to it is expressible, unless write-only generations follow the
     // decision (their writes could not stop where it stops).
-    let module = m.spec.store == Store::Module;
+    let module = m.spec.store.is_module();
     let write_only =
         matches!(m.spec.shape, Shape::Circular { newest: false, .. }) && m.gens.len() > 1;
     let expressible = match call.op {

@@ -22,7 +22,44 @@ pub enum Shape {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Store {
     Bitmap,
+    /// RedisBloom keys.
     Module,
+    /// valkey-bloom keys: the same commands, so the RedisBloom module
+    /// serves them here; never mirrored, never dumped.
+    ValkeyBloom,
+}
+
+impl Store {
+    /// Whether a module keeps the generations (and refuses items past
+    /// capacity itself, and cannot be dumped).
+    pub fn is_module(self) -> bool {
+        self != Store::Bitmap
+    }
+
+    /// Its place in the counts of filters per backend.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The backend's word on the command line.
+    pub fn word(self) -> &'static str {
+        match self {
+            Store::Bitmap => "bitmap",
+            Store::Module => "redisbloom",
+            Store::ValkeyBloom => "valkey-bloom",
+        }
+    }
+
+    /// A module store as one of the two module backends, chosen by
+    /// `pick` (a value the sequence drew already, so that adding the
+    /// second backend drew nothing more and every seed's steps stayed
+    /// as they were).
+    pub fn module_by(self, pick: u64) -> Store {
+        match (self, pick % 2) {
+            (Store::Module, 1) => Store::ValkeyBloom,
+            (s, _) => s,
+        }
+    }
 }
 
 /// A filter to create.
@@ -250,7 +287,7 @@ impl Generator {
         let error_rate = *self.rng.pick(&[0.1, 0.01, 0.001]);
         Spec {
             shape,
-            store,
+            store: store.module_by(capacity),
             capacity,
             error_rate,
         }

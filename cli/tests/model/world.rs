@@ -710,6 +710,7 @@ pub fn create_on(conn: &mut redis::Connection, f: u8, spec: &Spec) -> rotabloom:
     let backend = match spec.store {
         Store::Bitmap => Backend::Bitmap,
         Store::Module => Backend::RedisBloom,
+        Store::ValkeyBloom => Backend::ValkeyBloom,
     };
     let n = name(f);
     match spec.shape {

@@ -57,8 +57,9 @@ pub fn check_seed(world: &mut CWorld, seed: u64, total: &mut Stats) -> Result<()
     total.calls += stats.calls;
     total.items += stats.items;
     total.orphans += stats.orphans;
-    total.backends[0] += stats.backends[0];
-    total.backends[1] += stats.backends[1];
+    for (t, s) in total.backends.iter_mut().zip(stats.backends) {
+        *t += s;
+    }
     total.python += stats.python;
     let Err(failure) = out else {
         return Ok(());

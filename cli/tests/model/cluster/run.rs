@@ -6,7 +6,7 @@
 
 use crate::cluster::model::MSharded;
 use crate::cluster::props::{counts_hold, loud, shards_agree};
-use crate::cluster::steps::{CFault, CSpec, CStep, Kind, Store, FILTERS};
+use crate::cluster::steps::{CFault, CSpec, CStep, Kind, FILTERS};
 use crate::cluster::world::{name, CWorld};
 use crate::run::{Failure, Stats};
 
@@ -232,7 +232,7 @@ impl<'w> CRun<'w> {
         if caps.iter().any(|c| c.first() != Some(&want)) {
             return Err(format!("shard capacities {caps:?}, §11.2 says {want}"));
         }
-        self.stats.backends[usize::from(spec.store == Store::Module)] += 1;
+        self.stats.backends[spec.store.index()] += 1;
         let created_ms = s.doc["filters"][0]["created_at_ms"].as_i64().unwrap_or(0);
         self.model[f as usize] = Some(MSharded::new(*spec, &caps, created_ms / 3_600_000));
         self.verify(f)
@@ -277,12 +277,12 @@ impl<'w> CRun<'w> {
         let Some(m) = self.model[f as usize].clone() else {
             return self.absent(dumped.code, &dumped.stderr);
         };
-        if m.spec.store == Store::Module {
-            // A dump cannot read RedisBloom keys in slices: refused, with
+        if m.spec.store.is_module() {
+            // A dump cannot read a module's keys in slices: refused, with
             // no file left behind.
             let _ = std::fs::remove_file(&file);
             return match dumped.code {
-                0 => Err("dumped a RedisBloom filter".into()),
+                0 => Err("dumped a module filter".into()),
                 c => loud(c, &dumped.stderr),
             };
         }
@@ -345,8 +345,8 @@ pub fn create_args(n: &str, spec: &CSpec) -> Vec<String> {
             a.extend(["--every", "1h"].map(String::from));
         }
     }
-    if spec.store == Store::Module {
-        a.extend(["--backend", "redisbloom"].map(String::from));
+    if spec.store.is_module() {
+        a.extend(["--backend", spec.store.word()].map(String::from));
     }
     a.extend(["--capacity".into(), spec.capacity.to_string()]);
     a.extend(["--error-rate".into(), spec.error_rate.to_string()]);

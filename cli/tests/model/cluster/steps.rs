@@ -182,7 +182,7 @@ impl CGenerator {
         };
         CSpec {
             kind,
-            store,
+            store: store.module_by(capacity),
             shards,
             capacity,
             error_rate,
