@@ -14,11 +14,8 @@ local MODULE_GROUP = BF
 -- client tells a missing module apart from any other refusal.
 function BF.reserve(key, rate, capacity)
   local r = redis.pcall('BF.RESERVE', key, rate, capacity, 'NONSCALING')
-  if type(r) == 'table' and r.err then
-    if string.find(string.lower(r.err), 'unknown') then
-      return redis.error_reply("ERR unknown command 'BF.RESERVE': no bloom module")
-    end
-    return r
+  if type(r) == 'table' and r.err and string.find(string.lower(r.err), 'unknown') then
+    return redis.error_reply("ERR unknown command 'BF.RESERVE': no bloom module")
   end
   return r
 end
