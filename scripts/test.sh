@@ -110,7 +110,7 @@ valkey_tests=(
     corruption faults loud plain_errors resume sentinel model
     # rotabloom: scripts and faults at the seams, the sharded filters on a
     # cluster, the module backends.
-    seams sharded sharded_faults cluster drop dump redisbloom valkey_bloom modules
+    seams tx_counts sharded sharded_faults cluster drop dump redisbloom valkey_bloom modules
 )
 valkey_args=()
 for t in "${valkey_tests[@]}"; do

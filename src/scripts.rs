@@ -74,6 +74,7 @@ pub(crate) static DROP: LuaScript = LuaScript::new(with_prelude!("lua/drop.lua")
 pub(crate) static ROLL: LuaScript = LuaScript::new(with_prelude!("lua/roll.lua"));
 pub(crate) static GUARD: LuaScript = LuaScript::new(with_prelude!("lua/guard.lua"));
 pub(crate) static COMMIT: LuaScript = LuaScript::new(with_prelude!("lua/commit.lua"));
+pub(crate) static SETTLE: LuaScript = LuaScript::new(with_prelude!("lua/settle.lua"));
 pub(crate) static PREALLOC: LuaScript =
     LuaScript::new(with_stores!(include_str!("lua/prealloc.lua")));
 pub(crate) static ALLOC_NEW: LuaScript =
@@ -95,7 +96,7 @@ pub(crate) static ROOT: [&LuaScript; 3] = [&ROOT_CLAIM, &ROOT_MOVE, &ROOT_TARGET
 
 /// Every script: tests go over all of them, and an error names the
 /// command of the line it points to ([`command_at`]).
-pub(crate) static ALL: [&LuaScript; 19] = [
+pub(crate) static ALL: [&LuaScript; 20] = [
     &LOAD,
     &DATA,
     &CREATE,
@@ -105,6 +106,7 @@ pub(crate) static ALL: [&LuaScript; 19] = [
     &ROLL,
     &GUARD,
     &COMMIT,
+    &SETTLE,
     &PREALLOC,
     &RESTORE,
     &RESTORE_WRITE,

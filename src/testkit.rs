@@ -115,8 +115,16 @@ pub(crate) fn view_at(kind: &str, gens: u64, epoch: u64) -> View {
 
 /// A server error reply, as the connection would give it.
 pub(crate) fn server_error(text: &str) -> redis::RedisError {
+    match error_value(text) {
+        redis::Value::ServerError(e) => e.into(),
+        other => panic!("not an error reply: {other:?}"),
+    }
+}
+
+/// An error reply as it comes inside an array (`EXEC`'s results).
+pub(crate) fn error_value(text: &str) -> redis::Value {
     match redis::parse_redis_value(format!("-{text}\r\n").as_bytes()) {
-        Ok(redis::Value::ServerError(e)) => e.into(),
+        Ok(v @ redis::Value::ServerError(_)) => v,
         other => panic!("not an error reply: {other:?}"),
     }
 }

@@ -26,6 +26,12 @@ pub struct MGen {
     /// of another generation (writers past capacity met a conversion in
     /// an order nobody knows): a number, taken from the filter.
     pub unattributed: i64,
+    /// What runs whose reply was lost may have added to the count beyond
+    /// the items they found new: a transaction counts every item it
+    /// writes, and takes back the excess only once it hears its reply
+    /// (docs/FORMAT.md §8.5.3), so a lost reply leaves the count that much
+    /// high, never low.
+    pub excess: u64,
 }
 
 impl MGen {
@@ -42,7 +48,7 @@ impl MGen {
         let lo = (self.counted.len() as i64 + self.unattributed).max(0) as u64;
         let unsure: BTreeSet<u32> = self.maybe.union(&self.slack).copied().collect();
         let extra = unsure.difference(&self.counted).count() as u64;
-        (lo, lo + extra)
+        (lo, lo + extra + self.excess)
     }
 }
 
@@ -272,6 +278,15 @@ impl MFilter {
             self.grow();
         }
         Ok(())
+    }
+
+    /// Records `items` written by runs that may have lost their reply: each
+    /// generation they write may count them all (an upper bound whose
+    /// excess nobody took back).
+    pub fn lost_runs(&mut self, items: u64) {
+        for g in self.written() {
+            self.gens[g].excess += items;
+        }
     }
 
     /// Records a write of `item` whose outcome is unknown.

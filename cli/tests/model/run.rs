@@ -497,6 +497,17 @@ impl Run {
                 continue;
             }
             let cai = call.op == Op::CheckAndInsert;
+            if self.hazards.lossy {
+                // Every run of the call may have lost its reply after its
+                // transaction counted all it wrote: the command line's
+                // retries, or the library's runs sent again (and a last
+                // one that failed).
+                let runs = match call.runner {
+                    Runner::Cli => crate::world::CLI_RETRIES + 1,
+                    _ => r.tries + 1,
+                };
+                m.lost_runs(u64::from(runs) * call.items.len() as u64);
+            }
             if lost && !cai {
                 // Each lost run may have counted each item once: in a
                 // generation that grew since, the next run counts it again.

@@ -125,6 +125,9 @@ struct Client {
 /// The user the server refuses `WATCH` (and only that).
 const NO_WATCH: &str = "nowatch";
 
+/// The command line's `--retries`: a batch runs at most one more time.
+pub const CLI_RETRIES: u32 = 3;
+
 /// The user of the test's own connections, which the faults that kill
 /// connections spare.
 const MODEL: &str = "model";
@@ -399,6 +402,7 @@ impl World {
         };
         let url = self.url();
         let n = name(f);
+        let retries = CLI_RETRIES.to_string();
         let mut args = vec![
             "--redis",
             &url,
@@ -407,7 +411,7 @@ impl World {
             "--mirror-mib",
             mirror,
             "--retries",
-            "3",
+            &retries,
             verb,
             &n,
         ];

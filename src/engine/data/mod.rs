@@ -46,11 +46,11 @@ enum State {
     Tx(TxRound),
     /// These (seq, delta) pairs are being added to the counts; then the
     /// round's verdict applies.
-    Commit(Vec<(u64, u64)>, Verdict),
+    Commit(Vec<(u64, i64)>, Verdict),
     /// The same commit, its one command sent in front of the next round's
     /// request (one round trip fewer per round of a long batch); then that
     /// round's replies go to its state.
-    CommitThen(Vec<(u64, u64)>, Box<State>),
+    CommitThen(Vec<(u64, i64)>, Box<State>),
     /// A reservation is being released after a transaction that failed:
     /// then the failure.
     Release(Error),
@@ -153,7 +153,7 @@ impl DataMachine {
     /// that could not be added is reported rather than forgotten.
     fn on_commit(
         &mut self,
-        added: &[(u64, u64)],
+        added: &[(u64, i64)],
         reply: redis::RedisResult<redis::Value>,
     ) -> Result<()> {
         let reply = reply.map_err(|e| Error::from_script(self.core.name(), e))?;

@@ -42,19 +42,20 @@ impl DataMachine {
                 };
             }
         };
-        let (added, verdict) = match outcome {
+        let (deltas, release, verdict) = match outcome {
             TxOutcome::Aborted(Verdict::Full) => {
                 // No room for the whole round: the script fills what is
                 // left item by item, and says where it stopped.
                 self.script_next = true;
                 self.pace.progress = true;
-                (Vec::new(), Verdict::Ok)
+                (Vec::new(), true, Verdict::Ok)
             }
-            TxOutcome::Aborted(v) => (Vec::new(), v),
+            TxOutcome::Aborted(v) => (Vec::new(), true, v),
             TxOutcome::Applied {
                 answers,
                 added,
                 count,
+                settled,
             } => {
                 if let Some(n) = count {
                     // A deciding generation that counts itself.
@@ -62,6 +63,16 @@ impl DataMachine {
                         self.fill = Some(self.fill.map_or(n, |old| old.max(n)));
                     }
                     self.counted(n);
+                }
+                let bound = t.sent.settle.as_deref().unwrap_or_default();
+                let (deltas, release) = txn::after_tx(&settled, bound, &added);
+                if let (txn::Settled::Ran(counts), Some((seq, _))) = (&settled, self.decider()) {
+                    // The deciding generation's count, less the excess
+                    // the commit after this takes back.
+                    if let Some(&(_, c)) = counts.iter().find(|(s, _)| *s == seq) {
+                        let back = deltas.iter().find(|(s, _)| *s == seq).map_or(0, |d| d.1);
+                        self.counted(c.saturating_sub(back.unsigned_abs()));
+                    }
                 }
                 // Answers of a prefix: a generation that caps itself
                 // refused the item after it, and every one after that.
@@ -76,29 +87,28 @@ impl DataMachine {
                 self.decided(&mut done);
                 if refused {
                     // Full: grow, convert or refuse, as the script's FULL.
-                    return match txn::commit_request(
-                        &self.core.keys,
-                        &t.view,
-                        reserved.as_ref(),
-                        &added,
-                    ) {
+                    let reserve = reserved.as_ref().filter(|_| release);
+                    return match txn::commit_request(&self.core.keys, &t.view, reserve, &deltas) {
                         Some(req) => {
-                            self.state = State::Commit(added, Verdict::Full);
+                            self.state = State::Commit(deltas, Verdict::Full);
                             Ok(Poll::Send(req))
                         }
                         None => self.full(),
                     };
                 }
-                (added, Verdict::Ok)
+                (deltas, release, Verdict::Ok)
             }
         };
-        // Counts follow the bits they describe; the reservation ends.
-        match txn::commit_request(&self.core.keys, &t.view, reserved.as_ref(), &added) {
+        // Counts follow the bits they describe (or the excess of the bound
+        // added with them goes back); the reservation ends, unless the
+        // commit queued in the transaction ended it.
+        let reserve = reserved.as_ref().filter(|_| release);
+        match txn::commit_request(&self.core.keys, &t.view, reserve, &deltas) {
             Some(req) if matches!(verdict, Verdict::Ok) && !self.pending.is_empty() => {
-                self.commit_then_next(req, added)
+                self.commit_then_next(req, deltas)
             }
             Some(req) => {
-                self.state = State::Commit(added, verdict);
+                self.state = State::Commit(deltas, verdict);
                 Ok(Poll::Send(req))
             }
             None => self.after_verdict(verdict),
@@ -113,7 +123,7 @@ impl DataMachine {
     fn commit_then_next(
         &mut self,
         mut commit: crate::request::Request,
-        added: Vec<(u64, u64)>,
+        added: Vec<(u64, i64)>,
     ) -> Result<Poll<DataOutput>> {
         match self.after_verdict(Verdict::Ok)? {
             Poll::Send(next) => {

@@ -1,5 +1,8 @@
-//! The commit after a transaction (docs/FORMAT.md §8.5.3): the counts of
-//! the bitmap generations it wrote, and the release of its reservation.
+//! The commit (docs/FORMAT.md §8.5.3): changes to the counts of bitmap
+//! generations, and the release of a reservation. Queued inside the
+//! transaction it adds an upper bound (`settle`); sent after it, it takes
+//! the excess back, or (when the queued one could not run) adds the counts
+//! and releases the reservation itself.
 
 use crate::error::Result;
 use crate::keys::Keys;
@@ -10,40 +13,56 @@ use redis::Value;
 
 use super::guard::Reserve;
 
-/// `EVALSHA commit meta reservations uid cleared member seq added ...`:
-/// releases the reservation (if any) and adds to the generations' counts,
-/// if the filter is still the view's instance and was not cleared since.
-/// None when there is nothing to do.
+/// `EVALSHA commit meta reservations uid cleared member seq delta ...`:
+/// releases the reservation `member` (if any) and adds each delta to its
+/// generation's count, if the filter is still the view's instance and was
+/// not cleared since.
+pub(super) fn commit_cmd(
+    keys: &Keys,
+    view: &View,
+    member: Option<String>,
+    deltas: &[(u64, i64)],
+) -> redis::Cmd {
+    let mut cmd = scripts::COMMIT.invoke(&[keys.meta().to_string(), keys.reservations()]);
+    cmd.arg(&view.uid)
+        .arg(view.cleared)
+        .arg(member.unwrap_or_default());
+    for (seq, n) in deltas {
+        cmd.arg(*seq).arg(*n);
+    }
+    cmd
+}
+
+/// The commit sent after a transaction, as a request of its own (the
+/// script is re-sent in full after NOSCRIPT). None when there is nothing
+/// to do.
 pub(crate) fn commit_request(
     keys: &Keys,
     view: &View,
     reserve: Option<&Reserve>,
-    added: &[(u64, u64)],
+    deltas: &[(u64, i64)],
 ) -> Option<Request> {
-    let added: Vec<&(u64, u64)> = added.iter().filter(|(_, n)| *n > 0).collect();
-    if added.is_empty() && reserve.is_none() {
+    let deltas: Vec<(u64, i64)> = deltas.iter().copied().filter(|(_, n)| *n != 0).collect();
+    if deltas.is_empty() && reserve.is_none() {
         return None;
     }
-    let mut cmd = scripts::COMMIT.invoke(&[keys.meta().to_string(), keys.reservations()]);
-    cmd.arg(&view.uid)
-        .arg(view.cleared)
-        .arg(reserve.map(Reserve::member).unwrap_or_default());
-    for (seq, n) in added {
-        cmd.arg(*seq).arg(*n);
-    }
     let mut req = Request::new();
-    req.script(&scripts::COMMIT, cmd);
+    req.script(
+        &scripts::COMMIT,
+        commit_cmd(keys, view, reserve.map(Reserve::member), &deltas),
+    );
     Some(req)
 }
 
-/// The commit's reply: each committed generation's count afterwards, by
-/// seq (a generation gone meanwhile is left out).
-pub(crate) fn decode_commit(added: &[(u64, u64)], reply: Value) -> Result<Vec<(u64, u64)>> {
+/// The commit's reply: each changed generation's count afterwards, by seq
+/// (a generation gone meanwhile is left out; nothing at all when the filter
+/// was cleared or replaced since).
+pub(crate) fn decode_commit(deltas: &[(u64, i64)], reply: Value) -> Result<Vec<(u64, u64)>> {
     use crate::error::unexpected;
     let Value::Array(counts) = &reply else {
         return Err(unexpected("commit", &reply));
     };
-    let seqs = added.iter().filter(|(_, n)| *n > 0).map(|(s, _)| *s);
+    let seqs = deltas.iter().filter(|(_, n)| *n != 0).map(|(s, _)| *s);
     if !counts.is_empty() && counts.len() != seqs.clone().count() {
         return Err(unexpected("commit counts", &reply));
     }
@@ -82,6 +101,10 @@ mod tests {
         let release = commit_request(&keys("t"), &view, Some(&r), &[]).unwrap();
         let args = release.args(0);
         assert_eq!(&args[args.len() - 3..], ["0123456789abcdef", "0", "2:4:ab"]);
+        // An excess taken back is a negative delta.
+        let back = commit_request(&keys("t"), &view, None, &[(2, -3)]).unwrap();
+        let args = back.args(0);
+        assert_eq!(&args[args.len() - 2..], ["2", "-3"]);
         let added = [(2, 5), (1, 0), (3, 1)];
         let reply = Value::Array(vec![Value::Int(12), Value::Int(-1)]);
         assert_eq!(decode_commit(&added, reply).unwrap(), [(2, 12)]);

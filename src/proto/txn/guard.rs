@@ -23,10 +23,11 @@ pub(crate) enum Verdict {
     Full,
 }
 
-/// How long a reservation holds if its commit never comes (the writer
-/// died between its guard and its commit). A commit follows its
-/// transaction by one round trip; only a writer stalled longer than this
-/// between the two could see its room given to another.
+/// How long a reservation holds if no commit releases it (the writer died
+/// between its guard and its `EXEC`, or its transaction did not run). A
+/// transaction that runs releases it itself, with the commit queued inside;
+/// only one that ran without that commit (`NOSCRIPT`) owes a commit after
+/// it, a round trip later.
 pub(crate) const RESERVATION_MS: u64 = 30_000;
 
 /// Room a transaction reserves in its deciding generation before it runs:

@@ -1,5 +1,5 @@
 //! The guarded-transaction data path: `WATCH fence; EVAL guard; MULTI;
-//! BITFIELD ...; EXEC` (docs/FORMAT.md §8.5).
+//! BITFIELD ...; EVALSHA commit; EXEC` (docs/FORMAT.md §8.5).
 //!
 //! The guard compares the fence with the client's view and rewrites it
 //! (aborting the transaction) when they differ, so the bits are applied only
@@ -7,20 +7,23 @@
 //! structural change; the per-item check-and-set comes for free from
 //! BITFIELD's old bits. It costs the server about what raw BITFIELD costs,
 //! where a Lua loop over the same bits costs about twice as much. Counts of
-//! bitmap generations follow in a second, tiny request (`commit`); a
-//! module's generation counts itself, and its count is read inside the
-//! transaction. Every reply is checked: a refused `WATCH` or `MULTI` is the
+//! bitmap generations are raised inside the transaction by an upper bound
+//! (`settle`), and a second, tiny request takes the excess back only when
+//! some item was there already (`commit`); a module's generation counts
+//! itself, and its count is read inside the transaction. Every reply is checked: a refused `WATCH` or `MULTI` is the
 //! call's error, never a transaction run unguarded.
 //!
 //! One job per file: the guard and its verdict (`guard`), asking whether
 //! the server lets this user `WATCH` (`preflight`), reading frozen
 //! generations before a check-and-insert (`read`), the transaction itself
-//! (`write`), and the commit of counts and reservations (`commit`).
+//! (`write`), the counts inside it (`settle`), and the commit of counts and
+//! reservations (`commit`).
 
 mod commit;
 mod guard;
 mod preflight;
 mod read;
+mod settle;
 #[cfg(test)]
 mod testing;
 mod write;
@@ -29,6 +32,7 @@ pub(crate) use commit::{commit_request, decode_commit};
 pub(crate) use guard::{guard_fill, Verdict};
 pub(crate) use preflight::{decode_preflight, preflight_request};
 pub(crate) use read::{decode_read, read_request, ReadSent};
+pub(crate) use settle::{after_tx, Settled};
 pub(crate) use write::{decode_tx, tx_request, TxOutcome, TxSent};
 
 use crate::error::{Error, Result};

@@ -2,6 +2,7 @@
 //! guard; MULTI; commands...; EXEC`, and what its replies say.
 
 use super::guard::{guard, verdict, Reserve, Verdict};
+use super::settle::{decode_settle, settle_cmd, Settled};
 use super::{all_ones, commands, expect_ok, missing, Part, RoundOf};
 use crate::error::{Error, Result};
 use crate::proto::script::{DataOp, Limit};
@@ -15,6 +16,9 @@ pub(crate) struct TxSent {
     pub parts: Vec<Part>,
     /// What its guard reserves, if it reserves.
     pub reserve: Option<Reserve>,
+    /// With a commit queued after the writes (`settle`): per bitmap
+    /// generation seq, the items written there, which it adds.
+    pub settle: Option<Vec<(u64, u64)>>,
 }
 
 /// What the commands of a transaction do, by role and operation: (read the
@@ -86,6 +90,7 @@ pub(crate) fn tx_request(
     req.push(guard(keys, view, gens, now, reserve.as_ref()), None);
     req.push(redis::cmd("MULTI"), None);
     let mut parts = Vec::new();
+    let mut bound: Vec<(u64, u64)> = Vec::new();
     for &g in gens {
         let Some(&role) = view.roles.get(g) else {
             continue;
@@ -95,6 +100,9 @@ pub(crate) fn tx_request(
             continue;
         }
         commands(r, g, set, &positions, &mut req, &mut parts);
+        if let (true, false, Some(gen)) = (set, counts_itself(view, g), view.gens.get(g)) {
+            bound.push((gen.seq, positions.len() as u64));
+        }
         let own = view
             .gens
             .get(g)
@@ -109,8 +117,26 @@ pub(crate) fn tx_request(
             });
         }
     }
+    let decider = gens
+        .iter()
+        .filter(|&&g| view.roles.get(g) == Some(&Role::Decide) && !counts_itself(view, g))
+        .filter_map(|&g| view.gens.get(g))
+        .map(|g| (g.seq, g.capacity))
+        .next()
+        .filter(|_| op != DataOp::Has);
+    let settle = settle_cmd(keys, reserve.as_ref(), decider, &bound).map(|cmd| {
+        req.push(cmd, None);
+        bound
+    });
     req.push(redis::cmd("EXEC"), None);
-    (req, TxSent { parts, reserve })
+    (
+        req,
+        TxSent {
+            parts,
+            reserve,
+            settle,
+        },
+    )
 }
 
 /// What a transaction did.
@@ -120,11 +146,12 @@ pub(crate) enum TxOutcome {
     /// deciding generation that caps itself refused the item after them,
     /// and every item after it); per bitmap generation seq, the items it
     /// counts as new; the deciding generation's own count afterwards, for
-    /// one that keeps it.
+    /// one that keeps it; what the commit queued after the writes did.
     Applied {
         answers: Vec<bool>,
         added: Vec<(u64, u64)>,
         count: Option<u64>,
+        settled: Settled,
     },
     /// It did not run: the guard's verdict (Ok: another client's write to
     /// the fence aborted it, the view is current).
@@ -148,7 +175,8 @@ pub(crate) fn decode_tx(
     // A command refused when queued (ACL, OOM) makes EXEC fail with
     // EXECABORT, which hides why: the first refusal is the error.
     let mut refused = None;
-    for _ in &sent.parts {
+    let settles = usize::from(sent.settle.is_some());
+    for _ in 0..sent.parts.len() + settles {
         match replies.next().ok_or_else(|| missing("QUEUED"))? {
             Ok(Value::SimpleString(s)) if s == "QUEUED" => {}
             Ok(other) => return Err(unexpected("queued command", &other)),
@@ -161,19 +189,28 @@ pub(crate) fn decode_tx(
     if let Some(e) = refused {
         return Err(e.into());
     }
-    let results = match exec? {
+    let mut results = match exec? {
         Value::Nil => return Ok(TxOutcome::Aborted(v)),
         Value::Array(results) if v == Verdict::Ok => results,
         Value::Array(_) => return Ok(TxOutcome::Aborted(v)),
         other => return Err(unexpected("EXEC", &other)),
     };
-    if results.len() != sent.parts.len() {
+    if results.len() != sent.parts.len() + settles {
         return Err(Error::UnexpectedReply(format!(
             "EXEC: {} results for {} commands",
             results.len(),
-            sent.parts.len()
+            sent.parts.len() + settles
         )));
     }
+    // The queued commit is the last command; a corrupt count it met is
+    // the call's error, with the bits in.
+    let settled = match &sent.settle {
+        Some(bound) => {
+            let reply = results.pop().ok_or_else(|| missing("the queued commit"))?;
+            decode_settle(&view.name, bound, reply)?
+        }
+        None => Settled::After,
+    };
     let len = present.len();
     let mut yes = vec![false; len];
     let mut changed = vec![false; len];
@@ -243,6 +280,7 @@ pub(crate) fn decode_tx(
         answers,
         added,
         count,
+        settled,
     })
 }
 

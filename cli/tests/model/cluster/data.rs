@@ -44,6 +44,13 @@ pub fn settle_with(
     out: &Printed,
     hazard: Hazard,
 ) -> Result<(), String> {
+    if hazard != Hazard::None {
+        // Each run of a batch may have lost its reply after its transaction
+        // counted every item it wrote.
+        for &id in input {
+            m.lost_runs(id, u64::from(FILTER_RETRIES) + 1);
+        }
+    }
     if out.code != 0 {
         loud(out.code, &out.stderr)?;
         let full = out.stderr.contains("is full");
@@ -95,8 +102,13 @@ pub fn settle_with(
     Ok(())
 }
 
-/// `filter NAME --batch B`, two batches in flight, four retries.
+/// `filter`'s `--retries` in these runs.
+const FILTER_RETRIES: u32 = 4;
+
+/// `filter NAME --batch B`, two batches in flight, `FILTER_RETRIES`
+/// retries.
 pub fn filter_args<'a>(n: &'a str, b: &'a str, least: bool) -> Vec<&'a str> {
+    const _: () = assert!(FILTER_RETRIES == 4, "the flag below says 4");
     let mut args = vec![
         "--in-flight",
         "2",

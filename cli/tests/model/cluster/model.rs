@@ -87,6 +87,13 @@ impl MSharded {
         self.shards[j].unknown(id);
     }
 
+    /// Written by as many as `runs` runs that may have lost their reply
+    /// after counting it (docs/FORMAT.md §8.5.3).
+    pub fn lost_runs(&mut self, id: u32, runs: u64) {
+        let j = self.route(id);
+        self.shards[j].lost_runs(runs);
+    }
+
     /// Written, present from now on, counted or not (an `add` does not say
     /// which of its items were new).
     pub fn written(&mut self, id: u32) {

@@ -73,7 +73,15 @@ fn a_transaction_is_watch_guard_multi_bitfields_exec() {
     assert_eq!(sent.parts.len(), 1);
     assert_eq!(sent.parts[0].positions, vec![0, 2]);
     assert_eq!(req.args(3).len(), 2 + 2 * 3 * 4);
-    assert_eq!(req.args(4), ["EXEC"]);
+    // The script queued after the writes adds the two items written: an
+    // upper bound of the new ones (nothing reserved, so no member; the
+    // deciding generation 0 with its capacity).
+    let settle = req.args(4);
+    assert_eq!(settle[0], "EVAL");
+    let cap = view.gens[0].capacity.to_string();
+    assert_eq!(&settle[settle.len() - 5..], ["", "0", &cap, "0", "2"]);
+    assert_eq!(sent.settle, Some(vec![(0, 2)]));
+    assert_eq!(req.args(5), ["EXEC"]);
 }
 
 #[test]
@@ -85,12 +93,16 @@ fn every_verdict_of_a_transaction_decodes() {
     // Ran: item 0 was new (its bits were 0), item 1 was not.
     let mut bits = vec![Value::Int(0); k];
     bits.extend(vec![Value::Int(1); k]);
+    let exec = |commit: Value| {
+        let results = vec![Value::Array(bits.clone()), commit];
+        replies("OK", 2, Ok(Value::Array(results)))
+    };
     let applied = decode_tx(
         &view,
         DataOp::CheckAdd,
         &sent,
         &present,
-        replies("OK", 1, Ok(Value::Array(vec![Value::Array(bits)]))),
+        exec(Value::Array(vec![Value::Int(5)])),
     )
     .unwrap();
     assert_eq!(
@@ -99,8 +111,24 @@ fn every_verdict_of_a_transaction_decodes() {
             answers: vec![true, false],
             added: vec![(0, 1)],
             count: None,
+            settled: Settled::Ran(vec![(0, 5)]),
         }
     );
+    // Near capacity it leaves the counts to the commit after.
+    let after = Value::BulkString(b"AFTER".to_vec());
+    match decode_tx(&view, DataOp::CheckAdd, &sent, &present, exec(after)).unwrap() {
+        TxOutcome::Applied {
+            answers, settled, ..
+        } => assert_eq!((answers, settled), (vec![true, false], Settled::After)),
+        other => panic!("{other:?}"),
+    }
+    // A corrupt count it met is the call's error.
+    let corrupt =
+        crate::testkit::error_value("CORRUPT gen.0.count holds a value that is not a count");
+    match decode_tx(&view, DataOp::CheckAdd, &sent, &present, exec(corrupt)) {
+        Err(Error::CorruptMetadata { field, .. }) => assert_eq!(field, "gen.0.count"),
+        other => panic!("{other:?}"),
+    }
     for (guard, verdict) in [
         ("STALE", Verdict::Stale),
         ("DUE 17", Verdict::Due(Some(17))),
@@ -111,7 +139,7 @@ fn every_verdict_of_a_transaction_decodes() {
             DataOp::CheckAdd,
             &sent,
             &present,
-            replies(guard, 1, Ok(Value::Nil)),
+            replies(guard, 2, Ok(Value::Nil)),
         )
         .unwrap();
         assert_eq!(out, TxOutcome::Aborted(verdict), "{guard}");
@@ -124,7 +152,7 @@ fn a_refused_watch_multi_or_command_is_the_error_never_ignored() {
     let (_, sent) = sent(&view, DataOp::Add, 2, Limit::Open);
     let present = [false, false];
     let noperm = "NOPERM User nowatch has no permissions to run the 'watch' command";
-    let mut r = replies("OK", 1, Ok(Value::Nil));
+    let mut r = replies("OK", 2, Ok(Value::Nil));
     r[0] = Err(server_error(noperm));
     match decode_tx(&view, DataOp::Add, &sent, &present, r) {
         Err(Error::PermissionDenied { message }) => {
@@ -132,7 +160,7 @@ fn a_refused_watch_multi_or_command_is_the_error_never_ignored() {
         }
         other => panic!("{other:?}"),
     }
-    let mut r = replies("OK", 1, Ok(Value::Nil));
+    let mut r = replies("OK", 2, Ok(Value::Nil));
     r[2] = Err(server_error("ERR MULTI calls can not be nested"));
     assert!(matches!(
         decode_tx(&view, DataOp::Add, &sent, &present, r),
@@ -141,7 +169,7 @@ fn a_refused_watch_multi_or_command_is_the_error_never_ignored() {
     // A command refused when queued: its error, not EXECABORT.
     let mut r = replies(
         "OK",
-        1,
+        2,
         Err(server_error(
             "EXECABORT Transaction discarded because of previous errors.",
         )),
@@ -154,26 +182,29 @@ fn a_refused_watch_multi_or_command_is_the_error_never_ignored() {
         other => panic!("{other:?}"),
     }
     // EXEC with the wrong number of results.
-    let r = replies("OK", 1, Ok(Value::Array(vec![])));
+    let r = replies("OK", 2, Ok(Value::Array(vec![])));
     assert!(matches!(
         decode_tx(&view, DataOp::Add, &sent, &present, r),
         Err(Error::UnexpectedReply(_))
     ));
     // A bitmap's reply cut short is not an answer.
     let k = view.gens[0].layout.hashes as usize;
-    let short = Value::Array(vec![Value::Array(vec![Value::Int(0); k])]);
+    let short = Value::Array(vec![
+        Value::Array(vec![Value::Int(0); k]),
+        Value::Array(vec![Value::Int(2)]),
+    ]);
     assert!(matches!(
         decode_tx(
             &view,
             DataOp::Add,
             &sent,
             &present,
-            replies("OK", 1, Ok(short))
+            replies("OK", 2, Ok(short))
         ),
         Err(Error::UnexpectedReply(_))
     ));
     // A missing reply is an internal error, not a panic.
-    let mut r = replies("OK", 1, Ok(Value::Nil));
+    let mut r = replies("OK", 2, Ok(Value::Nil));
     r.truncate(2);
     assert!(matches!(
         decode_tx(&view, DataOp::Add, &sent, &present, r),
@@ -227,7 +258,7 @@ fn a_module_counts_itself_and_its_refusal_ends_the_answers() {
     let (req, sent) = sent(&view, DataOp::CheckAdd, 3, Limit::Capacity);
     // No room reserved: the module refuses past capacity itself; its
     // count is read in the transaction, after its write.
-    assert_eq!(sent.reserve, None);
+    assert_eq!((&sent.reserve, &sent.settle), (&None, &None));
     assert_eq!(
         req.args(3)[..4],
         [
@@ -260,6 +291,7 @@ fn a_module_counts_itself_and_its_refusal_ends_the_answers() {
             answers: vec![true, false, true],
             added: vec![],
             count: Some(9),
+            settled: Settled::After,
         }
     );
     // Full at the second item: the first is answered, none after.
@@ -272,6 +304,7 @@ fn a_module_counts_itself_and_its_refusal_ends_the_answers() {
             answers: vec![true],
             added: vec![],
             count: Some(9),
+            settled: Settled::After,
         }
     );
     // Any other error, or a read cut short, is not a refusal.
