@@ -49,6 +49,11 @@ pub(super) fn settle_cmd(
     Some(scripts::SETTLE.as_eval(&cmd))
 }
 
+/// A count of items as a commit's delta.
+fn signed(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 /// What the script queued inside a transaction that ran did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Settled {
@@ -70,7 +75,7 @@ pub(super) fn decode_settle(name: &str, bound: &[(u64, u64)], reply: Value) -> R
         Value::BulkString(b) if b == b"AFTER" => Ok(Settled::After),
         Value::SimpleString(s) if s == "AFTER" => Ok(Settled::After),
         reply => {
-            let deltas: Vec<(u64, i64)> = bound.iter().map(|&(s, n)| (s, n as i64)).collect();
+            let deltas: Vec<(u64, i64)> = bound.iter().map(|&(s, n)| (s, signed(n))).collect();
             decode_commit(&deltas, reply).map(Settled::Ran)
         }
     }
@@ -92,16 +97,13 @@ pub(crate) fn after_tx(
                 .filter_map(|&(seq, written)| {
                     let new = added.iter().find(|(s, _)| *s == seq).map_or(0, |(_, n)| *n);
                     let over = written.saturating_sub(new);
-                    (over > 0).then(|| (seq, -i64::try_from(over).unwrap_or(i64::MAX)))
+                    (over > 0).then(|| (seq, -signed(over)))
                 })
                 .collect();
             (back, false)
         }
         Settled::After => {
-            let add = added
-                .iter()
-                .map(|&(seq, n)| (seq, i64::try_from(n).unwrap_or(i64::MAX)))
-                .collect();
+            let add = added.iter().map(|&(seq, n)| (seq, signed(n))).collect();
             (add, true)
         }
     }
