@@ -101,7 +101,7 @@ impl DataMachine {
         };
         // Counts follow the bits they describe (or the excess of the bound
         // added with them goes back); the reservation ends, unless the
-        // commit queued in the transaction ended it.
+        // script queued in the transaction ended it.
         let reserve = reserved.as_ref().filter(|_| release);
         match txn::commit_request(&self.core.keys, &t.view, reserve, &deltas) {
             Some(req) if matches!(verdict, Verdict::Ok) && !self.pending.is_empty() => {

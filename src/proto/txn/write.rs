@@ -71,20 +71,22 @@ pub(crate) fn tx_request(
             .collect(),
         _ => (0..round.len()).collect(),
     };
-    let reserve = match (op, limit) {
-        (DataOp::Has, _) | (_, Limit::Open) => None,
-        _ => gens
-            .iter()
-            .filter(|&&g| view.roles.get(g) == Some(&Role::Decide))
-            .filter(|&&g| !counts_itself(view, g))
-            .filter_map(|&g| view.gens.get(g))
-            .map(|g| Reserve {
-                seq: g.seq,
-                capacity: g.capacity,
-                items: positions.len() as u64,
-                id: crate::uid::new_uid(),
-            })
-            .next(),
+    // The bitmap generation that decides a write: (seq, capacity).
+    let decider = gens
+        .iter()
+        .filter(|&&g| view.roles.get(g) == Some(&Role::Decide) && !counts_itself(view, g))
+        .filter_map(|&g| view.gens.get(g))
+        .map(|g| (g.seq, g.capacity))
+        .next()
+        .filter(|_| op != DataOp::Has);
+    let reserve = match limit {
+        Limit::Open => None,
+        Limit::Capacity => decider.map(|(seq, capacity)| Reserve {
+            seq,
+            capacity,
+            items: positions.len() as u64,
+            id: crate::uid::new_uid(),
+        }),
     };
     req.push(redis::cmd("WATCH").arg(keys.fence()).clone(), None);
     req.push(guard(keys, view, gens, now, reserve.as_ref()), None);
@@ -117,13 +119,6 @@ pub(crate) fn tx_request(
             });
         }
     }
-    let decider = gens
-        .iter()
-        .filter(|&&g| view.roles.get(g) == Some(&Role::Decide) && !counts_itself(view, g))
-        .filter_map(|&g| view.gens.get(g))
-        .map(|g| (g.seq, g.capacity))
-        .next()
-        .filter(|_| op != DataOp::Has);
     let settle = settle_cmd(keys, reserve.as_ref(), decider, &bound).map(|cmd| {
         req.push(cmd, None);
         bound
