@@ -146,7 +146,9 @@ fn an_expansion_refused_by_one_master_is_finished_by_a_rerun(cluster: &RedisClus
 /// one shard's master; the others rotate, the root holds the target; the
 /// rerun rotates that shard alone, so every shard ends at one rotation
 /// and one period (no shard's items forgotten a period early); then 8
-/// concurrent schedulers turn day 2 once, and a manual rotation refused
+/// concurrent schedulers turn day 2 once while readers open the filter
+/// (each shard rotated once, reported at most once), and day 3 once with
+/// no readers (reported exactly once); a manual rotation refused
 /// the same way is finished by the next `rotate`, not doubled.
 fn a_rotation_refused_by_one_master_is_finished_by_a_rerun(cluster: &RedisCluster) {
     let mut conn = cluster.connection();
@@ -214,17 +216,74 @@ fn a_rotation_refused_by_one_master_is_finished_by_a_rerun(cluster: &RedisCluste
         .iter()
         .all(|&b| b));
 
-    // Day 2: 8 schedulers at once turn the whole filter once.
+    // Day 2: 8 schedulers at once turn the whole filter once, while 4
+    // readers open it over and over. The schedulers open their handles
+    // first: an open that meets a rotation half made brings the shards
+    // behind forward itself, and that rotation is no scheduler's to
+    // report (so the schedulers' sum is exact only among them).
     clock.set(t0 + chrono::Duration::days(2));
-    let total: u32 = std::thread::scope(|s| {
+    let ready = std::sync::Barrier::new(8);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (total, opens): (u32, usize) = std::thread::scope(|s| {
+        let readers: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut c = cluster.connection();
+                    let mut opens = 0;
+                    while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                        ShardedFilter::<Circular>::open(&mut c, "rot").unwrap();
+                        opens += 1;
+                    }
+                    opens
+                })
+            })
+            .collect();
         let runs: Vec<_> = (0..8)
             .map(|_| {
                 let clock = clock.clone();
+                let ready = &ready;
                 s.spawn(move || {
                     let mut c = cluster.connection();
                     let h = ShardedFilter::<Circular>::open(&mut c, "rot")
                         .unwrap()
                         .map_shards(|s| s.with_clock(clock.clone()));
+                    ready.wait();
+                    rotated(&h.rotate_if_due(&mut c).unwrap())
+                        .iter()
+                        .sum::<u32>()
+                })
+            })
+            .collect();
+        let total = runs.into_iter().map(|h| h.join().unwrap()).sum();
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        (total, readers.into_iter().map(|h| h.join().unwrap()).sum())
+    });
+    assert!(opens >= 4, "every reader opened the filter: {opens}");
+    assert_eq!(
+        epochs(&f, &mut conn),
+        vec![2, 2, 2],
+        "turned once, not twice"
+    );
+    assert!(total <= 3, "no shard's rotation reported twice: {total}");
+    // Inserted before day 1: still in every shard's window (3 periods).
+    assert!(f
+        .contains_many(&mut conn, &items)
+        .unwrap()
+        .iter()
+        .all(|&b| b));
+    // The schedulers' own rotations, without the readers' help.
+    clock.set(t0 + chrono::Duration::days(3));
+    let total: u32 = std::thread::scope(|s| {
+        let runs: Vec<_> = (0..8)
+            .map(|_| {
+                let clock = clock.clone();
+                let ready = &ready;
+                s.spawn(move || {
+                    let mut c = cluster.connection();
+                    let h = ShardedFilter::<Circular>::open(&mut c, "rot")
+                        .unwrap()
+                        .map_shards(|s| s.with_clock(clock.clone()));
+                    ready.wait();
                     rotated(&h.rotate_if_due(&mut c).unwrap())
                         .iter()
                         .sum::<u32>()
@@ -233,21 +292,15 @@ fn a_rotation_refused_by_one_master_is_finished_by_a_rerun(cluster: &RedisCluste
             .collect();
         runs.into_iter().map(|h| h.join().unwrap()).sum()
     });
-    assert_eq!(total, 3, "each of 3 shards rotated once");
-    assert_eq!(epochs(&f, &mut conn), vec![2, 2, 2]);
-    // Inserted before day 1: still in every shard's window (3 periods).
-    assert!(f
-        .contains_many(&mut conn, &items)
-        .unwrap()
-        .iter()
-        .all(|&b| b));
+    assert_eq!(total, 3, "each of 3 shards rotated once, reported once");
+    assert_eq!(epochs(&f, &mut conn), vec![3, 3, 3]);
 
     // A manual rotation refused on shard j, finished by the next one.
     maxmemory(&cluster.nodes()[node], "1");
     let failed = f.rotate(&mut conn);
     maxmemory(&cluster.nodes()[node], "0");
     assert_eq!(disagreeing(failed), vec![j]);
-    assert_eq!(epochs(&f, &mut conn), others(3, 2));
+    assert_eq!(epochs(&f, &mut conn), others(4, 3));
     let finished = f.rotate(&mut conn).unwrap();
     assert_eq!(
         rotated(&finished),
@@ -255,7 +308,7 @@ fn a_rotation_refused_by_one_master_is_finished_by_a_rerun(cluster: &RedisCluste
     );
     assert_eq!(
         epochs(&f, &mut conn),
-        vec![3, 3, 3],
+        vec![4, 4, 4],
         "finished, not rotated twice"
     );
     assert!(f.drop(&mut conn).unwrap());
