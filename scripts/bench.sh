@@ -11,7 +11,9 @@
 # PATH). The method and the latest numbers are in docs/BENCHMARKS.md.
 # `scripts/bench.sh --sharded` and `scripts/bench.sh --aio` (Python's
 # blocking and asyncio batches beside the Rust async API) are runs of
-# their own.
+# their own. `scripts/bench.sh --pairs N [--op-seconds S]`: instead of the
+# tables, N rounds of each paired target's sync x2 and async x2 measured
+# back to back, the ratio of each pair (target/bench/pairs.json).
 #
 # What it sets up, on a fresh Debian/Ubuntu machine:
 #   * redis-server and redis-cli (scripts/ensure-redis.sh; Debian's package);
@@ -153,11 +155,13 @@ export BENCH_COMMAND="scripts/bench.sh${*:+ $*}"
 
 args=(--bench "$@")
 has_out=0
+results="$work/results.json"
 for a in "$@"; do
     [ "$a" = "--out" ] && has_out=1
+    [ "$a" = "--pairs" ] && results="$work/pairs.json"
 done
 if [ "$has_out" -eq 0 ]; then
-    args+=(--out "$work/results.json")
+    args+=(--out "$results")
 fi
 
 # Run the binary directly (not through cargo) so that only the bench is pinned.

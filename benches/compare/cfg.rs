@@ -30,6 +30,10 @@ other arguments are ignored then. `cargo bench` passes --bench itself.
   --cli PATH              the rotabloom binary, for the command-line rows
                           (env BENCH_CLI; skipped without it)
   --cli-lines N           lines per run of the command-line rows (1000000)
+  --pairs N               instead of the tables: N paired rounds of sync x2
+                          and async x2, back to back, per target and
+                          operation (default targets bloom, raw-bitfield,
+                          circular-12-query-all, bloom-on-redisbloom)
 
 The redis-server binary is $REDIS_SERVER or redis-server from PATH
 (scripts/bench.sh points REDIS_SERVER at a wrapper that pins it with taskset).
@@ -61,6 +65,8 @@ pub struct Cfg {
     /// The rotabloom binary, for the command-line rows.
     pub cli: Option<PathBuf>,
     pub cli_lines: usize,
+    /// Paired rounds instead of the tables (0: the tables).
+    pub pairs: usize,
 }
 
 pub fn env_path(name: &str) -> Option<PathBuf> {
@@ -79,6 +85,7 @@ pub fn parse_args() -> Result<Cfg, String> {
         return Ok(smoke_cfg());
     }
     let quick = args.iter().any(|a| a == "--quick");
+    let args_only = args.iter().any(|a| a == "--only");
     let mut cfg = Cfg {
         quick,
         smoke: false,
@@ -104,6 +111,7 @@ pub fn parse_args() -> Result<Cfg, String> {
         x2: true,
         cli: env_path("BENCH_CLI"),
         cli_lines: 1_000_000,
+        pairs: 0,
     };
     let mut it = args.into_iter();
     let num = |v: Option<String>, name: &str| -> Result<usize, String> {
@@ -143,8 +151,12 @@ pub fn parse_args() -> Result<Cfg, String> {
             "--no-x2" => cfg.x2 = false,
             "--cli" => cfg.cli = it.next().map(PathBuf::from),
             "--cli-lines" => cfg.cli_lines = num(it.next(), "--cli-lines")?,
+            "--pairs" => cfg.pairs = num(it.next(), "--pairs")?,
             other => return Err(format!("unknown argument {other:?}\n\n{USAGE}")),
         }
+    }
+    if cfg.pairs > 0 && !args_only {
+        cfg.only = Some(PAIRED.iter().map(|s| s.to_string()).collect());
     }
     if cfg.runs < 1 || cfg.items < 1000 || cfg.items_single < 1 {
         return Err("--runs must be >= 1 and --items >= 1000".into());
@@ -185,8 +197,18 @@ pub fn smoke_cfg() -> Cfg {
         x2: true,
         cli: None,
         cli_lines: 0,
+        pairs: 0,
     }
 }
+
+/// The targets of `--pairs` unless `--only` names others: the async x2
+/// rows issue 30 compares with their sync x2 rows.
+pub const PAIRED: &[&str] = &[
+    "bloom",
+    "raw-bitfield",
+    "circular-12-query-all",
+    "bloom-on-redisbloom",
+];
 
 /// The targets of quick mode: those the targets of issue 13 compare.
 pub const QUICK: &[&str] = &[

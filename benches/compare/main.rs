@@ -38,6 +38,7 @@ mod cli;
 mod ctx;
 mod facts;
 mod latency;
+mod pairs;
 mod report;
 mod seed;
 mod stats;
@@ -188,6 +189,9 @@ fn real_main(cfg: Cfg) -> R<()> {
             ctx.build_template(t)?;
         }
     }
+    if ctx.cfg.pairs > 0 {
+        return paired(&mut ctx, &targets, &server_facts, &machine);
+    }
     let bits = bits::bits_per_item(&mut ctx, &targets);
     let windows = window::window_memory(&mut ctx).unwrap_or_else(|er| {
         eprintln!("  ! window memory: {er}");
@@ -252,4 +256,40 @@ fn real_main(cfg: Cfg) -> R<()> {
     drop(ctx);
     drop(server);
     outcome
+}
+
+/// `--pairs N`: the paired rounds alone, their table on stdout and their
+/// JSON at `--out`.
+fn paired(
+    ctx: &mut Ctx,
+    targets: &[catalog::Target],
+    server_facts: &serde_json::Value,
+    machine: &serde_json::Value,
+) -> R<()> {
+    let rounds = ctx.cfg.pairs;
+    eprintln!(
+        "compare: paired rounds, {rounds} x {} targets ({} s per operation)",
+        targets.len(),
+        ctx.cfg.op_seconds
+    );
+    let rows = pairs::pairs(ctx, targets, rounds);
+    print!("{}", pairs::table(&rows, rounds, ctx.cfg.op_seconds));
+    let doc = json!({
+        "mode": "pairs",
+        "rounds": rounds,
+        "op_seconds": ctx.cfg.op_seconds,
+        "server": server_facts,
+        "machine": machine,
+        "pairs": rows.iter().map(pairs::Pairs::json).collect::<Vec<_>>(),
+    });
+    if let Some(dir) = ctx.cfg.out.parent() {
+        std::fs::create_dir_all(dir).map_err(e)?;
+    }
+    let text = serde_json::to_string_pretty(&doc).map_err(e)?;
+    std::fs::write(&ctx.cfg.out, text).map_err(e)?;
+    eprintln!("compare: wrote {}", ctx.cfg.out.display());
+    match rows.iter().find_map(|r| r.error.as_ref()) {
+        Some(er) => Err(er.clone()),
+        None => Ok(()),
+    }
 }
