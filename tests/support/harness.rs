@@ -502,6 +502,13 @@ impl RedisServer {
         assert!(ok.success(), "kill {sig} {pid}");
     }
 
+    /// [`respawn`](Self::respawn) with `extra` arguments added, from now
+    /// on.
+    pub fn respawn_with(&mut self, extra: &[&str]) {
+        self.extra_args.extend(extra.iter().map(|a| a.to_string()));
+        self.respawn();
+    }
+
     /// Starts a stopped (or killed) server again on the same port and
     /// directory, with the same arguments: with persistence on, it reloads
     /// what it had written.
