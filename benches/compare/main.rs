@@ -192,6 +192,21 @@ fn real_main(cfg: Cfg) -> R<()> {
     if ctx.cfg.pairs > 0 {
         return paired(&mut ctx, &targets, &server_facts, &machine);
     }
+    if ctx.cfg.smoke {
+        // The paired mode's path, one round, its answers checked.
+        let some: Vec<&catalog::Target> = targets
+            .iter()
+            .filter(|t| cfg::PAIRED.contains(&t.name.as_str()))
+            .collect();
+        let rows = pairs::pairs(&mut ctx, &some, 1);
+        if let Some(er) = rows.iter().find_map(|r| r.error.as_ref()) {
+            return Err(format!("smoke test: pairs: {er}"));
+        }
+        eprintln!(
+            "compare: pairs, one round of {} rows: answers as expected",
+            rows.len()
+        );
+    }
     let bits = bits::bits_per_item(&mut ctx, &targets);
     let windows = window::window_memory(&mut ctx).unwrap_or_else(|er| {
         eprintln!("  ! window memory: {er}");
@@ -272,7 +287,8 @@ fn paired(
         targets.len(),
         ctx.cfg.op_seconds
     );
-    let rows = pairs::pairs(ctx, targets, rounds);
+    let all: Vec<&catalog::Target> = targets.iter().collect();
+    let rows = pairs::pairs(ctx, &all, rounds);
     print!("{}", pairs::table(&rows, rounds, ctx.cfg.op_seconds));
     let doc = json!({
         "mode": "pairs",

@@ -94,7 +94,7 @@ fn rate(t: &Timed) -> f64 {
 }
 
 /// Batches of 1,000, two in flight, for `rounds` rounds.
-pub fn pairs(ctx: &mut Ctx, targets: &[Target], rounds: usize) -> Vec<Pairs> {
+pub fn pairs(ctx: &mut Ctx, targets: &[&Target], rounds: usize) -> Vec<Pairs> {
     let mut out: Vec<Pairs> = targets
         .iter()
         .flat_map(|t| {
@@ -150,8 +150,29 @@ fn pair(ctx: &mut Ctx, t: &Target, op: Op, shape: Shape, flip: bool) -> R<(Timed
         };
         got.push(run);
     }
+    for t in &got {
+        answered(op, t)?;
+    }
     let (a, b) = (got[0], got[1]);
     Ok(if flip { (b, a) } else { (a, b) })
+}
+
+/// The answers' sanity, as the tables check theirs: `contains` of what was
+/// inserted says yes to all; writes to a fresh filter call (nearly) all
+/// new.
+fn answered(op: Op, t: &Timed) -> R<()> {
+    let (p, n) = (t.positives, t.done);
+    let bad = match op {
+        Op::Contains => p != n,
+        _ => (p as f64) < 0.99 * n as f64 || p > n,
+    };
+    if bad || n == 0 {
+        return Err(format!(
+            "{} answered positive for {p} of {n} items",
+            op.name()
+        ));
+    }
+    Ok(())
 }
 
 /// The table, headed.
