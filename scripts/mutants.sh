@@ -14,8 +14,11 @@ bash scripts/ensure-redis.sh
 scratch="$(mktemp -d)"
 trap 'git -C "$root" worktree remove --force "$scratch/wt" >/dev/null 2>&1 || true; rm -rf "$scratch"' EXIT
 git worktree add --detach --quiet "$scratch/wt" HEAD
-# The checkout's target directory: dependencies are built once.
-export CARGO_TARGET_DIR="$root/target"
+# A target directory of the mutants' own, kept between runs (dependencies
+# are built once). Not the checkout's: a mutant's build would overwrite
+# target/debug/rotabloom, the binary the checkout's tests run, and the
+# checkout's next build, its sources unchanged, would not replace it.
+export CARGO_TARGET_DIR="$root/target/mutants"
 
 missed=0
 for patch in "$root"/scripts/mutants/*.patch; do
