@@ -53,7 +53,9 @@ impl Store {
     /// A module store as one of the two module backends, chosen by
     /// `pick` (a value the sequence drew already, so that adding the
     /// second backend drew nothing more and every seed's steps stayed
-    /// as they were).
+    /// as they were): the index of the capacity drawn, so that each
+    /// backend gets small and large capacities alike (the capacity
+    /// itself, almost always even, gave valkey-bloom the tiniest only).
     pub fn module_by(self, pick: u64) -> Store {
         match (self, pick % 2) {
             (Store::Module, 1) => Store::ValkeyBloom,
@@ -281,13 +283,13 @@ impl Generator {
         };
         // Capacities from 1 to millions; small ones are where the seams
         // are, so they come more often.
-        let capacity = *self
-            .rng
-            .pick(&[1, 3, 10, 40, 200, 1_000, 5_000, 60_000, 2_000_000]);
+        const CAPACITIES: [u64; 9] = [1, 3, 10, 40, 200, 1_000, 5_000, 60_000, 2_000_000];
+        let at = self.rng.below(CAPACITIES.len() as u64);
+        let capacity = CAPACITIES[at as usize];
         let error_rate = *self.rng.pick(&[0.1, 0.01, 0.001]);
         Spec {
             shape,
-            store: store.module_by(capacity),
+            store: store.module_by(at),
             capacity,
             error_rate,
         }

@@ -174,7 +174,9 @@ impl CGenerator {
         };
         // Drawn last, so that a seed's other choices stay as they were
         // before the module backend came into the cluster model.
-        let capacity = *self.rng.pick(&[3, 10, 40, 200, 1_000, 5_000, 50_000]);
+        const CAPACITIES: [u64; 7] = [3, 10, 40, 200, 1_000, 5_000, 50_000];
+        let at = self.rng.below(CAPACITIES.len() as u64);
+        let capacity = CAPACITIES[at as usize];
         let error_rate = *self.rng.pick(&[0.01, 0.001]);
         let store = match self.module && self.rng.chance(0.3) {
             true => Store::Module,
@@ -182,7 +184,7 @@ impl CGenerator {
         };
         CSpec {
             kind,
-            store: store.module_by(capacity),
+            store: store.module_by(at),
             shards,
             capacity,
             error_rate,
