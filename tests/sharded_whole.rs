@@ -222,43 +222,7 @@ fn a_rotation_refused_by_one_master_is_finished_by_a_rerun(cluster: &RedisCluste
     // behind forward itself, and that rotation is no scheduler's to
     // report (so the schedulers' sum is exact only among them).
     clock.set(t0 + chrono::Duration::days(2));
-    let ready = std::sync::Barrier::new(8);
-    let done = std::sync::atomic::AtomicBool::new(false);
-    let (total, opens): (u32, usize) = std::thread::scope(|s| {
-        let readers: Vec<_> = (0..4)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut c = cluster.connection();
-                    let mut opens = 0;
-                    while !done.load(std::sync::atomic::Ordering::SeqCst) {
-                        ShardedFilter::<Circular>::open(&mut c, "rot").unwrap();
-                        opens += 1;
-                    }
-                    opens
-                })
-            })
-            .collect();
-        let runs: Vec<_> = (0..8)
-            .map(|_| {
-                let clock = clock.clone();
-                let ready = &ready;
-                s.spawn(move || {
-                    let mut c = cluster.connection();
-                    let h = ShardedFilter::<Circular>::open(&mut c, "rot")
-                        .unwrap()
-                        .map_shards(|s| s.with_clock(clock.clone()));
-                    ready.wait();
-                    rotated(&h.rotate_if_due(&mut c).unwrap())
-                        .iter()
-                        .sum::<u32>()
-                })
-            })
-            .collect();
-        let total = runs.into_iter().map(|h| h.join().unwrap()).sum();
-        done.store(true, std::sync::atomic::Ordering::SeqCst);
-        (total, readers.into_iter().map(|h| h.join().unwrap()).sum())
-    });
-    assert!(opens >= 4, "every reader opened the filter: {opens}");
+    let total = schedulers_beside_readers(cluster, &clock, 4);
     assert_eq!(
         epochs(&f, &mut conn),
         vec![2, 2, 2],
@@ -273,25 +237,7 @@ fn a_rotation_refused_by_one_master_is_finished_by_a_rerun(cluster: &RedisCluste
         .all(|&b| b));
     // The schedulers' own rotations, without the readers' help.
     clock.set(t0 + chrono::Duration::days(3));
-    let total: u32 = std::thread::scope(|s| {
-        let runs: Vec<_> = (0..8)
-            .map(|_| {
-                let clock = clock.clone();
-                let ready = &ready;
-                s.spawn(move || {
-                    let mut c = cluster.connection();
-                    let h = ShardedFilter::<Circular>::open(&mut c, "rot")
-                        .unwrap()
-                        .map_shards(|s| s.with_clock(clock.clone()));
-                    ready.wait();
-                    rotated(&h.rotate_if_due(&mut c).unwrap())
-                        .iter()
-                        .sum::<u32>()
-                })
-            })
-            .collect();
-        runs.into_iter().map(|h| h.join().unwrap()).sum()
-    });
+    let total = schedulers_beside_readers(cluster, &clock, 0);
     assert_eq!(total, 3, "each of 3 shards rotated once, reported once");
     assert_eq!(epochs(&f, &mut conn), vec![3, 3, 3]);
 
@@ -312,6 +258,55 @@ fn a_rotation_refused_by_one_master_is_finished_by_a_rerun(cluster: &RedisCluste
         "finished, not rotated twice"
     );
     assert!(f.drop(&mut conn).unwrap());
+}
+
+/// 8 schedulers calling `rotate_if_due` on filter "rot" at once, their
+/// handles opened before a barrier, while `readers` threads open it over
+/// and over until they are done (each at least once, every open asserted
+/// to succeed): the rotations the schedulers report, in all.
+fn schedulers_beside_readers(
+    cluster: &RedisCluster,
+    clock: &Arc<ManualClock>,
+    readers: usize,
+) -> u32 {
+    let ready = std::sync::Barrier::new(8);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let readers: Vec<_> = (0..readers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut c = cluster.connection();
+                    loop {
+                        ShardedFilter::<Circular>::open(&mut c, "rot").unwrap();
+                        if done.load(std::sync::atomic::Ordering::SeqCst) {
+                            break;
+                        }
+                    }
+                })
+            })
+            .collect();
+        let runs: Vec<_> = (0..8)
+            .map(|_| {
+                let ready = &ready;
+                s.spawn(move || {
+                    let mut c = cluster.connection();
+                    let h = ShardedFilter::<Circular>::open(&mut c, "rot")
+                        .unwrap()
+                        .map_shards(|s| s.with_clock(clock.clone()));
+                    ready.wait();
+                    rotated(&h.rotate_if_due(&mut c).unwrap())
+                        .iter()
+                        .sum::<u32>()
+                })
+            })
+            .collect();
+        let total = runs.into_iter().map(|h| h.join().unwrap()).sum();
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        for r in readers {
+            r.join().unwrap();
+        }
+        total
+    })
 }
 
 /// Reproduction 3 of issue 28: a conversion refused on one shard leaves
