@@ -24,12 +24,16 @@ const OPS: [Op; 3] = [Op::Cai, Op::Insert, Op::Contains];
 pub struct Pairs {
     pub target: String,
     pub op: Op,
-    /// Per round: (sync, async) items per second and server CPU share.
+    /// Per round: the sync and the async run.
     pub rounds: Vec<(Timed, Timed)>,
     pub error: Option<String>,
 }
 
+/// One side's figure of a round.
+type Side = fn(&(Timed, Timed)) -> f64;
+
 impl Pairs {
+    /// Each round's ratio async / sync, in round order.
     fn ratios(&self) -> Vec<f64> {
         self.rounds
             .iter()
@@ -37,28 +41,37 @@ impl Pairs {
             .collect()
     }
 
-    pub fn json(&self) -> Value {
+    /// The ratios' median and quartiles.
+    fn spread(&self) -> (f64, f64, f64) {
         let mut r = self.ratios();
-        let (sync, asy): (Vec<f64>, Vec<f64>) =
-            self.rounds.iter().map(|(s, a)| (rate(s), rate(a))).unzip();
-        let busy = |f: fn(&(Timed, Timed)) -> f64| {
-            Summary::of(&self.rounds.iter().map(f).collect::<Vec<_>>()).json()
-        };
-        let runs = r.clone();
         r.sort_by(f64::total_cmp);
+        (
+            Summary::of(&r).median,
+            quantile(&r, 0.25),
+            quantile(&r, 0.75),
+        )
+    }
+
+    /// One side's figure over the rounds.
+    fn over(&self, side: Side) -> Summary {
+        Summary::of(&self.rounds.iter().map(side).collect::<Vec<_>>())
+    }
+
+    pub fn json(&self) -> Value {
+        let (median, q1, q3) = self.spread();
         json!({
             "target": self.target,
             "op": self.op.name(),
             "ratio_async_over_sync": {
-                "median": Summary::of(&r).median,
-                "q1": quantile(&r, 0.25),
-                "q3": quantile(&r, 0.75),
-                "runs": runs,
+                "median": median,
+                "q1": q1,
+                "q3": q3,
+                "runs": self.ratios(),
             },
-            "sync_items_per_s": Summary::of(&sync).json(),
-            "async_items_per_s": Summary::of(&asy).json(),
-            "sync_server_busy": busy(|p| p.0.server_busy),
-            "async_server_busy": busy(|p| p.1.server_busy),
+            "sync_items_per_s": self.over(|p| rate(&p.0)).json(),
+            "async_items_per_s": self.over(|p| rate(&p.1)).json(),
+            "sync_server_busy": self.over(|p| p.0.server_busy).json(),
+            "async_server_busy": self.over(|p| p.1.server_busy).json(),
             "error": self.error,
         })
     }
@@ -69,18 +82,15 @@ impl Pairs {
         if let Some(er) = &self.error {
             return format!("{:<28} {:<8} error: {er}", self.target, self.op.short());
         }
-        let mut r = self.ratios();
-        r.sort_by(f64::total_cmp);
-        let med = |f: fn(&(Timed, Timed)) -> f64| {
-            Summary::of(&self.rounds.iter().map(f).collect::<Vec<_>>()).median
-        };
+        let (median, q1, q3) = self.spread();
+        let med = |side: Side| self.over(side).median;
         format!(
             "{:<28} {:<8} {:>6.3} [{:.3}, {:.3}] {:>9} {:>9} {:>5.0}% {:>5.0}%",
             self.target,
             self.op.short(),
-            Summary::of(&r).median,
-            quantile(&r, 0.25),
-            quantile(&r, 0.75),
+            median,
+            q1,
+            q3,
             si(med(|p| rate(&p.0))),
             si(med(|p| rate(&p.1))),
             100.0 * med(|p| p.0.server_busy),
